@@ -1,0 +1,152 @@
+"""From a question to an answer with numbered, checkable sources.
+
+Extractive by default: the best-matching passages, quoted and cited. With an LLM configured, a
+written answer grounded in the same sources (see `bot.llm`); if the model fails, the extractive
+answer is returned with a note saying so. When the not-found gate fires, the answer says plainly
+that the knowledge base has no answer and lists the nearest pages.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from indexing.index import Index
+from indexing.retrieval import Hit, retrieve
+
+NOT_FOUND = "I could not find this in the knowledge base."
+MAX_QUESTION_CHARS = 2000
+QUOTE_CHARS = 500
+QUOTED_PASSAGES = 2
+
+
+class EmptyQuestion(ValueError):
+    pass
+
+
+@dataclass
+class Source:
+    n: int
+    doc_id: str
+    source: str
+    path: str
+    title: str
+    heading_path: list[str]
+    url: str
+    score: float
+    updated_at: datetime | None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["heading_path"] = " > ".join(self.heading_path)
+        data["updated_at"] = self.updated_at.isoformat() if self.updated_at else None
+        return data
+
+
+@dataclass
+class Answer:
+    question: str
+    found: bool
+    text: str
+    sources: list[Source]
+    timings_ms: dict
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    llm_used: bool = False
+    note: str | None = None  # e.g. "the language model did not answer; showing passages"
+    signals: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "found": self.found,
+            "answer": self.text,
+            "sources": [s.to_json() for s in self.sources],
+            "timings_ms": self.timings_ms,
+            "llm_used": self.llm_used,
+            "note": self.note,
+            "signals": self.signals,
+        }
+
+
+def clean_question(question: str) -> str:
+    """Whitespace collapsed and length capped; an empty question is an error the user sees."""
+    question = " ".join((question or "").split())
+    if not question:
+        raise EmptyQuestion("the question is empty")
+    return question[:MAX_QUESTION_CHARS]
+
+
+def answer_question(index: Index, question: str, scopes: list[str] | None = None, llm=None) -> Answer:
+    """Retrieve, gate, and answer. `llm` is a `bot.llm.LLMClient` or None for extractive answers."""
+    question = clean_question(question)
+    started = time.perf_counter()
+    retrieval = retrieve(index, question, scopes=scopes)
+    sources, numbers = _sources(retrieval.hits)
+    timings = dict(retrieval.timings_ms)
+    clock = time.perf_counter()
+    answer = Answer(question=question, found=retrieval.found, text="", sources=sources,
+                    timings_ms=timings, signals=retrieval.signals)
+    if not retrieval.found:
+        answer.text = NOT_FOUND + (" The nearest pages are listed below." if sources else "")
+    elif llm is not None:
+        try:
+            answer.text = llm.answer(question, retrieval.hits, numbers)
+            answer.llm_used = True
+        except Exception as exc:  # any model failure falls back, with a note, never silence
+            answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
+    if answer.found and not answer.text:
+        answer.text = extractive_text(retrieval.hits, numbers)
+    timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    return answer
+
+
+def _sources(hits: list[Hit]) -> tuple[list[Source], dict[str, int]]:
+    """One numbered source per document, in rank order, citing its best section."""
+    sources: list[Source] = []
+    numbers: dict[str, int] = {}
+    for hit in hits:
+        if hit.doc_id in numbers:
+            continue
+        numbers[hit.doc_id] = len(sources) + 1
+        sources.append(
+            Source(n=len(sources) + 1, doc_id=hit.doc_id, source=hit.source, path=hit.path, title=hit.title,
+                   heading_path=hit.heading_path, url=hit.url, score=hit.score, updated_at=hit.updated_at)
+        )
+    return sources, numbers
+
+
+def extractive_text(hits: list[Hit], numbers: dict[str, int]) -> str:
+    """The best passages, quoted, each followed by its source number."""
+    parts = []
+    for hit in hits[:QUOTED_PASSAGES]:
+        passage = trim(_plain(hit.matched[0] if hit.matched else hit.text), QUOTE_CHARS)
+        where = f"{hit.title} › {hit.heading}" if hit.heading else hit.title
+        parts.append(f"*{where}* [{numbers[hit.doc_id]}]\n> " + passage.replace("\n", "\n> "))
+    return "\n\n".join(parts)
+
+
+def trim(text: str, limit: int) -> str:
+    """Cut at a sentence or word boundary near `limit`, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    stop = max(cut.rfind(". "), cut.rfind("。"), cut.rfind("\n"))
+    if stop > limit * 0.6:
+        return cut[: stop + 1].rstrip() + " …"
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 0.6 else cut).rstrip() + " …"
+
+
+def _plain(passage: str) -> str:
+    """A passage without its heading lines and with blank-line runs collapsed, for quoting."""
+    lines = [line for line in passage.splitlines() if not re.match(r"^\s{0,3}#{1,6}\s", line)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _reason(exc: Exception) -> str:
+    name = type(exc).__name__
+    return "timed out" if "timeout" in name.lower() or "timed out" in str(exc).lower() else name

@@ -1,0 +1,214 @@
+"""Keyword search over the child chunks: LlamaIndex's BM25Retriever (bm25s), CJK-aware.
+
+bm25s splits text on word boundaries, which leaves a Chinese sentence as one giant "word". So
+before tokenising we rewrite runs of CJK characters as overlapping character bigrams
+("报销流程" → "报销 销流 流程"), the classic choice for Chinese retrieval without a dictionary;
+English goes through the Snowball stemmer and stop-word removal as usual.
+
+The index is static: rebuilt from the chunks in Postgres after every sync that changed
+something, persisted under `KB_HOME/bm25/<version>/`, and the version recorded in the database.
+Readers (every Docent process) compare versions on each query and reload, or rebuild from the
+database themselves if the files are not on their disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from indexing.registry import IndexState
+from indexing.store import ChunkHit, ChunkStore
+
+log = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEBUG
+
+VERSION_KEY = "bm25_version"
+TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+_STATS = "docent_stats.json"
+
+
+def analyze(text: str) -> str:
+    """Text with every CJK run replaced by its overlapping character bigrams."""
+
+    def bigrams(match: re.Match) -> str:
+        run = match.group(0)
+        if len(run) == 1:
+            return f" {run} "
+        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+    return _CJK.sub(bigrams, text)
+
+
+def tokens(text: str) -> list[str]:
+    """The terms BM25 sees for a text (analysed, lower-cased, stop words out, stemmed)."""
+    return _terms(analyze(text))
+
+
+def _terms(analyzed: str) -> list[str]:
+    import bm25s
+
+    return bm25s.tokenize(
+        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
+        return_ids=False, show_progress=False,
+    )[0]
+
+
+def chunk_search_text(text: str, metadata: dict) -> str:
+    """What BM25 indexes for a child: title and heading path count as words of the chunk."""
+    return f"{metadata.get('title', '')} {metadata.get('heading_path', '')}\n{text}"
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@dataclass
+class _Loaded:
+    version: str
+    bm25: object | None  # bm25s.BM25, None for an empty index
+    doc_freq: dict[str, int] = field(default_factory=dict)
+    num_docs: int = 0
+    retrievers: dict = field(default_factory=dict)  # scopes → BM25Retriever with that weight mask
+
+
+class Bm25Index:
+    def __init__(self, home: Path, engine: Engine, store: ChunkStore) -> None:
+        self.dir = Path(home) / "bm25"
+        self.engine = engine
+        self.store = store
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+
+    # -- building -----------------------------------------------------------------------------
+
+    def rebuild(self) -> str:
+        """Build from every chunk in the database, persist, publish the new version."""
+        from llama_index.core.schema import TextNode
+        from llama_index.retrievers.bm25 import BM25Retriever
+
+        with Session(self.engine) as session:
+            rows = self.store.all_chunks(session)
+        version = uuid.uuid4().hex[:12]
+        target = self.dir / version
+        if rows:
+            nodes = [
+                TextNode(
+                    id_=node_id,
+                    text=analyze(chunk_search_text(text, meta)),
+                    metadata={k: meta.get(k) for k in ("doc_id", "parent_id", "access")},
+                )
+                for node_id, text, meta in rows
+            ]
+            retriever = BM25Retriever(
+                nodes=nodes, stemmer=_stemmer(), language="en", token_pattern=TOKEN_PATTERN, similarity_top_k=1
+            )
+            target.mkdir(parents=True, exist_ok=True)
+            retriever.persist(str(target), show_progress=False)
+            doc_freq: dict[str, int] = {}
+            for node in nodes:
+                for term in set(_terms(node.text)):
+                    doc_freq[term] = doc_freq.get(term, 0) + 1
+            (target / _STATS).write_text(json.dumps({"num_docs": len(nodes), "doc_freq": doc_freq}))
+        with Session(self.engine) as session:
+            session.merge(IndexState(key=VERSION_KEY, value=version if rows else f"empty-{version}"))
+            session.commit()
+        self._prune(keep={version})
+        return version
+
+    def _prune(self, keep: set[str]) -> None:
+        """Drop old versions, keeping the newest few so readers mid-load are not pulled from under."""
+        if not self.dir.exists():
+            return
+        old = sorted((p for p in self.dir.iterdir() if p.is_dir() and p.name not in keep), key=lambda p: p.stat().st_mtime)
+        for path in old[:-2]:
+            shutil.rmtree(path, ignore_errors=True)
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(self, question: str, scopes: list[str] | None, k: int) -> list[ChunkHit]:
+        """The k best children by BM25 among the visible scopes; zero-score padding dropped."""
+        from llama_index.core.schema import QueryBundle
+
+        loaded = self._current()
+        if loaded.bm25 is None:
+            return []
+        retriever = self._retriever(loaded, scopes, k)
+        if retriever is None:
+            return []
+        hits = retriever.retrieve(QueryBundle(query_str=analyze(question)))
+        return [
+            ChunkHit(node_id=h.node.node_id, score=float(h.score), metadata=dict(h.node.metadata))
+            for h in hits
+            if h.score and h.score > 0
+        ]
+
+    def idf(self, term: str) -> float:
+        """Inverse document frequency of a term (unknown terms get the highest)."""
+        loaded = self._current()
+        n = max(loaded.num_docs, 1)
+        df = loaded.doc_freq.get(term, 0)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def _retriever(self, loaded: _Loaded, scopes: list[str] | None, k: int):
+        from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+        from llama_index.retrievers.bm25 import BM25Retriever
+
+        key = (tuple(sorted(scopes)) if scopes is not None else None, k)
+        with self._lock:
+            if key not in loaded.retrievers:
+                filters = None
+                if scopes is not None:
+                    filters = MetadataFilters(
+                        filters=[MetadataFilter(key="access", value=list(scopes), operator=FilterOperator.IN)]
+                    )
+                try:
+                    loaded.retrievers[key] = BM25Retriever(
+                        existing_bm25=loaded.bm25, stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
+                        similarity_top_k=k, filters=filters,
+                    )
+                except ValueError:  # every chunk filtered out: nothing visible to this asker
+                    loaded.retrievers[key] = None
+            return loaded.retrievers[key]
+
+    def _current(self) -> _Loaded:
+        version = self._published_version()
+        loaded = self._loaded
+        if loaded is not None and loaded.version == version:
+            return loaded
+        if not version.startswith("empty-") and not (self.dir / version / _STATS).exists():
+            log.info("BM25 version %s is not on this disk; rebuilding from the database", version)
+            version = self.rebuild()
+        with self._lock:
+            if self._loaded is None or self._loaded.version != version:
+                self._loaded = self._load(version)
+            return self._loaded
+
+    def _published_version(self) -> str:
+        with Session(self.engine) as session:
+            state = session.exec(select(IndexState).where(IndexState.key == VERSION_KEY)).first()
+        return state.value if state else "empty-none"
+
+    def _load(self, version: str) -> _Loaded:
+        import bm25s
+
+        if version.startswith("empty-"):
+            return _Loaded(version=version, bm25=None)
+        path = self.dir / version
+        stats = json.loads((path / _STATS).read_text())
+        bm25 = bm25s.BM25.load(str(path), load_corpus=True)
+        return _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"])

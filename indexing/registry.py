@@ -1,0 +1,87 @@
+"""Docent's own tables (sqlmodel), in the same database as the vectors.
+
+- `documents`: one row per source document — the registry that makes sync incremental.
+- `parent_sections`: the parents' text (our docstore): what answers read and cite.
+- `embedding_cache`: vectors by hash of (model, text), so identical text is never re-embedded.
+- `sync_runs`: one row per sync, for `kb status`.
+- `index_state`: small key/values, e.g. the BM25 version readers compare against.
+
+Child chunks live in PGVectorStore's own table (`data_docent_chunks`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+
+from sqlalchemy import JSON, Column, LargeBinary, Text
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Status(str, Enum):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+
+
+class DocumentRecord(SQLModel, table=True):
+    __tablename__ = "documents"
+
+    id: str = Field(primary_key=True)  # "source:relative/path.md"
+    source: str = Field(index=True)
+    path: str
+    title: str = ""
+    url: str = ""
+    access: str = "public"
+    content_hash: str = ""  # hash of the version currently indexed ("" if none yet)
+    status: Status = Field(default=Status.PENDING, index=True)
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    chunk_count: int = 0
+    updated_at: datetime | None = None  # when the page itself last changed
+    indexed_at: datetime | None = None  # when this version was committed to the index
+
+
+class ParentSection(SQLModel, table=True):
+    __tablename__ = "parent_sections"
+
+    id: str = Field(primary_key=True)
+    doc_id: str = Field(index=True)
+    position: int
+    heading_path: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    url: str = ""
+    text: str = Field(sa_column=Column(Text))
+
+
+class EmbeddingCache(SQLModel, table=True):
+    __tablename__ = "embedding_cache"
+
+    key: str = Field(primary_key=True)  # sha256 of model name + text
+    vector: bytes = Field(sa_column=Column(LargeBinary))  # float32, native byte order
+
+
+class SyncRun(SQLModel, table=True):
+    __tablename__ = "sync_runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(index=True)
+    trigger: str = "cli"  # cli / watcher / schedule / admin
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    errors: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+
+
+class IndexState(SQLModel, table=True):
+    __tablename__ = "index_state"
+
+    key: str = Field(primary_key=True)
+    value: str

@@ -1,0 +1,129 @@
+"""Child chunks and their vectors in Postgres, through LlamaIndex's PGVectorStore.
+
+Reads go through the store's public `query` (dense search with metadata filters on the access
+scope, applied in SQL before ranking). Writes do not use `add`/`delete`, which each commit on
+their own: replacing a document must be *one* transaction with its parents and its registry row,
+so old chunks keep serving until the new ones are committed. We therefore write rows of the
+store's own table class (`_table_class`, built by `_node_to_table_row`) in our session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.orm import Session
+
+from connectors.document import SourceDocument
+from indexing.chunking import Parent
+from indexing.embedding import EMBED_DIM
+from indexing.registry import ParentSection
+
+TABLE = "docent_chunks"  # PGVectorStore prefixes it: data_docent_chunks
+HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 100, "hnsw_dist_method": "vector_cosine_ops"}
+
+
+@dataclass
+class ChunkHit:
+    """A child chunk found by one retrieval leg, with the raw score that leg gave it."""
+
+    node_id: str
+    score: float
+    metadata: dict
+
+
+class ChunkStore:
+    def __init__(self, engine: Engine, url: URL) -> None:
+        from sqlalchemy.ext.asyncio import create_async_engine
+        from llama_index.vector_stores.postgres import PGVectorStore
+
+        from indexing.database import async_url
+
+        self.vector_store = PGVectorStore(
+            engine=engine,
+            async_engine=create_async_engine(async_url(url)),  # required by the API; connects lazily
+            table_name=TABLE,
+            embed_dim=EMBED_DIM,
+            use_jsonb=True,
+            hnsw_kwargs=dict(HNSW),
+            initialization_fail_on_error=True,
+        )
+        self.vector_store._initialize()  # create the table and HNSW index now, not on first query
+        self.table = self.vector_store._table_class
+
+    # -- writes (in the caller's transaction) -------------------------------------------------
+
+    def replace_document(
+        self, session: Session, doc: SourceDocument, parents: list[Parent], vectors: list[list[float]]
+    ) -> int:
+        """Swap a document's parents and children for new ones; returns the child count."""
+        from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+
+        self.delete_document(session, doc.doc_id)
+        rows = []
+        children = [(parent, child) for parent in parents for child in parent.children]
+        assert len(children) == len(vectors), "one vector per child"
+        for (parent, child), vector in zip(children, vectors):
+            node = TextNode(
+                id_=child.id,
+                text=child.text,
+                embedding=vector,
+                metadata={
+                    "doc_id": doc.doc_id,
+                    "parent_id": parent.id,
+                    "source": doc.source,
+                    "path": doc.path,
+                    "title": doc.title,
+                    "heading_path": parent.heading,
+                    "access": doc.access,
+                },
+                relationships={
+                    NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc.doc_id),
+                    NodeRelationship.PARENT: RelatedNodeInfo(node_id=parent.id),
+                },
+            )
+            rows.append(self.vector_store._node_to_table_row(node))
+        session.add_all(rows)
+        session.add_all(
+            ParentSection(
+                id=p.id, doc_id=doc.doc_id, position=p.position, heading_path=p.heading_path, url=p.url, text=p.text
+            )
+            for p in parents
+        )
+        return len(rows)
+
+    def delete_document(self, session: Session, doc_id: str) -> None:
+        session.execute(delete(self.table).where(self.table.metadata_["ref_doc_id"].astext == doc_id))
+        session.execute(delete(ParentSection).where(ParentSection.doc_id == doc_id))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def dense_search(self, embedding: list[float], scopes: list[str] | None, k: int) -> list[ChunkHit]:
+        """The k nearest children by cosine similarity, among the scopes the asker may see."""
+        from llama_index.core.vector_stores.types import (
+            FilterOperator,
+            MetadataFilter,
+            MetadataFilters,
+            VectorStoreQuery,
+        )
+
+        filters = None
+        if scopes is not None:
+            filters = MetadataFilters(
+                filters=[MetadataFilter(key="access", value=list(scopes), operator=FilterOperator.IN)]
+            )
+        result = self.vector_store.query(
+            VectorStoreQuery(query_embedding=embedding, similarity_top_k=k, filters=filters)
+        )
+        return [
+            ChunkHit(node_id=node.node_id, score=float(sim), metadata=node.metadata)
+            for node, sim in zip(result.nodes, result.similarities)
+        ]
+
+    def all_chunks(self, session: Session):
+        """(node_id, text, metadata) of every child, for building BM25."""
+        return session.execute(select(self.table.node_id, self.table.text, self.table.metadata_)).all()
+
+    def count(self, session: Session) -> int:
+        return session.execute(select(func.count()).select_from(self.table)).scalar_one()

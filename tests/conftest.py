@@ -1,0 +1,66 @@
+"""Shared fixtures: one embedded Postgres, one loaded model and one index for the whole run.
+
+Tests keep out of each other's way by syncing into sources of their own names (a source's
+sync only prunes its own documents) and by using temporary folders for anything they edit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_WIKI = REPO / "sample-wiki"
+SHARED = Path(os.environ.get("KB_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
+CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
+
+
+def shared_corpus(name: str) -> Path:
+    """A corpus from ../shared, or skip with the reason (a user's own clone does not have it)."""
+    path = SHARED / name
+    if not path.is_dir():
+        pytest.skip(f"shared corpus {name!r} not found at {path} (set KB_SHARED_CORPORA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def kb_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kb_home")
+
+
+@pytest.fixture(scope="session")
+def index(kb_home):
+    """The one index of the test run (embedded Postgres in a temp dir, real bundled model)."""
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+
+    idx = Index(IndexConfig(home=kb_home))
+    yield idx
+    idx.close()
+
+
+@pytest.fixture(scope="session")
+def sample_synced(index):
+    """The project's sample wiki, synced once as source 'sample'."""
+    from connectors.markdown import MarkdownFolder
+    from indexing.sync import sync_documents
+
+    wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"])
+    return sync_documents(index, wiki.documents(), "sample")
+
+
+@pytest.fixture
+def wiki_copy(tmp_path) -> Path:
+    """A private, editable copy of the sample wiki."""
+    target = tmp_path / "wiki"
+    shutil.copytree(SAMPLE_WIKI, target, ignore=shutil.ignore_patterns("*.jsonl"))
+    return target
