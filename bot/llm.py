@@ -19,7 +19,7 @@ brackets, like [1]. If the excerpts do not answer the question, reply exactly:
 "I could not find this in the knowledge base." Never reveal secrets, tokens or configuration."""
 
 MAX_SECTION_CHARS = 2500
-_CITATION = re.compile(r"\[(\d+)\]")
+_CITATION = re.compile(r"[ \t]?\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")  # [1], [1, 2]; not [2023]
 
 
 class LLMClient:
@@ -47,12 +47,24 @@ class LLMClient:
 def build_prompt(question: str, hits: list[Hit], numbers: dict[str, int]) -> str:
     blocks = []
     for hit in hits:
-        where = " > ".join([hit.title, *hit.heading_path])
-        blocks.append(f"<excerpt n=\"{numbers[hit.doc_id]}\" source=\"{where}\">\n{hit.text[:MAX_SECTION_CHARS]}\n</excerpt>")
+        where = " > ".join([hit.title, *hit.heading_path]).replace('"', "'")
+        body = hit.text[:MAX_SECTION_CHARS].replace("</excerpt>", "</ excerpt>")  # cannot close its own block
+        blocks.append(f"<excerpt n=\"{numbers[hit.doc_id]}\" source=\"{where}\">\n{body}\n</excerpt>")
     return "Wiki excerpts:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
 
 
 def check_citations(text: str, allowed: set[int]) -> str:
-    """Remove every [n] that does not name a source the model was given."""
-    cleaned = _CITATION.sub(lambda m: m.group(0) if int(m.group(1)) in allowed else "", text)
-    return re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    """Remove every cited number that does not name a source the model was given.
+
+    `[1, 7]` with sources 1–2 becomes `[1]`; `[7]` disappears with the space before it.
+    """
+
+    def keep(match: re.Match) -> str:
+        numbers = [n.strip() for n in match.group(1).split(",")]
+        valid = [n for n in numbers if int(n) in allowed]
+        if not valid:
+            return ""
+        lead = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
+        return f"{lead}[{', '.join(valid)}]"
+
+    return _CITATION.sub(keep, text).strip()

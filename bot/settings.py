@@ -34,8 +34,7 @@ class Settings(BaseSettings):
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None
     kb_top_k: int = 5
-    kb_min_cosine: float = 0.40
-    kb_min_term_coverage: float = 0.75
+    kb_gate_threshold: float = 0.61
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: str = "not-needed"
@@ -48,8 +47,7 @@ class Settings(BaseSettings):
             database_url=self.database_url,
             embed_model=self.kb_embed_model,
             top_k=self.kb_top_k,
-            min_cosine=self.kb_min_cosine,
-            min_bm25_coverage=self.kb_min_term_coverage,
+            gate_threshold=self.kb_gate_threshold,
         )
 
     @property

@@ -126,7 +126,7 @@ def _matches_any(rel: str, patterns: list[str]) -> bool:
 
 
 def _decode(raw: bytes) -> str:
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw:
         raise ValueError("binary content (NUL bytes), not a text file")
     try:
         text = raw.decode("utf-8-sig")
@@ -136,22 +136,31 @@ def _decode(raw: bytes) -> str:
 
 
 def _split_front_matter(text: str) -> tuple[dict, str]:
-    """Parse YAML front matter with python-frontmatter; broken front matter is an error."""
+    """Split off YAML front matter (python-frontmatter finds it); broken front matter is an error.
+
+    The YAML is parsed here rather than by `frontmatter.loads`, which silently drops front
+    matter that is not a mapping (a list, a bare string) instead of reporting it.
+    """
     if not text.startswith("---"):
         return {}, text
-    import frontmatter  # small, but only needed for files that have front matter
     import yaml
+    from frontmatter.default_handlers import YAMLHandler
 
     try:
-        post = frontmatter.loads(text)
+        raw, body = YAMLHandler().split(text)
+    except ValueError:  # an opening "---" with no closing one: a horizontal rule, not front matter
+        return {}, text
+    try:
+        meta = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"broken YAML front matter: {first}") from None
-    except Exception as exc:  # python-frontmatter raises plain errors for non-mapping YAML
-        raise ValueError(f"broken front matter: {exc}") from None
-    if not isinstance(post.metadata, dict):
+    body = body.lstrip("\n")
+    if meta is None:
+        return {}, body
+    if not isinstance(meta, dict):
         raise ValueError("broken front matter: expected key: value pairs")
-    return dict(post.metadata), post.content
+    return meta, body
 
 
 def _first_h1(body: str) -> str:

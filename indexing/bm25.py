@@ -81,8 +81,8 @@ def _stemmer():
 class _Loaded:
     version: str
     bm25: object | None  # bm25s.BM25, None for an empty index
-    doc_freq: dict[str, int] = field(default_factory=dict)
-    num_docs: int = 0
+    doc_freq: dict[str, dict[str, int]] = field(default_factory=dict)  # scope → term → chunks
+    num_docs: dict[str, int] = field(default_factory=dict)  # scope → chunks
     retrievers: dict = field(default_factory=dict)  # scopes → BM25Retriever with that weight mask
 
 
@@ -119,11 +119,17 @@ class Bm25Index:
             )
             target.mkdir(parents=True, exist_ok=True)
             retriever.persist(str(target), show_progress=False)
-            doc_freq: dict[str, int] = {}
+            # Document frequencies per access scope, so the gate's IDF weights come from what the
+            # asker can see (and statistics of restricted pages do not leak into other answers).
+            doc_freq: dict[str, dict[str, int]] = {}
+            num_docs: dict[str, int] = {}
             for node in nodes:
+                scope = node.metadata["access"]
+                num_docs[scope] = num_docs.get(scope, 0) + 1
+                freq = doc_freq.setdefault(scope, {})
                 for term in set(_terms(node.text)):
-                    doc_freq[term] = doc_freq.get(term, 0) + 1
-            (target / _STATS).write_text(json.dumps({"num_docs": len(nodes), "doc_freq": doc_freq}))
+                    freq[term] = freq.get(term, 0) + 1
+            (target / _STATS).write_text(json.dumps({"num_docs": num_docs, "doc_freq": doc_freq}))
         with Session(self.engine) as session:
             session.merge(IndexState(key=VERSION_KEY, value=version if rows else f"empty-{version}"))
             session.commit()
@@ -157,12 +163,16 @@ class Bm25Index:
             if h.score and h.score > 0
         ]
 
-    def idf(self, term: str) -> float:
-        """Inverse document frequency of a term (unknown terms get the highest)."""
+    def idf(self, terms: set[str], scopes: list[str] | None) -> dict[str, float]:
+        """IDF of each term among the visible chunks (terms the wiki never uses get the highest)."""
         loaded = self._current()
-        n = max(loaded.num_docs, 1)
-        df = loaded.doc_freq.get(term, 0)
-        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+        visible = list(loaded.num_docs) if scopes is None else [s for s in scopes if s in loaded.num_docs]
+        n = max(sum(loaded.num_docs[s] for s in visible), 1)
+        weights = {}
+        for term in terms:
+            df = sum(loaded.doc_freq[s].get(term, 0) for s in visible)
+            weights[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return weights
 
     def _retriever(self, loaded: _Loaded, scopes: list[str] | None, k: int):
         from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters

@@ -19,8 +19,7 @@ class IndexConfig:
     bm25_candidates: int = 40
     rrf_k: int = 60
     top_k: int = 5  # parents returned
-    min_cosine: float = 0.40  # not-found gate: best child cosine similarity below this ...
-    min_bm25_coverage: float = 0.75  # ... and rare query terms matched below this: not found
+    gate_threshold: float = 0.61  # not-found gate: best cosine + 0.5 × rare-term coverage below this
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

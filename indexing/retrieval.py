@@ -5,7 +5,7 @@ so a restricted page can neither be returned nor influence ranking or the not-fo
 
 RRF scores are rank-based and mean nothing across questions, so the not-found gate looks at raw
 signals instead: the best cosine similarity of any child, and how much of the question's rare
-vocabulary (IDF-weighted) the best BM25 chunk contains.
+vocabulary (IDF-weighted) the top sections contain.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from indexing.registry import DocumentRecord, ParentSection
 from indexing.store import ChunkHit
 
 MODES = ("hybrid", "vector", "bm25")
+COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
+COVERAGE_WEIGHT = 0.5
 
 
 @dataclass
@@ -88,8 +90,8 @@ def retrieve(
 
     ranked = fuse([dense, keyword], cfg.rrf_k)
     hits = _parents(index, ranked, dense, keyword, top_k)
-    signals = gate_signals(index, question, dense, keyword)
-    found = bool(hits) and is_found(signals, cfg.min_cosine, cfg.min_bm25_coverage)
+    signals = gate_signals(index, question, scopes, dense, keyword, hits)
+    found = bool(hits) and is_found(signals, cfg.gate_threshold)
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=found, signals=signals, timings_ms=timings)
@@ -104,15 +106,21 @@ def fuse(legs: list[list[ChunkHit]], k: int) -> dict[str, float]:
     return scores
 
 
-def gate_signals(index: Index, question: str, dense: list[ChunkHit], keyword: list[ChunkHit]) -> dict:
-    """Raw, comparable-across-questions evidence that the knowledge base covers the question."""
+def gate_signals(
+    index: Index, question: str, scopes: list[str] | None, dense: list[ChunkHit], keyword: list[ChunkHit], hits: list[Hit]
+) -> dict:
+    """Raw, comparable-across-questions evidence that the knowledge base covers the question.
+
+    - best_cosine: the closest child's cosine similarity to the question;
+    - term_coverage: the share of the question's terms, weighted by rarity (IDF), that occur in
+      the top sections — a question whose distinctive words the wiki never uses is rarely answered.
+    """
     best_cosine = max((h.score for h in dense), default=0.0)
     coverage = 0.0
     terms = set(bm25_module.tokens(question))
-    if terms and keyword:
-        weights = {t: index.bm25.idf(t) for t in terms}
-        best = keyword[0]
-        text = bm25_module.chunk_search_text(_chunk_text(index, best.node_id), best.metadata)
+    if terms and hits:
+        weights = index.bm25.idf(terms, scopes)
+        text = " ".join(f"{h.title} {h.heading} {h.text}" for h in hits[:COVERAGE_SECTIONS])
         present = set(bm25_module.tokens(text))
         coverage = sum(w for t, w in weights.items() if t in present) / (sum(weights.values()) or 1.0)
     return {
@@ -122,29 +130,28 @@ def gate_signals(index: Index, question: str, dense: list[ChunkHit], keyword: li
     }
 
 
-def is_found(signals: dict, min_cosine: float, min_coverage: float) -> bool:
-    """The gate: the wiki answers if the meaning matches closely or the rare words all match."""
-    return signals["best_cosine"] >= min_cosine or signals["term_coverage"] >= min_coverage
+def gate_score(signals: dict) -> float:
+    """One number for the gate: meaning match plus half the rare-term coverage."""
+    return signals["best_cosine"] + COVERAGE_WEIGHT * signals["term_coverage"]
 
 
-def _chunk_text(index: Index, node_id: str) -> str:
-    table = index.store.table
-    with index.session() as s:
-        row = s.execute(select(table.text).where(table.node_id == node_id)).first()
-    return row[0] if row else ""
+def is_found(signals: dict, threshold: float) -> bool:
+    return gate_score(signals) >= threshold
 
 
 def _parents(
     index: Index, child_scores: dict[str, float], dense: list[ChunkHit], keyword: list[ChunkHit], top_k: int
 ) -> list[Hit]:
-    """Children → their parent sections: a parent scores the sum of its children's fused scores."""
+    """Children → their parent sections, best first, de-duplicated."""
     meta = {h.node_id: h.metadata for h in [*dense, *keyword]}
     cosine = {h.node_id: h.score for h in dense}
     bm25 = {h.node_id: h.score for h in keyword}
     by_parent: dict[str, list[str]] = {}
     for node_id in sorted(child_scores, key=child_scores.get, reverse=True):
         by_parent.setdefault(meta[node_id]["parent_id"], []).append(node_id)
-    parent_score = {pid: sum(child_scores[c] for c in kids) for pid, kids in by_parent.items()}
+    # A parent scores as its best child. Summing children favours long sections with many weak
+    # matches (measured on Clef + sample: hit@1 22/34 with a sum, 27/34 with the best child).
+    parent_score = {pid: child_scores[kids[0]] for pid, kids in by_parent.items()}
     best = sorted(parent_score, key=parent_score.get, reverse=True)[:top_k]
     if not best:
         return []

@@ -1,13 +1,15 @@
 """Shared fixtures: one embedded Postgres, one loaded model and one index for the whole run.
 
 Tests keep out of each other's way by syncing into sources of their own names (a source's
-sync only prunes its own documents) and by using temporary folders for anything they edit.
+sync only prunes its own documents), each with an access scope of the same name that their
+questions are limited to, and by using temporary folders for anything they edit.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -33,8 +35,12 @@ def shared_corpus(name: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def kb_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("kb_home")
+def kb_home():
+    """Not under pytest's tmp dir: as root, the embedded Postgres runs as the OS user `pgserver`,
+    which must be able to reach its data directory (pytest's tmp dirs are private to root)."""
+    home = Path(tempfile.mkdtemp(prefix="docent-test-"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +60,7 @@ def sample_synced(index):
     from connectors.markdown import MarkdownFolder
     from indexing.sync import sync_documents
 
-    wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"])
+    wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"], access="sample")
     return sync_documents(index, wiki.documents(), "sample")
 
 

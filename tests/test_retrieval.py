@@ -1,0 +1,84 @@
+"""Hybrid retrieval and the not-found gate on real corpora: the sample wiki, Clef, MindSpore (zh)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from connectors.markdown import MarkdownFolder
+from indexing.retrieval import retrieve
+from indexing.sync import sync_documents
+from tests.conftest import CORPUS_EXCLUDES, SAMPLE_WIKI, shared_corpus
+
+
+def _questions(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _rank(index, question, source, expected):
+    paths = []
+    for hit in retrieve(index, question, scopes=[source], top_k=10).hits:
+        if hit.path not in paths:
+            paths.append(hit.path)
+    return next((i + 1 for i, p in enumerate(paths) if p in expected), None)
+
+
+def _synced(index, corpus, source):
+    report = sync_documents(index, MarkdownFolder(corpus, source=source, exclude=CORPUS_EXCLUDES, access=source).documents(), source)
+    assert report.failed == 0, report.errors
+    return corpus
+
+
+def test_hits_carry_citations_and_raw_signals(index, sample_synced):
+    result = retrieve(index, "how much parental leave does the primary caregiver get?", scopes=["sample"])
+    assert result.found
+    top = result.hits[0]
+    assert top.path == "people/leave.md" and "Parental leave" in top.heading
+    assert top.url.endswith("#" + top.url.rsplit("#", 1)[1]) and "#" in top.url
+    assert top.cosine is not None and top.bm25 is not None
+    assert set(result.timings_ms) >= {"embed", "vector", "bm25", "fuse", "retrieval_total"}
+
+
+def test_sample_questions_find_their_page_in_top_5(index, sample_synced):
+    questions = [q for q in _questions(SAMPLE_WIKI / "QUESTIONS.jsonl") if q["kind"] != "not_found"]
+    misses = [q["question"] for q in questions if not (_rank(index, q["question"], "sample", q["expected_sources"]) or 99) <= 5]
+    assert misses == []
+
+
+def test_chinese_question_finds_the_chinese_page(index, sample_synced):
+    assert _rank(index, "报销需要什么发票？多久能到账", "sample", ["zh/报销流程.md"]) == 1
+    assert _rank(index, "年假可以结转到明年吗", "sample", ["zh/年假制度.md"]) == 1
+
+
+def test_not_found_questions_trip_the_gate_and_most_answerable_pass(index, sample_synced):
+    questions = _questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
+    found = {q["id"]: retrieve(index, q["question"], scopes=["sample"]).found for q in questions}
+    # The gate is not yet at its target (issue 5 calibrates it on the large handbook); these
+    # bounds pin down today's behaviour so a regression shows.
+    unanswerable = [q for q in questions if q["kind"] == "not_found"]
+    assert sum(not found[q["id"]] for q in unanswerable) >= 2
+    answerable = [q for q in questions if q["kind"] != "not_found"]
+    assert sum(found[q["id"]] for q in answerable) >= 0.75 * len(answerable)
+
+
+@pytest.fixture(scope="module")
+def clef(index):
+    return _synced(index, shared_corpus("clef-handbook"), "clef")
+
+
+def test_clef_questions_top_5_and_gate(index, clef):
+    questions = _questions(clef / "eval_public.jsonl")
+    answerable = [q for q in questions if q["kind"] != "not_found"]
+    hits = [q for q in answerable if (_rank(index, q["question"], "clef", q["expected_sources"]) or 99) <= 5]
+    assert len(hits) >= 0.9 * len(answerable)
+    unanswerable = [q for q in questions if q["kind"] == "not_found"]
+    tripped = [q for q in unanswerable if not retrieve(index, q["question"], scopes=["clef"]).found]
+    assert len(tripped) >= 2, "the not-found gate should fire on most unanswerable Clef questions"
+
+
+def test_mindspore_chinese_questions_top_5(index):
+    corpus = _synced(index, shared_corpus("mindspore-community-zh"), "mszh")
+    answerable = [q for q in _questions(corpus / "eval_public.jsonl") if q["kind"] != "not_found"]
+    hits = [q for q in answerable if (_rank(index, q["question"], "mszh", q["expected_sources"]) or 99) <= 5]
+    assert len(hits) >= 0.9 * len(answerable), f"{len(hits)}/{len(answerable)}"

@@ -1,0 +1,98 @@
+"""Incremental sync against the real index: hashes, batching, deletes, failures, old versions."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from connectors.markdown import MarkdownFolder
+from indexing.registry import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.retrieval import retrieve
+from indexing.sync import sync_documents
+
+
+def _sync(index, root, source):
+    return sync_documents(index, MarkdownFolder(root, source=source, access=source).documents(), source)
+
+
+def _paths(index, question, source):
+    return [h.path for h in retrieve(index, question, scopes=[source], top_k=10).hits]
+
+
+def _chunk_rows(index, doc_id):
+    table = index.store.table
+    with index.session() as s:
+        return s.execute(select(table.node_id).where(table.metadata_["ref_doc_id"].astext == doc_id)).all()
+
+
+def test_resync_of_unchanged_wiki_embeds_nothing(index, wiki_copy):
+    first = _sync(index, wiki_copy, "inc-unchanged")
+    assert first.added == 16 and first.failed == 0 and first.chunks > 50
+    second = _sync(index, wiki_copy, "inc-unchanged")
+    assert (second.added, second.updated, second.deleted, second.unchanged) == (0, 0, 0, 16)
+    assert second.embedded == 0
+
+
+def test_editing_one_file_re_embeds_only_its_new_text(index, wiki_copy):
+    _sync(index, wiki_copy, "inc-edit")
+    page = wiki_copy / "it" / "vpn.md"
+    page.write_text(page.read_text() + "\n\n## Zebra gateway\n\nThe zebra gateway is quokka-7 on port 4411.\n")
+    before = index.embedder.texts_embedded
+    report = _sync(index, wiki_copy, "inc-edit")
+    assert (report.updated, report.unchanged, report.added) == (1, 15, 0)
+    # Only the edited page's changed children reach the model; its untouched sections come from the cache.
+    assert 1 <= index.embedder.texts_embedded - before == report.embedded <= 3
+    assert _paths(index, "zebra gateway quokka-7 port", "inc-edit")[0] == "it/vpn.md"
+
+
+def test_deleted_file_leaves_every_store(index, wiki_copy):
+    _sync(index, wiki_copy, "inc-delete")
+    doc_id = "inc-delete:engineering/on-call.md"
+    assert _chunk_rows(index, doc_id)
+    (wiki_copy / "engineering" / "on-call.md").unlink()
+    report = _sync(index, wiki_copy, "inc-delete")
+    assert report.deleted == 1
+    assert _chunk_rows(index, doc_id) == []
+    with index.session() as s:
+        assert s.get(DocumentRecord, doc_id) is None
+        assert s.exec(select(ParentSection).where(col(ParentSection.doc_id) == doc_id)).all() == []
+    bm25_docs = {h.metadata["doc_id"] for h in index.bm25.search("on-call Beacon escalation pager", ["inc-delete"], 50)}
+    assert doc_id not in bm25_docs
+    assert "engineering/on-call.md" not in _paths(index, "who do I escalate to when on call pages go unanswered", "inc-delete")
+
+
+def test_bad_files_fail_alone_and_the_sync_goes_on(index, wiki_copy):
+    (wiki_copy / "broken.md").write_bytes(b"# Broken\n\xff\xfe not utf-8 \xc3\x28")
+    (wiki_copy / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)
+    (wiki_copy / "empty.md").write_text("")
+    (wiki_copy / "bad-front-matter.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    report = _sync(index, wiki_copy, "inc-bad")
+    assert report.added == 16 and report.failed == 4
+    with index.session() as s:
+        failed = {r.path: r.error for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == "inc-bad", DocumentRecord.status == Status.FAILED)).scalars()}
+    assert set(failed) == {"broken.md", "binary.md", "empty.md", "bad-front-matter.md"}
+    assert "UTF-8" in failed["broken.md"] and "binary" in failed["binary.md"]
+    assert "empty" in failed["empty.md"] and "front matter" in failed["bad-front-matter.md"]
+
+
+def test_a_page_that_breaks_keeps_serving_its_previous_version(index, wiki_copy):
+    _sync(index, wiki_copy, "inc-keep")
+    page = wiki_copy / "finance" / "corporate-card.md"
+    page.write_bytes(page.read_bytes() + b"\n\xff\xfe broken bytes")
+    report = _sync(index, wiki_copy, "inc-keep")
+    assert report.failed == 1 and report.deleted == 0
+    with index.session() as s:
+        record = s.get(DocumentRecord, "inc-keep:finance/corporate-card.md")
+    assert record.status == Status.FAILED and "UTF-8" in record.error and record.chunk_count > 0
+    assert _chunk_rows(index, record.id)
+    assert "finance/corporate-card.md" in _paths(index, "monthly limit on the corporate card", "inc-keep")
+    # Fixed again: the next sync indexes it and clears the failure.
+    page.write_bytes(page.read_bytes().replace(b"\n\xff\xfe broken bytes", b""))
+    assert _sync(index, wiki_copy, "inc-keep").updated == 1
+
+
+def test_sync_runs_are_recorded(index, wiki_copy):
+    _sync(index, wiki_copy, "inc-runs")
+    with index.session() as s:
+        run = s.exec(select(SyncRun).where(SyncRun.source == "inc-runs")).scalars().one()
+    assert run.finished_at is not None and run.added == 16 and run.trigger == "cli"
