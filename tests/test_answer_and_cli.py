@@ -1,0 +1,107 @@
+"""Answers from the real index (extractive, not found, LLM over HTTP with fallback) and the `kb` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+
+from openai_server import FakeOpenAI  # noqa: E402
+
+from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
+from bot.llm import LLMClient  # noqa: E402
+
+KB = str(Path(sys.executable).parent / "kb")
+
+
+def test_extractive_answer_quotes_and_cites(index, sample_synced):
+    answer = answer_question(index, "how many weeks of parental leave for the primary caregiver?", scopes=["sample"])
+    assert answer.found and not answer.llm_used
+    assert "16 weeks" in answer.text and "[1]" in answer.text
+    first = answer.sources[0]
+    assert first.path == "people/leave.md" and "#" in first.url and first.n == 1
+    assert len({s.doc_id for s in answer.sources}) == len(answer.sources) <= 5
+    assert {"embed", "vector", "bm25", "fuse", "answer", "total"} <= set(answer.timings_ms)
+
+
+def test_not_found_answer_says_so_and_lists_nearest_pages(index, sample_synced):
+    answer = answer_question(index, "can i bring my dog to the office on fridays", scopes=["sample"])
+    assert not answer.found
+    assert answer.text.startswith(NOT_FOUND) and answer.sources
+
+
+def test_empty_question_is_refused(index):
+    with pytest.raises(EmptyQuestion):
+        answer_question(index, "  \n\t ")
+
+
+@pytest.fixture
+def openai_server():
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+def test_llm_answer_keeps_only_backed_citations(index, sample_synced, openai_server):
+    openai_server.reply("Annual leave is 25 days a year [1], see also [9].")
+    llm = LLMClient(openai_server.base_url, "local", timeout=5)
+    answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
+    assert answer.llm_used and answer.note is None
+    assert "[1]" in answer.text and "[9]" not in answer.text
+    sent = openai_server.requests[-1]["messages"][-1]["content"]
+    assert "annual leave" in sent.lower() and '<excerpt n="1"' in sent
+
+
+def test_llm_failure_falls_back_to_extractive_with_a_note(index, sample_synced, openai_server):
+    openai_server.fail(500)
+    llm = LLMClient(openai_server.base_url, "local", timeout=5)
+    answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
+    assert not answer.llm_used and answer.found
+    assert "did not answer" in answer.note and "[1]" in answer.text
+
+
+def _kb(*args, env=None, stdin=None, timeout=120):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([KB, *args], input=stdin, capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+def test_help_is_instant_because_heavy_modules_load_lazily():
+    code = "import sys, bot.cli; heavy = [m for m in ('torch', 'sentence_transformers', 'llama_index.core') if m in sys.modules]; print(heavy)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    assert _kb("--help").returncode == 0
+
+
+def test_ask_on_an_empty_index_is_one_clear_line(tmp_path):
+    result = _kb("ask", "anything?", env={"KB_HOME": str(tmp_path / "home")})
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "error: the index is empty: run `kb sync` first"
+
+
+def test_unreachable_database_is_one_clear_line_without_the_password(tmp_path):
+    url = "postgresql://docent:s3cret-pw@127.0.0.1:9/docent"
+    result = _kb("status", env={"KB_HOME": str(tmp_path), "DATABASE_URL": url})
+    assert result.returncode == 1
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    assert lines[-1].startswith("error: database unreachable at postgresql+psycopg2://docent:***@127.0.0.1:9/docent")
+    assert "s3cret-pw" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+def test_ask_json_and_piped_questions(kb_home, sample_synced):
+    env = {"KB_HOME": str(kb_home)}
+    result = _kb("ask", "--json", "what is the nightly hotel limit in expensive cities?", env=env)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) >= {"found", "answer", "sources", "timings_ms"}
+    assert data["found"] and set(data["sources"][0]) >= {"doc_id", "path", "title", "heading_path", "url", "score"}
+    assert any(s["path"] == "finance/expenses.md" for s in data["sources"])
+
+    piped = _kb("ask", "--json", env=env, stdin="how long is an on-call shift?\n\nwhat is the vpn port?\n")
+    answers = [json.loads(line) for line in piped.stdout.splitlines()]
+    assert len(answers) == 2 and all(a["sources"] for a in answers)
