@@ -210,6 +210,49 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         typer.echo(f"FAILED     {doc_id}: {error}")
 
 
+@app.command("eval")
+def evaluate(
+    questions: Annotated[Path, typer.Argument(help="JSONL: id, question, expected_sources, answer_keywords, kind")],
+    corpus: Annotated[Optional[Path], typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
+    source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
+    scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
+    as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
+) -> None:
+    """Score retrieval and the not-found gate on labelled questions (hit@k, MRR@10, P/R, latency)."""
+    from bot.evaluation import load_questions, run_eval
+
+    settings = _settings()
+    try:
+        items = load_questions(questions)
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
+    if corpus is not None:
+        run_sync(settings, corpus, source=source, exclude=["SOURCE.md", "LICENSE*", "*.jsonl"])
+    index = _open_index(settings)
+    if not index.chunk_count():
+        fail("the index is empty: run `kb sync` first or pass --corpus")
+    result = run_eval(index, items, scopes=list(scope) or None)
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False))
+        return
+    print_metrics(result["metrics"])
+
+
+def print_metrics(metrics: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    columns = ["questions", "hit@1", "hit@3", "hit@5", "mrr@10", "keyword_coverage",
+               "not_found_precision", "not_found_recall", "latency_p50_ms", "latency_p95_ms"]
+    table = Table(title="kb eval")
+    table.add_column("set")
+    for name in columns:
+        table.add_column(name.replace("not_found_", "nf ").replace("keyword_coverage", "keywords"), justify="right")
+    for name, row in metrics.items():
+        table.add_row(name, *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
+    Console(width=max(160, Console().width)).print(table)
+
+
 @app.command()
 def run() -> None:
     """Index the configured wiki (else the sample wiki), then answer questions in the terminal."""

@@ -1,0 +1,115 @@
+"""`kb eval`: how well Docent answers a labelled question set, in numbers others can recompute.
+
+Input lines: {"id", "question", "expected_sources": [paths relative to the corpus root],
+"answer_keywords", "kind"}; `kind == "not_found"` marks questions the wiki cannot answer.
+
+An answerable question is a hit@k when an expected source is among the first k distinct cited
+documents; MRR@10 uses the first 10. The not-found gate is scored as a detector of unanswerable
+questions: precision = share of its refusals that were right, recall = share of unanswerable
+questions it refused.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.answer import answer_question
+from indexing.index import Index
+
+RANK_DEPTH = 10
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    expected: list[str]
+    keywords: list[str]
+    kind: str
+
+    @property
+    def answerable(self) -> bool:
+        return self.kind != "not_found"
+
+
+def load_questions(path: Path) -> list[Question]:
+    questions = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            questions.append(Question(row["id"], row["question"], list(row.get("expected_sources") or []),
+                                      list(row.get("answer_keywords") or []), row.get("kind", "fact")))
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise ValueError(f"{path}:{n}: not an eval line ({exc})") from None
+    return questions
+
+
+def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None) -> dict:
+    """Answer every question (extractive) and score it; returns {"metrics", "questions"}."""
+    saved_top_k = index.config.top_k
+    index.config.top_k = RANK_DEPTH
+    rows = []
+    index.embedder.embed_query("warm-up")  # load the model before the clock starts
+    try:
+        for q in questions:
+            started = time.perf_counter()
+            answer = answer_question(index, q.question, scopes=scopes)
+            latency = (time.perf_counter() - started) * 1000
+            paths = [s.path for s in answer.sources]
+            hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
+            text = answer.text.lower()
+            covered = sum(1 for k in q.keywords if k.lower() in text)
+            rows.append({
+                "id": q.id, "kind": q.kind, "found": answer.found, "sources": paths,
+                "hit_rank": hit_rank, "latency_ms": round(latency, 2),
+                "keywords": [covered, len(q.keywords)], "timings_ms": answer.timings_ms,
+                "signals": answer.signals,
+            })
+    finally:
+        index.config.top_k = saved_top_k
+    kinds = sorted({r["kind"] for r in rows})
+    metrics = {"overall": score(rows), **{f"kind:{k}": score([r for r in rows if r["kind"] == k]) for k in kinds}}
+    return {"metrics": metrics, "questions": rows}
+
+
+def score(rows: list[dict]) -> dict:
+    """hit@1/3/5, MRR@10, keyword coverage, not-found P/R/F1 and latency for a set of rows."""
+    answerable = [r for r in rows if r["kind"] != "not_found"]
+    unanswerable = [r for r in rows if r["kind"] == "not_found"]
+    out: dict = {"questions": len(rows), "answerable": len(answerable)}
+    if answerable:
+        ranks = [r["hit_rank"] for r in answerable]
+        for k in (1, 3, 5):
+            out[f"hit@{k}"] = round(sum(1 for x in ranks if x and x <= k) / len(ranks), 4)
+        out["mrr@10"] = round(sum(1 / x for x in ranks if x and x <= RANK_DEPTH) / len(ranks), 4)
+        kw = [r["keywords"] for r in answerable if r["keywords"][1]]
+        out["keyword_coverage"] = round(sum(c / n for c, n in kw) / len(kw), 4) if kw else None
+    refused = [r for r in rows if not r["found"]]
+    right = [r for r in refused if r["kind"] == "not_found"]
+    precision = len(right) / len(refused) if refused else (1.0 if not unanswerable else 0.0)
+    recall = len(right) / len(unanswerable) if unanswerable else None
+    out["not_found_precision"] = round(precision, 4)
+    out["not_found_recall"] = round(recall, 4) if recall is not None else None
+    if recall is not None:
+        out["not_found_f1"] = round(2 * precision * recall / (precision + recall), 4) if precision + recall else 0.0
+    latencies = [r["latency_ms"] for r in rows]
+    if latencies:
+        out["latency_p50_ms"] = round(percentile(latencies, 50), 2)
+        out["latency_p95_ms"] = round(percentile(latencies, 95), 2)
+        for stage in ("embed", "vector", "bm25", "fuse", "answer"):
+            values = [r["timings_ms"].get(stage, 0.0) for r in rows]
+            out[f"{stage}_p50_ms"] = round(percentile(values, 50), 2)
+            out[f"{stage}_p95_ms"] = round(percentile(values, 95), 2)
+    return out
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(pct) - 1]

@@ -1,0 +1,38 @@
+"""`kb eval` metrics: hand-checked arithmetic, and a real run over the sample wiki."""
+
+from __future__ import annotations
+
+from bot.evaluation import Question, load_questions, run_eval, score
+from tests.conftest import SAMPLE_WIKI
+
+
+def _row(kind, found, rank):
+    return {"kind": kind, "found": found, "hit_rank": rank, "keywords": [1, 2], "latency_ms": 10.0,
+            "timings_ms": {}, "sources": []}
+
+
+def test_score_arithmetic():
+    rows = [
+        _row("fact", True, 1),
+        _row("fact", True, 4),
+        _row("paraphrase", False, None),  # wrongly refused, and missed
+        _row("not_found", False, None),  # rightly refused
+        _row("not_found", True, None),  # wrongly answered
+    ]
+    m = score(rows)
+    assert (m["hit@1"], m["hit@3"], m["hit@5"]) == (round(1 / 3, 4), round(1 / 3, 4), round(2 / 3, 4))
+    assert m["mrr@10"] == round((1 + 1 / 4) / 3, 4)
+    assert m["not_found_precision"] == 0.5 and m["not_found_recall"] == 0.5 and m["not_found_f1"] == 0.5
+    assert m["keyword_coverage"] == 0.5
+
+
+def test_eval_over_the_sample_wiki(index, sample_synced):
+    questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
+    assert all(isinstance(q, Question) for q in questions) and len(questions) >= 15
+    result = run_eval(index, questions, scopes=["sample"])
+    overall = result["metrics"]["overall"]
+    assert overall["hit@5"] >= 0.9 and overall["questions"] == len(questions)
+    assert {"kind:fact", "kind:not_found"} <= set(result["metrics"])
+    row = result["questions"][0]
+    assert {"id", "kind", "found", "sources", "hit_rank", "latency_ms"} <= set(row)
+    assert index.config.top_k == 5  # the eval's deeper ranking does not leak into later answers
