@@ -79,11 +79,14 @@ def clean_question(question: str) -> str:
     return question[:MAX_QUESTION_CHARS]
 
 
-def answer_question(index: Index, question: str, scopes: list[str] | None = None, llm=None) -> Answer:
-    """Retrieve, gate, and answer. `llm` is a `bot.llm.LLMClient` or None for extractive answers."""
+def answer_question(
+    index: Index, question: str, scopes: list[str] | None = None, llm=None, mode: str = "hybrid"
+) -> Answer:
+    """Retrieve, gate, and answer. `llm` is a `bot.llm.LLMClient` or None for extractive answers;
+    `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone."""
     question = clean_question(question)
     started = time.perf_counter()
-    retrieval = retrieve(index, question, scopes=scopes)
+    retrieval = retrieve(index, question, scopes=scopes, mode=mode)
     sources, numbers = _sources(retrieval.hits)
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()

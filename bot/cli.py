@@ -216,6 +216,7 @@ def evaluate(
     corpus: Annotated[Optional[Path], typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
     source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
+    compare: Annotated[bool, typer.Option("--compare", help="Also score the vector and BM25 legs alone, same index, same run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
 ) -> None:
     """Score retrieval and the not-found gate on labelled questions (hit@k, MRR@10, P/R, latency)."""
@@ -231,11 +232,17 @@ def evaluate(
     index = _open_index(settings)
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
-    result = run_eval(index, items, scopes=list(scope) or None)
+    modes = ["hybrid", "vector", "bm25"] if compare else ["hybrid"]
+    results = {mode: run_eval(index, items, scopes=list(scope) or None, mode=mode) for mode in modes}
+    result = results["hybrid"]
+    if compare:
+        result["compare"] = {mode: r["metrics"]["overall"] for mode, r in results.items()}
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
     print_metrics(result["metrics"])
+    if compare:
+        print_metrics({f"mode:{mode}": row for mode, row in result["compare"].items()})
 
 
 def print_metrics(metrics: dict) -> None:

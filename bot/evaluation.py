@@ -50,7 +50,7 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None) -> dict:
+def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None, mode: str = "hybrid") -> dict:
     """Answer every question (extractive) and score it; returns {"metrics", "questions"}."""
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
@@ -59,7 +59,7 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
     try:
         for q in questions:
             started = time.perf_counter()
-            answer = answer_question(index, q.question, scopes=scopes)
+            answer = answer_question(index, q.question, scopes=scopes, mode=mode)
             latency = (time.perf_counter() - started) * 1000
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
