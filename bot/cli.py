@@ -68,61 +68,106 @@ def _llm(settings):
 
 @app.command()
 def sync(
-    path: Annotated[Optional[Path], typer.Argument(help="A Markdown folder (default: KB_WIKI, else the sample wiki)")] = None,
-    source: Annotated[Optional[str], typer.Option(help="Source name (default: KB_SOURCE_NAME, or 'sample')")] = None,
-    url_template: Annotated[Optional[str], typer.Option(help="Citation URL template with {path}")] = None,
-    access: Annotated[Optional[str], typer.Option(help="Access scope of these documents")] = None,
-    include: Annotated[list[str], typer.Option(help="Only files matching this glob (repeatable)")] = [],
-    exclude: Annotated[list[str], typer.Option(help="Skip files matching this glob (repeatable)")] = [],
+    path: Annotated[Optional[Path], typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
+    source: Annotated[Optional[str], typer.Option(help="With PATH: its source name; alone: sync only this configured source")] = None,
+    kind: Annotated[Optional[str], typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
+    url_template: Annotated[Optional[str], typer.Option(help="With PATH: citation URL template with {path}")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="With PATH: Confluence base URL for citations")] = None,
+    access: Annotated[Optional[str], typer.Option(help="With PATH: access scope of these documents")] = None,
+    include: Annotated[list[str], typer.Option(help="With PATH: only files matching this glob (repeatable)")] = [],
+    exclude: Annotated[list[str], typer.Option(help="With PATH: skip files matching this glob (repeatable)")] = [],
 ) -> None:
-    """Index a wiki folder incrementally: unchanged pages cost nothing, removed pages are dropped."""
+    """Index sources incrementally: unchanged pages cost nothing, removed pages are dropped."""
+    from connectors.sources import KINDS, SourceConfig
+
     settings = _settings()
-    report = run_sync(settings, path, source, url_template, access, include, exclude)
-    if report.failed:
+    if path is not None:
+        if not path.exists():
+            fail(f"no such file or folder: {path}")
+        if kind is not None and kind not in KINDS:
+            fail(f"--kind must be one of {', '.join(KINDS)}")
+        sources = [SourceConfig(
+            name=source or settings.kb_source_name, location=path.resolve(), kind=kind,
+            include=list(include), exclude=list(exclude) or settings.excludes,
+            url_template=url_template or settings.kb_url_template, base_url=base_url, access=access or settings.kb_access,
+        )]
+    else:
+        sources = _sources(settings)
+        if source is not None:
+            sources = [s for s in sources if s.name == source] or fail(
+                f"no source named {source!r} (configured: {', '.join(s.name for s in _sources(settings))})")
+    reports = run_sync(settings, sources)
+    if any(r.failed for r in reports):
         raise typer.Exit(3)
 
 
-def run_sync(settings, path=None, source=None, url_template=None, access=None, include=(), exclude=()):
+def _sources(settings):
+    from connectors.sources import SourcesError
+
+    try:
+        return settings.sources()
+    except SourcesError as exc:
+        fail(str(exc))
+
+
+def run_sync(settings, sources, trigger: str = "cli", index=None) -> list:
+    """Sync each source with a progress bar and a one-line summary; returns the reports."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from connectors.sources import open_connector
+    from indexing.runner import SyncRunner
 
-    folder, default_source = _wiki_folder(settings, path)
-    if not folder.is_dir():
-        fail(f"not a folder: {folder}")
-    source = source or default_source
-    wiki = MarkdownFolder(
-        folder, source=source, include=list(include), exclude=list(exclude) or settings.excludes,
-        url_template=url_template or settings.kb_url_template, access=access or settings.kb_access,
-    )
-    index = _open_index(settings)
+    index = index or _open_index(settings)
+    runner = SyncRunner(index, sources)
     console = Console(stderr=True)
-    paths = list(wiki.paths())
-    with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True, disable=len(paths) < 20) as bar:
-        task = bar.add_task("sync", total=len(paths), source=source)
-        report = sync_documents(index, (wiki.read(p) for p in paths), source,
-                                progress=lambda _doc: bar.advance(task))
-    console.print(
-        f"[bold]{source}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.deleted} deleted, {report.failed} failed — {report.chunks} chunks, "
-        f"{report.embedded} embedded, {report.seconds:.1f}s"
-    )
-    for error in report.errors[:20]:
-        console.print(f"  [red]FAILED[/] {error}")
-    return report
+    reports = []
+    for source in sources:
+        if not source.location.exists():
+            fail(f"source {source.name}: {source.location} does not exist")
+        total = sum(1 for _ in open_connector(source).paths())
+        with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
+            task = bar.add_task("sync", total=total, source=source.name)
+            report = runner.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task))
+        console.print(
+            f"[bold]{source.name}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{report.deleted} deleted, {report.failed} failed — {report.chunks} chunks, "
+            f"{report.embedded} embedded, {report.seconds:.1f}s"
+        )
+        for error in report.errors[:20]:
+            console.print(f"  [red]FAILED[/] {error}", highlight=False)
+        reports.append(report)
+    return reports
 
 
-def _wiki_folder(settings, path: Path | None) -> tuple[Path, str]:
-    from bot.settings import SAMPLE_WIKI
+@app.command()
+def watch() -> None:
+    """Keep the index fresh: watch folder sources and run scheduled re-syncs (no bot)."""
+    import signal
+    import threading
 
-    if path is not None:
-        return path, settings.kb_source_name
-    if settings.kb_wiki is not None:
-        return settings.kb_wiki, settings.kb_source_name
-    return SAMPLE_WIKI, "sample"
+    from indexing.runner import SyncRunner
+    from indexing.scheduler import start_scheduler, stop_scheduler
+    from indexing.watcher import Watcher
+
+    settings = _settings()
+    sources = _sources(settings)
+    index = _open_index(settings)
+    runner = SyncRunner(index, sources)
+    watcher = Watcher(runner, sources).start()
+    scheduler = start_scheduler(runner, sources)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    typer.echo(f"watching {', '.join(s.name for s in sources)}; Ctrl-C to stop", err=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+        stop_scheduler(scheduler)
 
 
 @app.command()
@@ -228,7 +273,9 @@ def evaluate(
     except (OSError, ValueError) as exc:
         fail(str(exc))
     if corpus is not None:
-        run_sync(settings, corpus, source=source, exclude=["SOURCE.md", "LICENSE*", "*.jsonl"])
+        from connectors.sources import SourceConfig
+
+        run_sync(settings, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"])])
     index = _open_index(settings)
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
@@ -264,8 +311,48 @@ def print_metrics(metrics: dict) -> None:
 def run() -> None:
     """Index the configured wiki (else the sample wiki), then answer questions in the terminal."""
     settings = _settings()
-    run_sync(settings)
+    run_sync(settings, _sources(settings))
     interactive(settings)
+
+
+@app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on (HTTP mode; /healthz in Socket Mode)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 3000,
+) -> None:
+    """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP on POST /slack/events."""
+    from bot.serve import StartupError, serve
+
+    settings = _settings()
+    try:
+        serve(settings, host, port)
+    except StartupError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def feedback(
+    limit: Annotated[int, typer.Option(help="How many votes and how many not-found questions")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
+) -> None:
+    """Recent 👍/👎 votes (with reasons) and questions the knowledge base could not answer."""
+    from dataclasses import asdict
+
+    from bot.records import create_tables, feedback_report
+
+    settings = _settings()
+    index = _open_index(settings)
+    create_tables(index)
+    rows = feedback_report(index, limit)
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))
+        return
+    if not rows:
+        typer.echo("no votes or not-found questions yet")
+    for r in rows:
+        what = {"up": "👍", "down": "👎"}.get(r.vote or "", "not found")
+        reason = f" — {r.reason}" if r.reason else ""
+        typer.echo(f"{r.at:%Y-%m-%d %H:%M} {what:<9} {r.user_id:<11} {r.question}{reason}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from connectors.sources import SourceConfig, load_sources
 from indexing.config import IndexConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +28,14 @@ class Settings(BaseSettings):
 
     kb_home: Path = Field(default_factory=_default_home, description="Docent's data directory")
     database_url: str | None = None
+    kb_sources: Path | None = None  # a sources file (kb.toml / YAML); overrides KB_WIKI
     kb_wiki: Path | None = None  # a Markdown folder to index; the sample wiki when unset
     kb_source_name: str = "wiki"
     kb_url_template: str | None = None  # e.g. https://github.com/acme/handbook/blob/main/{path}
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None
+    kb_sync_batch: int = 256
     kb_top_k: int = 5
     kb_gate_threshold: float = 0.61
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
@@ -40,15 +43,35 @@ class Settings(BaseSettings):
     kb_llm_api_key: str = "not-needed"
     kb_llm_timeout: float = 30.0
     kb_log_level: str = "WARNING"
+    # Slack (`kb serve`): Socket Mode when the app-level token is set, else HTTP with the signing secret
+    slack_bot_token: SecretStr | None = None  # xoxb-…
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None  # xapp-…, Socket Mode only
+    slack_api_url: str | None = None  # Web API base; None: Slack's own (https://slack.com/api/)
+    kb_admin_users: str = ""  # comma-separated Slack user ids allowed to run /kb resync
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
             home=self.kb_home,
             database_url=self.database_url,
             embed_model=self.kb_embed_model,
+            sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
             gate_threshold=self.kb_gate_threshold,
         )
+
+    @property
+    def admin_users(self) -> set[str]:
+        return {u.strip() for u in self.kb_admin_users.split(",") if u.strip()}
+
+    def sources(self) -> list[SourceConfig]:
+        """The configured sources: the sources file, else KB_WIKI, else the sample wiki."""
+        if self.kb_sources is not None:
+            return load_sources(self.kb_sources)
+        if self.kb_wiki is not None:
+            return [SourceConfig(name=self.kb_source_name, location=Path(self.kb_wiki).resolve(), kind="markdown",
+                                 exclude=self.excludes, url_template=self.kb_url_template, access=self.kb_access)]
+        return [SourceConfig(name="sample", location=SAMPLE_WIKI, kind="markdown", exclude=["*.jsonl"])]
 
     @property
     def excludes(self) -> list[str]:

@@ -27,13 +27,14 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from indexing.registry import IndexState
+from indexing.registry import GENERATION_KEY, IndexState
 from indexing.store import ChunkHit, ChunkStore
 
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEBUG
 
 VERSION_KEY = "bm25_version"
+BUILT_FROM_KEY = "bm25_generation"  # the chunk generation the published BM25 was built from
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _STATS = "docent_stats.json"
@@ -102,6 +103,7 @@ class Bm25Index:
         from llama_index.retrievers.bm25 import BM25Retriever
 
         with Session(self.engine) as session:
+            generation = _state(session, GENERATION_KEY, "0")  # read first: a later change means a later rebuild
             rows = self.store.all_chunks(session)
         version = uuid.uuid4().hex[:12]
         target = self.dir / version
@@ -132,9 +134,15 @@ class Bm25Index:
             (target / _STATS).write_text(json.dumps({"num_docs": num_docs, "doc_freq": doc_freq}))
         with Session(self.engine) as session:
             session.merge(IndexState(key=VERSION_KEY, value=version if rows else f"empty-{version}"))
+            session.merge(IndexState(key=BUILT_FROM_KEY, value=generation))
             session.commit()
         self._prune(keep={version})
         return version
+
+    def stale(self) -> bool:
+        """Whether chunks changed since the published BM25 was built."""
+        with Session(self.engine) as session:
+            return _state(session, GENERATION_KEY, "0") != _state(session, BUILT_FROM_KEY, "0")
 
     def _prune(self, keep: set[str]) -> None:
         """Drop old versions, keeping the newest few so readers mid-load are not pulled from under."""
@@ -210,8 +218,7 @@ class Bm25Index:
 
     def _published_version(self) -> str:
         with Session(self.engine) as session:
-            state = session.exec(select(IndexState).where(IndexState.key == VERSION_KEY)).first()
-        return state.value if state else "empty-none"
+            return _state(session, VERSION_KEY, "empty-none")
 
     def _load(self, version: str) -> _Loaded:
         import bm25s
@@ -222,3 +229,8 @@ class Bm25Index:
         stats = json.loads((path / _STATS).read_text())
         bm25 = bm25s.BM25.load(str(path), load_corpus=True)
         return _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"])
+
+
+def _state(session: Session, key: str, default: str) -> str:
+    row = session.exec(select(IndexState).where(IndexState.key == key)).first()
+    return row.value if row else default

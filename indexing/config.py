@@ -15,6 +15,7 @@ class IndexConfig:
     database_url: str | None = None  # None: start the embedded Postgres in home/pgdata
     embed_model: str | None = None  # a sentence-transformers folder; None: bundled all-MiniLM-L6-v2
     embed_batch_size: int = 32
+    sync_batch_children: int = 256  # children embedded together across documents during a sync
     vector_candidates: int = 40  # children taken from each leg before fusion
     bm25_candidates: int = 40
     rrf_k: int = 60

@@ -9,6 +9,7 @@ from indexing.bm25 import Bm25Index
 from indexing.config import IndexConfig
 from indexing.database import connect, database_url, safe_url
 from indexing.embedding import Embedder
+from indexing.migrations import migrate
 from indexing.store import ChunkStore
 
 
@@ -21,6 +22,7 @@ class Index:
         self.url = database_url(config.database_url, config.home)
         self.engine = connect(self.url)
         SQLModel.metadata.create_all(self.engine, tables=[m.__table__ for m in _TABLES])
+        migrate(self.engine)
         self.store = ChunkStore(self.engine, self.url)
         self.bm25 = Bm25Index(config.home, self.engine, self.store)
         self.embedder = embedder or Embedder(config.embed_model, config.embed_batch_size)

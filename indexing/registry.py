@@ -11,11 +11,17 @@ Child chunks live in PGVectorStore's own table (`data_docent_chunks`).
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime, timezone
 from enum import Enum
 
-from sqlalchemy import JSON, Column, LargeBinary, Text
+from sqlalchemy import JSON, Column, LargeBinary, Text, text
+from sqlalchemy.orm import Session
 from sqlmodel import Field, SQLModel
+
+RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}"  # which process ran a sync
+GENERATION_KEY = "generation"  # bumped by every committed document change
 
 
 def utcnow() -> datetime:
@@ -70,6 +76,7 @@ class SyncRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     source: str = Field(index=True)
     trigger: str = "cli"  # cli / watcher / schedule / admin
+    runner: str = ""  # host:pid of the process that ran it
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     added: int = 0
@@ -85,3 +92,14 @@ class IndexState(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: str
+
+
+def bump_generation(session: Session) -> None:
+    """Count a committed change to the chunks, in the caller's transaction (BM25 compares to it)."""
+    session.execute(
+        text(
+            "INSERT INTO index_state (key, value) VALUES (:k, '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (index_state.value::bigint + 1)::text"
+        ),
+        {"k": GENERATION_KEY},
+    )

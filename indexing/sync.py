@@ -23,11 +23,9 @@ from connectors.document import SourceDocument
 from indexing.chunking import Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
-from indexing.registry import DocumentRecord, Status, SyncRun, utcnow
+from indexing.registry import RUNNER_ID, DocumentRecord, Status, SyncRun, bump_generation, utcnow
 
 log = logging.getLogger(__name__)
-
-BATCH_CHILDREN = 256  # children embedded per model call, across documents
 
 
 @dataclass
@@ -64,13 +62,17 @@ def sync_documents(
     source: str,
     *,
     prune: bool = True,
+    delete_ids: Iterable[str] = (),
     trigger: str = "cli",
     progress: Progress | None = None,
 ) -> SyncReport:
-    """Bring the index in line with `documents` (all of `source`'s documents when `prune`)."""
+    """Bring the index in line with `documents` (all of `source`'s documents when `prune`).
+
+    `delete_ids` names documents known to be gone (the watcher's deletes and renames).
+    """
     started = time.perf_counter()
     report = SyncReport(source=source)
-    run = SyncRun(source=source, trigger=trigger)
+    run = SyncRun(source=source, trigger=trigger, runner=RUNNER_ID)
     with index.session() as s:
         s.add(run)
         s.commit()
@@ -95,23 +97,17 @@ def sync_documents(
                 _mark_failed(index, doc, f"could not chunk: {exc}", report)
             else:
                 pending.append(_Pending(doc, parents, is_new=doc.doc_id not in known))
-                if sum(len(p.children) for item in pending for p in item.parents) >= BATCH_CHILDREN:
+                if sum(len(p.children) for item in pending for p in item.parents) >= index.config.sync_batch_children:
                     _flush(index, pending, report)
                     pending = []
         if progress:
             progress(doc)
     _flush(index, pending, report)
 
-    if prune:
-        for doc_id in sorted(set(known) - seen):
-            with index.session() as s, s.begin():
-                index.store.delete_document(s, doc_id)
-                record = s.get(DocumentRecord, doc_id)
-                if record:
-                    s.delete(record)
-            report.deleted += 1
+    gone = (set(known) - seen if prune else set()) | (set(delete_ids) - seen)
+    report.deleted += _delete(index, sorted(gone))
 
-    if report.changed:
+    if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
@@ -119,18 +115,17 @@ def sync_documents(
     return report
 
 
-def delete_documents(index: Index, doc_ids: Iterable[str]) -> int:
-    """Remove documents from every store (for the watcher's deletes); returns how many existed."""
+def _delete(index: Index, doc_ids: list[str]) -> int:
+    """Remove documents from every store, each in one transaction; returns how many existed."""
     count = 0
     for doc_id in doc_ids:
         with index.session() as s, s.begin():
             record = s.get(DocumentRecord, doc_id)
             index.store.delete_document(s, doc_id)
+            bump_generation(s)
             if record:
                 s.delete(record)
                 count += 1
-    if count:
-        index.bm25.rebuild()
     return count
 
 
@@ -157,6 +152,7 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
         try:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
+                bump_generation(s)
                 _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks)
         except Exception as exc:
             log.exception("could not write %s", item.doc.doc_id)

@@ -1,0 +1,21 @@
+"""Schema changes after a table first shipped, applied in order at start-up (idempotent SQL).
+
+`SQLModel.metadata.create_all` creates missing tables but never alters existing ones; a column
+added to a model later gets a numbered entry here, so older data directories keep working.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+MIGRATIONS: list[str] = [
+    # 1: which process ran a sync (host:pid), for multi-process deployments
+    "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS runner VARCHAR NOT NULL DEFAULT ''",
+]
+
+
+def migrate(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for statement in MIGRATIONS:
+            conn.execute(text(statement))

@@ -1,0 +1,133 @@
+"""Watching folder sources (watchdog): a saved page is searchable again within seconds.
+
+Events are collected per source and flushed after a quiet period (`debounce`, default 0.3 s) or
+at the latest `max_delay` after the first one, so an editor's save burst or a `git pull` of 200
+files becomes one incremental sync of exactly the changed paths. Creates, edits, deletes and
+renames (both sides of a move) all count; a change to a directory itself (moved, deleted) is
+safest answered by a full sync of that source.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from connectors.sources import SourceConfig
+from indexing.runner import SyncRunner
+
+log = logging.getLogger(__name__)
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.full = False
+        self.first = 0.0
+        self.last = 0.0
+
+
+class Watcher:
+    def __init__(self, runner: SyncRunner, sources: list[SourceConfig], debounce: float = 0.3, max_delay: float = 5.0) -> None:
+        self.runner = runner
+        self.sources = [s for s in sources if s.watchable]
+        self.debounce = debounce
+        self.max_delay = max_delay
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._observer = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Watcher":
+        from watchdog.observers import Observer
+
+        self._observer = Observer()
+        for source in self.sources:
+            self._observer.schedule(_Handler(self, source), str(source.location), recursive=True)
+        self._observer.start()
+        self._thread = threading.Thread(target=self._loop, name="docent-watcher", daemon=True)
+        self._thread.start()
+        log.info("watching %s", ", ".join(f"{s.name} ({s.location})" for s in self.sources) or "nothing")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def note(self, source: SourceConfig, path: str | None) -> None:
+        """Record a change: a relative path, or None for 'something structural, sync it all'."""
+        now = time.monotonic()
+        with self._lock:
+            pending = self._pending.setdefault(source.name, _Pending())
+            if not pending.paths and not pending.full:
+                pending.first = now
+            pending.last = now
+            if path is None:
+                pending.full = True
+            else:
+                pending.paths.add(path)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._stop.wait(0.05)
+            for name, pending in self._due():
+                try:
+                    if pending.full:
+                        self.runner.sync(name, trigger="watcher")
+                    else:
+                        report = self.runner.sync_paths(name, pending.paths, trigger="watcher")
+                        log.info("watcher synced %d path(s) of %s: %s", len(pending.paths), name, report)
+                except Exception:  # a failed sync must not kill the watcher
+                    log.exception("watcher sync of %s failed", name)
+
+    def _due(self) -> list[tuple[str, _Pending]]:
+        now = time.monotonic()
+        due = []
+        with self._lock:
+            for name, pending in list(self._pending.items()):
+                if now - pending.last >= self.debounce or now - pending.first >= self.max_delay:
+                    due.append((name, self._pending.pop(name)))
+        return due
+
+
+def _handler_base():
+    from watchdog.events import FileSystemEventHandler
+
+    return FileSystemEventHandler
+
+
+class _Handler(_handler_base()):
+    def __init__(self, watcher: Watcher, source: SourceConfig) -> None:
+        self.watcher = watcher
+        self.source = source
+        self.root = Path(source.location).resolve()
+
+    def on_any_event(self, event) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        if event.is_directory:
+            if event.event_type in ("moved", "deleted"):
+                self.watcher.note(self.source, None)
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            rel = self._relative(raw)
+            if rel is not None:
+                self.watcher.note(self.source, rel)
+
+    def _relative(self, raw) -> str | None:
+        if not raw:
+            return None
+        path = Path(raw.decode() if isinstance(raw, bytes) else raw)
+        try:
+            rel = path.resolve().relative_to(self.root) if path.exists() else path.relative_to(self.root)
+        except ValueError:
+            return None
+        if any(part.startswith(".") for part in rel.parts):
+            return None  # editors' swap files, .git internals
+        return rel.as_posix()

@@ -1,0 +1,246 @@
+"""Sources file, watcher, scheduler (with a second process) and crash safety, on the real index."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from connectors.sources import SourceConfig, SourcesError, load_sources, parse_schedule
+from indexing.registry import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.retrieval import retrieve
+from indexing.runner import SyncRunner
+from indexing.scheduler import start_scheduler, stop_scheduler
+from indexing.watcher import Watcher
+
+KB = str(Path(sys.executable).parent / "kb")
+
+
+def wait_for(predicate, timeout: float = 15.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+# -- the sources file ---------------------------------------------------------------------------
+
+
+def test_sources_file_toml_and_yaml(tmp_path):
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / "kb.toml").write_text(
+        '[[source]]\nname = "handbook"\nlocation = "wiki"\nexclude = ["drafts/**"]\n'
+        'url_template = "https://git.example/{path}"\naccess = "staff"\nschedule = "every 15m"\n'
+        '[[source]]\nname = "conf"\nkind = "confluence-html"\nlocation = "/srv/export.zip"\n'
+        'base_url = "https://acme.atlassian.net/wiki"\nschedule = "0 3 * * *"\n'
+    )
+    handbook, conf = load_sources(tmp_path / "kb.toml")
+    assert handbook.location == (tmp_path / "wiki").resolve() and handbook.access == "staff"
+    assert handbook.exclude == ["drafts/**"] and handbook.resolved_kind == "markdown" and handbook.watchable
+    assert conf.kind == "confluence-html" and conf.base_url.endswith("/wiki") and not conf.watchable
+    (tmp_path / "kb.yaml").write_text("sources:\n  - name: handbook\n    location: wiki\n")
+    assert load_sources(tmp_path / "kb.yaml")[0].name == "handbook"
+    assert parse_schedule("every 90s") == {"interval": 90} and parse_schedule("every 2h") == {"interval": 7200}
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('[[source]]\nname = "a"\n', "location is required"),
+        ('[[source]]\nname = "a"\nlocation = "."\nkind = "notion"\n', "kind must be one of"),
+        ('[[source]]\nname = "a"\nlocation = "."\ncolour = "red"\n', "unknown setting(s) colour"),
+        ('[[source]]\nname = "a b"\nlocation = "."\n', "must be letters"),
+        ('[[source]]\nname = "a"\nlocation = "."\n[[source]]\nname = "a"\nlocation = "."\n', "unique"),
+        ('[[source]]\nname = "a"\nlocation = "."\nschedule = "hourly"\n', "neither"),
+        ("[[source]\n", "kb.toml"),
+        ("", "no sources defined"),
+    ],
+)
+def test_sources_file_errors_say_what_is_wrong(tmp_path, body, message):
+    (tmp_path / "kb.toml").write_text(body)
+    with pytest.raises(SourcesError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_sources(tmp_path / "kb.toml")
+
+
+# -- the watcher --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def watched(index, wiki_copy):
+    """The sample wiki copy as source 'watched-<n>', synced, with a running watcher."""
+    name = f"watched-{os.getpid()}-{time.monotonic_ns() % 100000}"
+    source = SourceConfig(name=name, location=wiki_copy, kind="markdown", access=name)
+    runner = SyncRunner(index, [source])
+    runner.sync(name)
+    watcher = Watcher(runner, [source], debounce=0.2).start()
+    time.sleep(0.3)  # let the observer settle before the test writes
+    yield source, watcher
+    watcher.stop()
+
+
+def _top_paths(index, source, question):
+    return [h.path for h in retrieve(index, question, scopes=[source.name], top_k=5).hits]
+
+
+def _runs(index, name, trigger):
+    with index.session() as s:
+        return s.execute(select(func.count()).select_from(SyncRun).where(SyncRun.source == name, SyncRun.trigger == trigger)).scalar_one()
+
+
+def test_watcher_reflects_create_edit_rename_and_delete(index, watched):
+    source, _ = watched
+    root = source.location
+    page = root / "it" / "aquarium.md"
+    page.write_text("# Aquarium\n\nThe office aquarium is fed by the axolotl rota every Tuesday.\n")
+    wait_for(lambda: "it/aquarium.md" in _top_paths(index, source, "axolotl rota aquarium"))
+
+    page.write_text("# Aquarium\n\nThe office aquarium is fed by the narwhal rota every Thursday.\n")
+    wait_for(lambda: _bm25_docs(index, source, "narwhal") == {f"{source.name}:it/aquarium.md"})
+    assert _bm25_docs(index, source, "axolotl") == set()
+
+    page.rename(root / "it" / "fish-tank.md")
+    wait_for(lambda: _bm25_docs(index, source, "narwhal") == {f"{source.name}:it/fish-tank.md"})
+
+    (root / "it" / "fish-tank.md").unlink()
+    wait_for(lambda: _bm25_docs(index, source, "narwhal") == set())
+    with index.session() as s:
+        assert s.get(DocumentRecord, f"{source.name}:it/fish-tank.md") is None
+        assert s.get(DocumentRecord, f"{source.name}:it/aquarium.md") is None
+
+
+def _bm25_docs(index, source, question):
+    return {h.metadata["doc_id"] for h in index.bm25.search(question, [source.name], 10)}
+
+
+def test_burst_of_100_writes_is_one_sync_of_exactly_those_files(index, watched):
+    source, _ = watched
+    before = _runs(index, source.name, "watcher")
+    folder = source.location / "burst"
+    folder.mkdir()
+    for n in range(100):
+        (folder / f"page-{n:03}.md").write_text(f"# Burst page {n}\n\nBurst fact number {n} is zq{n}x.\n")
+    wait_for(lambda: _count_docs(index, source.name, "burst/") == 100, timeout=60)
+    time.sleep(0.5)
+    assert _runs(index, source.name, "watcher") == before + 1
+    with index.session() as s:
+        run = s.exec(select(SyncRun).where(SyncRun.source == source.name, SyncRun.trigger == "watcher").order_by(SyncRun.id.desc())).scalars().first()
+    assert (run.added, run.updated, run.unchanged) == (100, 0, 0)  # only the changed files were read
+
+
+def _count_docs(index, name, prefix):
+    with index.session() as s:
+        return s.execute(select(func.count()).select_from(DocumentRecord).where(
+            DocumentRecord.source == name, DocumentRecord.path.startswith(prefix), DocumentRecord.status == Status.SUCCESS)).scalar_one()
+
+
+def test_a_broken_save_leaves_the_previous_version_searchable(index, watched):
+    source, _ = watched
+    page = source.location / "finance" / "corporate-card.md"
+    page.write_bytes(page.read_bytes() + b"\n\xff\xfe half-written")
+    doc_id = f"{source.name}:finance/corporate-card.md"
+
+    def failed():
+        with index.session() as s:
+            record = s.get(DocumentRecord, doc_id)
+            return record is not None and record.status == Status.FAILED and record
+
+    record = wait_for(failed)
+    assert "UTF-8" in record.error
+    assert "finance/corporate-card.md" in _top_paths(index, source, "monthly limit on the corporate card")
+
+
+# -- the scheduler ------------------------------------------------------------------------------
+
+
+def test_scheduler_runs_syncs_and_two_processes_elect_one(index, kb_home, wiki_copy, tmp_path):
+    name = "scheduled"
+    source = SourceConfig(name=name, location=wiki_copy, kind="markdown", access=name, schedule="every 1s")
+    runner = SyncRunner(index, [source])
+    runner.sync(name)  # first sync here, so the other process never needs the model
+    (tmp_path / "kb.toml").write_text(f'[[source]]\nname = "{name}"\nlocation = "{wiki_copy}"\naccess = "{name}"\nschedule = "every 1s"\n')
+    other = subprocess.Popen([KB, "watch"], env={**os.environ, "KB_HOME": str(kb_home), "KB_SOURCES": str(tmp_path / "kb.toml"), "KB_LOG_LEVEL": "INFO"},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    scheduler = start_scheduler(runner, [source])
+    try:
+        wait_for(lambda: _runs(index, name, "schedule") >= 6, timeout=30)
+        time.sleep(2)  # the other process has had time to try too
+    finally:
+        stop_scheduler(scheduler)
+        other.send_signal(signal.SIGTERM)
+        output = other.communicate(timeout=30)[0]
+    with index.session() as s:
+        runners = set(s.execute(select(SyncRun.runner).where(SyncRun.source == name, SyncRun.trigger == "schedule")).scalars())
+    assert len(runners) == 1, runners  # one process ran every scheduled sync
+    assert "another Docent process is the scheduler" in output
+
+
+# -- crash safety -------------------------------------------------------------------------------
+
+
+def _write_corpus(root: Path, version: str, n: int = 200) -> None:
+    for i in range(n):
+        (root / f"doc-{i:03}.md").write_text(f"# Crash page {i}\n\nCrash page {i} is at {version} with token cr{i}{version}.\n")
+
+
+def test_a_killed_sync_leaves_old_or_new_versions_and_the_next_sync_completes(index, kb_home, tmp_path):
+    name = "crash"
+    root = tmp_path / "crash"
+    root.mkdir()
+    _write_corpus(root, "vone")
+    runner = SyncRunner(index, [SourceConfig(name=name, location=root, kind="markdown", access=name)])
+    assert runner.sync(name).added == 200
+    _write_corpus(root, "vtwo")
+    child = subprocess.Popen([KB, "sync", str(root), "--source", name, "--access", name],
+                             env={**os.environ, "KB_HOME": str(kb_home), "KB_SYNC_BATCH": "8"},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _versions(index, name).count("vtwo") >= 20, timeout=90, interval=0.02)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    versions = _versions(index, name)
+    assert len(versions) == 200 and set(versions) == {"vone", "vtwo"}  # each page old or new, none half
+    assert versions.count("vtwo") < 200  # the kill really landed mid-sync
+    _assert_consistent(index, name)
+
+    report = runner.sync(name)
+    assert report.updated + report.unchanged == 200 and report.failed == 0
+    assert set(_versions(index, name)) == {"vtwo"}
+    _assert_consistent(index, name)
+    assert not index.bm25.stale()
+    assert {h.metadata["doc_id"] for h in index.bm25.search("cr7vtwo", [name], 3)} == {f"{name}:doc-007.md"}
+
+
+def _versions(index, name) -> list[str]:
+    """Each page's indexed version, read from its chunks ('vone'/'vtwo'; 'mixed' if both)."""
+    table = index.store.table
+    with index.session() as s:
+        rows = s.execute(select(table.metadata_["ref_doc_id"].astext, table.text).where(
+            table.metadata_["ref_doc_id"].astext.startswith(f"{name}:"))).all()
+    seen: dict[str, set[str]] = {}
+    for doc_id, text in rows:
+        seen.setdefault(doc_id, set()).update(v for v in ("vone", "vtwo") if v in text)
+    return [next(iter(v)) if len(v) == 1 else "mixed" for v in seen.values()]
+
+
+def _assert_consistent(index, name) -> None:
+    """Registry, parents and chunks agree for every document of the source."""
+    table = index.store.table
+    with index.session() as s:
+        records = {r.id: r for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == name)).scalars()}
+        chunks = dict(s.execute(select(table.metadata_["ref_doc_id"].astext, func.count()).where(
+            table.metadata_["ref_doc_id"].astext.startswith(f"{name}:")).group_by(table.metadata_["ref_doc_id"].astext)).all())
+        parents = dict(s.execute(select(ParentSection.doc_id, func.count()).where(
+            ParentSection.doc_id.startswith(f"{name}:")).group_by(ParentSection.doc_id)).all())
+    assert set(chunks) == set(parents) == set(records)
+    for doc_id, record in records.items():
+        assert record.chunk_count == chunks[doc_id], doc_id
