@@ -125,11 +125,14 @@ def run_sync(settings, sources, trigger: str = "cli", index=None) -> list:
     for source in sources:
         if not source.location.exists():
             fail(f"source {source.name}: {source.location} does not exist")
-        total = sum(1 for _ in open_connector(source).paths())
-        with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
-            task = bar.add_task("sync", total=total, source=source.name)
-            report = runner.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task))
+        try:
+            total = sum(1 for _ in open_connector(source).paths())
+            with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
+                task = bar.add_task("sync", total=total, source=source.name)
+                report = runner.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task))
+        except (OSError, ValueError) as exc:  # an unreadable export or folder: nothing was pruned
+            fail(f"source {source.name}: {exc}")
         console.print(
             f"[bold]{source.name}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.deleted} deleted, {report.failed} failed — {report.chunks} chunks, "

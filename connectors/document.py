@@ -41,7 +41,7 @@ class SourceDocument:
     def content_hash(self) -> str:
         """Hash of everything that ends up in the index, so any visible change triggers re-indexing."""
         payload = json.dumps(
-            [self.title, self.text, self.url, self.access, self.metadata.get("tags", [])],
+            [self.title, self.text, self.url, self.access, self.metadata.get("tags", []), self.metadata.get("ancestors", [])],
             ensure_ascii=False,
             sort_keys=True,
             default=str,

@@ -74,7 +74,8 @@ def chunk_document(doc: SourceDocument) -> list[Parent]:
                 url=doc.section_url(section.headings[-1] if section.headings else None),
                 text=part,
             )
-            breadcrumb = " > ".join([doc.title, *section.headings])
+            # Confluence pages carry their place in the page tree: ancestors › page › section.
+            breadcrumb = " > ".join([*doc.metadata.get("ancestors", []), doc.title, *section.headings])
             for n, piece in enumerate(_split(part, CHILD_TOKENS, CHILD_OVERLAP)):
                 parent.children.append(
                     Child(id=_id(parent.id, "c", n), text=piece, embed_text=f"{breadcrumb}\n{piece}")

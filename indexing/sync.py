@@ -80,8 +80,30 @@ def sync_documents(
         known = {r.id: (r.content_hash, r.status) for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == source))}
     embedded_before = index.embedder.texts_embedded
     seen: set[str] = set()
-    pending: list[_Pending] = []
+    try:
+        _sync_all(index, documents, known, seen, report, progress)
+    except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
+        if report.changed:
+            index.bm25.rebuild()
+        report.errors.insert(0, f"sync aborted: {exc}")
+        report.seconds = time.perf_counter() - started
+        _finish_run(index, run, report)
+        raise
+    gone = (set(known) - seen if prune else set()) | (set(delete_ids) - seen)
+    report.deleted += _delete(index, sorted(gone))
 
+    if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
+        index.bm25.rebuild()
+    report.embedded = index.embedder.texts_embedded - embedded_before
+    report.seconds = time.perf_counter() - started
+    _finish_run(index, run, report)
+    return report
+
+
+def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, seen: set[str],
+              report: SyncReport, progress: Progress | None) -> None:
+    """The main loop: skip unchanged, fail unreadable, batch the rest for embedding."""
+    pending: list[_Pending] = []
     for doc in documents:
         seen.add(doc.doc_id)
         if doc.error:
@@ -99,20 +121,10 @@ def sync_documents(
                 pending.append(_Pending(doc, parents, is_new=doc.doc_id not in known))
                 if sum(len(p.children) for item in pending for p in item.parents) >= index.config.sync_batch_children:
                     _flush(index, pending, report)
-                    pending = []
+                    pending.clear()
         if progress:
             progress(doc)
     _flush(index, pending, report)
-
-    gone = (set(known) - seen if prune else set()) | (set(delete_ids) - seen)
-    report.deleted += _delete(index, sorted(gone))
-
-    if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
-        index.bm25.rebuild()
-    report.embedded = index.embedder.texts_embedded - embedded_before
-    report.seconds = time.perf_counter() - started
-    _finish_run(index, run, report)
-    return report
 
 
 def _delete(index: Index, doc_ids: list[str]) -> int:

@@ -1,0 +1,57 @@
+"""Shared bits of the benchmark scripts: a throwaway index, corpus lookup, table printing."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import tempfile
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+warnings.filterwarnings("ignore")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KB_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
+HANDBOOK = SHARED / "sourcegraph-handbook"
+CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
+
+
+def fresh_index(home: Path | None = None):
+    """An index in a new temporary data directory (or `home`), with its own embedded Postgres."""
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+
+    home = home or Path(tempfile.mkdtemp(prefix="docent-bench-"))
+    return Index(IndexConfig(home=home))
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        raise SystemExit(f"{path} not found (set KB_SHARED_CORPORA to the folder holding the corpora)")
+    return path
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(values: list[float], p: float) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1]
+
+
+def table(title: str, rows: list[tuple]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    for name, value in rows:
+        t.add_row(name, f"{value:,.2f}" if isinstance(value, float) else str(value))
+    Console(width=120).print(t)

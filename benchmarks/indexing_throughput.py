@@ -1,0 +1,67 @@
+"""Indexing throughput: the 821-page handbook synced end to end, vs. the raw embedding rate.
+
+    .venv/bin/python -m benchmarks.indexing_throughput [--limit N]
+
+Syncs into a fresh data directory (empty embedding cache), then embeds the very same child
+texts directly with the same model in the same process: the ratio of the two rates is the
+pipeline's overhead (reading, chunking, Postgres writes, BM25). Then edits one page and
+re-syncs: the incremental cost against the full sync.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, fresh_index, peak_rss_mb, require, table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=0, help="only the first N pages (0: all)")
+    args = parser.parse_args()
+
+    from connectors.markdown import MarkdownFolder
+    from indexing.chunking import chunk_document
+    from indexing.sync import sync_documents
+
+    folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
+    paths = list(folder.paths())[: args.limit or None]
+    index = fresh_index()
+    index.embedder.embed_query("load the model before the clock starts")
+
+    started = time.perf_counter()
+    report = sync_documents(index, (folder.read(p) for p in paths), "handbook", prune=False)
+    full = time.perf_counter() - started
+
+    texts = [c.embed_text for p in paths for d in [folder.read(p)] if not d.error
+             for parent in chunk_document(d) for c in parent.children]
+    started = time.perf_counter()
+    index.embedder.embed_texts(texts)
+    raw = time.perf_counter() - started
+
+    # One page edited: only its changed chunks should reach the model.
+    victim = folder.root / paths[len(paths) // 2]
+    original = victim.read_bytes()
+    try:
+        victim.write_text(victim.read_text() + "\n\nA sentence added by the incremental benchmark.\n")
+        before = index.embedder.texts_embedded
+        started = time.perf_counter()
+        one = sync_documents(index, (folder.read(p) for p in paths), "handbook", prune=False)
+        incremental = time.perf_counter() - started
+        calls = index.embedder.texts_embedded - before
+    finally:
+        victim.write_bytes(original)
+
+    table("Indexing throughput (same process, same model)", [
+        ("pages synced", report.added), ("pages failed", report.failed), ("child chunks", report.chunks),
+        ("full sync, s", full), ("pages/s", report.added / full), ("chunks/s end to end", report.chunks / full),
+        ("raw embedding, chunks/s", len(texts) / raw), ("pipeline / raw rate", (report.chunks / full) / (len(texts) / raw)),
+        ("peak RSS, MB", peak_rss_mb()),
+        ("incremental: 1 page edited, s", incremental), ("incremental: texts embedded", calls),
+        ("incremental: pages re-indexed", one.updated), ("incremental / full time", incremental / full),
+    ])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,363 @@
+"""What both Confluence connectors share: reading an export folder or .zip, and HTML → Markdown.
+
+Both export kinds arrive as a folder or as the .zip Confluence wrote. `ExportFiles` reads either
+the same way, and refuses a .zip that could hurt us before reading any of it: too many members
+or too many uncompressed bytes (a zip bomb), or member names that climb out of the archive
+(`../`, absolute paths). A refused export raises `ExportError` before the first document, so a
+sync stops without pruning anything instead of deleting the pages it could not read.
+
+The HTML export (rendered pages) and the XML export (storage format) are cleaned into plain HTML
+by their own modules; `to_markdown` then turns that into the one Markdown dialect the rest of
+Docent reads: ATX `#` headings, fenced code with its language (`<pre data-language=…>`), pipe
+tables, and text left unescaped so quotes and search terms read as they were written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Callable
+from datetime import datetime, tzinfo
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bs4 import BeautifulSoup, Tag
+from markdownify import MarkdownConverter
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # one page (an HTML file, a storage body)
+MAX_ARCHIVE_BYTES = 4 * 1024**3  # everything in a .zip, uncompressed, as its directory declares
+MAX_ARCHIVE_MEMBERS = 200_000
+
+PANEL_LABELS = {"info": "Info", "information": "Info", "tip": "Tip", "note": "Note", "warning": "Warning"}
+
+
+class ExportError(ValueError):
+    """The export as a whole cannot be read (missing, not an export, unsafe archive)."""
+
+
+def page_url(base_url: str, page_id: str) -> str:
+    """The citation link of a page: works on Server, Data Center and Cloud (`…/wiki` base)."""
+    return f"{base_url.rstrip('/')}/pages/viewpage.action?pageId={page_id}"
+
+
+def zone(name: str | None) -> tzinfo:
+    """A time zone by IANA name ("Europe/Berlin"); an unknown name is an export-level error."""
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ExportError(f"unknown time zone {name!r}") from None
+
+
+# --- reading a folder or a .zip ---------------------------------------------------------------
+
+
+class ExportFiles:
+    """The files of an export, by relative POSIX path, from a folder or a .zip."""
+
+    def __init__(self, location: Path | str, *, max_archive_bytes: int = MAX_ARCHIVE_BYTES,
+                 max_archive_members: int = MAX_ARCHIVE_MEMBERS) -> None:
+        self.location = Path(location).resolve()
+        self._zip: zipfile.ZipFile | None = None
+        self._sizes: dict[str, int] = {}
+        if self.location.is_dir():
+            self._list_folder()
+        elif self.location.is_file() and zipfile.is_zipfile(self.location):
+            try:
+                self._zip = zipfile.ZipFile(self.location)
+            except zipfile.BadZipFile as exc:
+                raise ExportError(f"{location} is a damaged .zip: {exc}") from None
+            try:
+                self._list_zip(max_archive_bytes, max_archive_members)
+            except BaseException:
+                self._zip.close()
+                raise
+        elif self.location.exists():
+            raise ExportError(f"{location} is neither a folder nor a .zip file")
+        else:
+            raise ExportError(f"{location} does not exist")
+
+    def __enter__(self) -> ExportFiles:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._zip is not None:
+            self._zip.close()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._sizes)
+
+    def size(self, name: str) -> int:
+        return self._sizes[name]
+
+    def open(self, name: str):
+        """A binary stream; a zip member never yields more than its declared size."""
+        if name not in self._sizes:
+            raise FileNotFoundError(f"{name} is not in the export")
+        if self._zip is not None:
+            return self._zip.open(name)
+        return (self.location / name).open("rb")
+
+    def read(self, name: str, max_bytes: int) -> bytes:
+        """A file's bytes, refused (ValueError) over `max_bytes` without reading it."""
+        size = self.size(name)
+        if size > max_bytes:
+            raise ValueError(f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+        with self.open(name) as fh:
+            return fh.read(max_bytes + 1)
+
+    def uri(self, name: str) -> str:
+        """A link to the file: file:// in a folder; `archive.zip!/member` (the jar: convention) in a zip."""
+        if self._zip is not None:
+            return f"{self.location.as_uri()}!/{quote(name)}"
+        return (self.location / name).as_uri()
+
+    def find(self, filename: str) -> str | None:
+        """The shallowest file of that name: exports are often zipped inside one top folder."""
+        hits = [n for n in self._sizes if PurePosixPath(n).name == filename]
+        return min(hits, key=lambda n: (n.count("/"), n)) if hits else None
+
+    def _list_folder(self) -> None:
+        for dirpath, dirnames, filenames in os.walk(self.location, followlinks=False):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for filename in filenames:
+                full = Path(dirpath) / filename
+                if filename.startswith(".") or full.is_symlink():  # a link could point anywhere
+                    continue
+                self._sizes[full.relative_to(self.location).as_posix()] = full.stat().st_size
+
+    def _list_zip(self, max_bytes: int, max_members: int) -> None:
+        infos = self._zip.infolist()
+        if len(infos) > max_members:
+            raise ExportError(f"refusing {self.location.name}: {len(infos)} members, over the limit of {max_members}")
+        total = 0
+        for info in infos:
+            if not _safe_member(info.filename):
+                raise ExportError(f"refusing {self.location.name}: unsafe member path {info.filename!r}")
+            total += info.file_size
+            if total > max_bytes:
+                raise ExportError(
+                    f"refusing {self.location.name}: over {max_bytes / 1e6:.0f} MB uncompressed (zip bomb?)"
+                )
+            if info.is_dir() or stat.S_ISLNK(info.external_attr >> 16):
+                continue
+            self._sizes[info.filename] = info.file_size
+
+
+def _safe_member(name: str) -> bool:
+    """No absolute paths, drive letters, backslashes or `..`: a member must stay inside the archive."""
+    if not name or "\x00" in name or "\\" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return False
+    return ".." not in PurePosixPath(name).parts
+
+
+def decode_utf8(raw: bytes) -> str:
+    """Exports are UTF-8; anything else is reported with the offending byte."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+
+
+def parse_naive(text: str, formats: list[str], tz: tzinfo) -> datetime | None:
+    """The first format that fits, in the export's zone; None when none does."""
+    for fmt in formats:
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=tz)
+        except ValueError:
+            continue
+    return None
+
+
+# --- HTML → Markdown --------------------------------------------------------------------------
+
+
+def new_tag(soup: BeautifulSoup, name: str, text: str | None = None, **attrs) -> Tag:
+    tag = soup.new_tag(name, attrs=attrs)
+    if text is not None:
+        tag.string = text
+    return tag
+
+
+def labelled_block(soup: BeautifulSoup, label: str, body: list, title: str = "") -> Tag:
+    """A panel or expand section as plain blocks: a bold "Label: title" line, then its body."""
+    box = _titled_box(soup, ": ".join(part for part in (label, title.strip()) if part))
+    for child in list(body):
+        box.append(child.extract())
+    return box
+
+
+def code_block(soup: BeautifulSoup, code: str, language: str = "", title: str = "") -> Tag:
+    """Code as `<pre data-language>`, which `to_markdown` fences with the language."""
+    box = _titled_box(soup, title.strip())
+    language = language.strip().lower()
+    box.append(new_tag(soup, "pre", code, **({"data-language": language} if language else {})))
+    return box
+
+
+def _titled_box(soup: BeautifulSoup, title: str) -> Tag:
+    box = soup.new_tag("div")
+    if title:
+        box.append(new_tag(soup, "p"))
+        box.p.append(new_tag(soup, "strong", title))
+    return box
+
+
+def drop_hidden(root: Tag) -> None:
+    """Scripts, styles and `display: none` blocks (e.g. docToolchain hash markers) are not page text."""
+    for tag in root.find_all(["script", "style", "noscript"]):
+        tag.decompose()
+    for tag in root.find_all(style=re.compile(r"display\s*:\s*none", re.I)):
+        tag.decompose()
+
+
+class _Converter(MarkdownConverter):
+    """markdownify with the choices Docent wants; see `to_markdown`."""
+
+    def convert_img(self, el, text, parent_tags):  # images are listed as attachments, not text
+        return ""
+
+    def convert_br(self, el, text, parent_tags):  # a plain line break, no trailing-space syntax
+        if "_inline" in parent_tags or "pre" in parent_tags:
+            return super().convert_br(el, text, parent_tags)
+        return "\n" + text
+
+
+def to_markdown(root: Tag) -> str:
+    """Clean HTML → Markdown: `#` headings, fenced code with language, pipe tables, no escaping.
+
+    Non-breaking spaces become plain ones first: markdownify drops them at the edge of bold or
+    italic text ("pridat&nbsp;</strong>next" would glue two words together). Empty table rows go.
+    """
+    for text in root.find_all(string=lambda s: "\xa0" in s):
+        text.replace_with(type(text)(text.replace("\xa0", " ")))
+    for row in root.find_all("tr"):  # an empty row (asciidoc exports have them) breaks a pipe table
+        if not row.find(["td", "th"]):
+            row.decompose()
+    converter = _Converter(
+        heading_style="atx",
+        bullets="-",
+        code_language_callback=lambda el: el.get("data-language") or "",
+        escape_asterisks=False,
+        escape_underscores=False,
+        escape_misc=False,
+        table_infer_header=True,
+    )
+    return tidy(converter.convert_soup(root))
+
+
+def tidy(markdown: str) -> str:
+    """Non-breaking and zero-width spaces become plain text; no runs of blank lines."""
+    text = markdown.replace("\xa0", " ").replace("\u200b", "").replace("\r\n", "\n")
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip() + "\n" if text.strip() else ""
+
+
+# --- storage format (XML export, REST body.storage) → Markdown ---------------------------------
+
+# Macros that list or embed other content (or are pure decoration): nothing of the page's own.
+NAVIGATION_MACROS = {
+    "toc", "children", "pagetree", "pagetreesearch", "recently-updated", "contentbylabel", "attachments",
+    "livesearch", "anchor", "include", "excerpt-include", "blog-posts", "listlabels", "popular-labels",
+    "related-labels", "navmap", "search", "profile-picture", "gallery", "viewfile", "jiraissues",
+    "create-from-template",
+}
+
+
+def storage_to_markdown(storage: str, users: dict[str, str] | None = None,
+                        page_link: Callable[[str, str | None], str | None] | None = None) -> str:
+    """Confluence storage XHTML → Markdown.
+
+    Storage is XHTML with `ac:`/`ri:` elements and HTML named entities (`&auml;`), so it is not
+    well-formed XML: Python's HTML parser reads it, keeping the prefixed names and `/>` empty
+    elements. Macros become plain HTML innermost first (an info panel inside an expand), then
+    links and mentions become text, and any other `ac:`/`ri:` wrapper (layouts, inline comment
+    markers) gives way to its content. `users` maps user keys / account ids to names for
+    mentions; `page_link(title, space_key)` turns a linked page into a URL when it knows one
+    (no space key: the linking page's own space).
+    """
+    soup = BeautifulSoup(storage, "html.parser")
+    for macro in reversed(soup.find_all(["ac:structured-macro", "ac:macro"])):
+        _replace_macro(soup, macro)
+    for link in soup.find_all("ac:link"):
+        _replace_link(soup, link, users or {}, page_link)
+    for task in soup.find_all("ac:task"):
+        _replace_task(task)
+    for task_list in soup.find_all("ac:task-list"):
+        task_list.name = "ul"
+    for emoticon in soup.find_all("ac:emoticon"):
+        emoticon.replace_with(emoticon.get("ac:emoji-fallback", ""))
+    for tag in soup.find_all(["ac:image", "ac:placeholder"]):  # attachments; hints shown only in the editor
+        tag.decompose()
+    for time in soup.find_all("time"):
+        if not time.get_text(strip=True):
+            time.string = time.get("datetime", "")
+    for tag in soup.find_all(re.compile(r"^(ac|ri):")):
+        tag.unwrap()
+    drop_hidden(soup)
+    return to_markdown(soup)
+
+
+def _replace_macro(soup: BeautifulSoup, macro: Tag) -> None:
+    name = (macro.get("ac:name") or "").lower()
+    params = {p.get("ac:name", ""): p.get_text(" ", strip=True)
+              for p in macro.find_all("ac:parameter", recursive=False)}
+    title = params.get("title", "")
+    body = macro.find("ac:rich-text-body", recursive=False)
+    plain = macro.find("ac:plain-text-body", recursive=False)
+    if name in ("code", "noformat"):
+        language = params.get("language", "") if name == "code" else ""
+        macro.replace_with(code_block(soup, plain.get_text() if plain else "", language, title))
+    elif name in PANEL_LABELS:
+        macro.replace_with(labelled_block(soup, PANEL_LABELS[name], body.contents if body else [], title))
+    elif name == "jira":
+        macro.replace_with(params.get("key", ""))
+    elif name == "status":
+        macro.replace_with(params.get("title", ""))
+    elif name in NAVIGATION_MACROS:
+        macro.decompose()
+    elif body is not None:  # expand, panel, details, excerpt, section, column, ...: the body is content
+        macro.replace_with(labelled_block(soup, "", body.contents, title))
+    elif plain is not None and plain.get_text(strip=True):  # an unknown macro's raw text, kept verbatim
+        macro.replace_with(code_block(soup, plain.get_text()))
+    else:
+        macro.decompose()
+
+
+def _replace_link(soup: BeautifulSoup, link: Tag, users: dict[str, str],
+                  page_link: Callable[[str, str | None], str | None] | None) -> None:
+    """A link becomes its text (or the target's name); pages we can cite and URLs stay links."""
+    body = link.find(["ac:link-body", "ac:plain-text-link-body"])
+    text = " ".join(body.get_text(" ").split()) if body else ""
+    target = link.find(re.compile(r"^ri:"))
+    href = None
+    if target is None:
+        pass
+    elif target.name == "ri:user":
+        key = target.get("ri:userkey") or target.get("ri:account-id") or target.get("ri:username") or ""
+        text = text or "@" + (users.get(key) or target.get("ri:username") or "unknown user")
+    elif target.name in ("ri:page", "ri:blog-post"):
+        title = target.get("ri:content-title", "")
+        text = text or title
+        if page_link and title and target.name == "ri:page":
+            href = page_link(title, target.get("ri:space-key"))
+    elif target.name == "ri:url":
+        href = target.get("ri:value")
+        text = text or href or ""
+    else:  # attachment, space, ...
+        text = text or target.get("ri:filename") or target.get("ri:space-key") or ""
+    link.replace_with(new_tag(soup, "a", text, href=href) if href else text)
+
+
+def _replace_task(task: Tag) -> None:
+    """An `ac:task` as a Markdown checklist item: "[x] done" / "[ ] to do"."""
+    status = task.find("ac:task-status")
+    done = status is not None and status.get_text(strip=True) == "complete"
+    for part in task.find_all(["ac:task-id", "ac:task-status"]):
+        part.decompose()
+    task.name = "li"
+    task.insert(0, "[x] " if done else "[ ] ")

@@ -1,0 +1,268 @@
+"""Confluence HTML space export ("Export space → HTML"), as a folder or the .zip Confluence wrote.
+
+The export is `index.html` (space details and the page tree) plus one rendered file per page,
+`Title-With-Dashes_<id>.html` or bare `<id>.html` when the title has no ASCII form. The page id
+exists only in that file name, so pages are keyed by it (`path` = "pages/<id>"): a renamed page
+keeps its identity and two pages with the same title stay two documents.
+
+From each page file:
+- title from `#title-text` with the "Space name : " prefix removed;
+- ancestors (root first, the space itself excluded) from the breadcrumbs;
+- author, last editor and last-modified date from the free-text metadata line (a date only, in
+  the server's locale and zone, hence the `timezone` setting);
+- body from `#main-content`, cleaned and converted to Markdown: code panels become fenced code
+  with their language, info/tip/note/warning panels a bold label and their text, expand sections
+  their title and body, Jira macros the issue key; the children macro, TOC, attachment list and
+  links to other files of the export (dead outside it) are dropped or reduced to their text;
+- attachments (the page's attachment list and embedded images) into `metadata["attachments"]`.
+Space key and name come from `index.html`'s "Space Details" table.
+
+A page that cannot be read (bad UTF-8, too big, no `#main-content`) becomes a document with
+`error` set; an export that cannot be opened at all raises `ExportError` before any document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+from connectors.confluence_common import (
+    DEFAULT_MAX_BYTES,
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    PANEL_LABELS,
+    ExportError,
+    ExportFiles,
+    code_block,
+    decode_utf8,
+    drop_hidden,
+    labelled_block,
+    page_url,
+    parse_naive,
+    to_markdown,
+    zone,
+)
+from connectors.document import PUBLIC, SourceDocument
+
+PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
+# Day-first numeric dates (European servers) and the English "Jun 28, 2022" forms.
+DATE_FORMATS = ["%d.%m.%Y", "%d. %m. %Y", "%Y-%m-%d", "%b %d, %Y", "%B %d, %Y", "%d %b %Y", "%d %B %Y"]
+NAVIGATION = [
+    "ul.childpages-macro", ".toc-macro", ".plugin_pagetree", ".recently-updated", "#attachments",
+    ".greybox", ".pageSection", ".expand-control-icon", ".confluence-anchor-link",
+]
+EXPAND_DEFAULT_TITLE = "click here to expand..."
+
+
+@dataclass
+class _Space:
+    key: str = ""
+    name: str = ""
+
+
+@dataclass
+class ConfluenceHtmlExport:
+    """A Confluence HTML space export (folder or .zip) and how to cite its pages."""
+
+    root: Path  # the export folder, or the .zip
+    source: str = "confluence"
+    base_url: str | None = None  # e.g. "https://acme.atlassian.net/wiki"; None: file:// links
+    access: str = PUBLIC
+    max_bytes: int = DEFAULT_MAX_BYTES  # per page file
+    timezone: str = "UTC"  # the server's zone; page dates carry none
+    max_archive_bytes: int = MAX_ARCHIVE_BYTES
+    max_archive_members: int = MAX_ARCHIVE_MEMBERS
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).resolve()
+
+    def documents(self) -> Iterator[SourceDocument]:
+        """Every page of the export, read (or failed) one at a time, in page-id order."""
+        zone(self.timezone)  # an unknown zone fails the export up front, not every page
+        with self._open() as files:
+            pages = _page_files(files)
+            space = _space_details(files)
+            for page_id, name in pages:
+                yield self.read_page(files, name, page_id, space)
+
+    def paths(self) -> Iterator[str]:
+        """The documents' paths, "pages/<id>", without reading the pages."""
+        with self._open() as files:
+            yield from (f"pages/{page_id}" for page_id, _ in _page_files(files))
+
+    def read_page(self, files: ExportFiles, name: str, page_id: str, space: _Space) -> SourceDocument:
+        """One page file into a document; problems become the document's `error`."""
+        url = page_url(self.base_url, page_id) if self.base_url else files.uri(name)
+        doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url)
+        doc.metadata = {
+            "page_id": page_id, "file": PurePosixPath(name).name, "space": space.key or space.name,
+            "space_name": space.name, "ancestors": [], "ancestor_ids": [], "attachments": [], "tags": [],
+        }
+        try:
+            soup = BeautifulSoup(decode_utf8(files.read(name, self.max_bytes)), "lxml")
+            self._read_header(soup, doc, space)  # first, so even a failed page says which it is
+            main = soup.find(id="main-content")
+            if main is None:
+                raise ValueError("no #main-content: not a Confluence page, or a truncated file")
+            doc.metadata["attachments"] = _attachments(soup, main)
+            doc.text = to_markdown(self._clean(soup, main))
+        except Exception as exc:  # a bad page (or a parser bug) fails that page, not the export
+            doc.error = str(exc) or type(exc).__name__
+        return doc
+
+    def _read_header(self, soup: BeautifulSoup, doc: SourceDocument, space: _Space) -> None:
+        """Title, ancestors, author and date: everything above the body."""
+        crumbs = [li.find("a") for li in soup.select("#breadcrumbs > li")]
+        crumbs = [(_text(a), a.get("href", "")) for a in crumbs if a is not None]
+        space_names = [title for title, href in crumbs if href.endswith("index.html")] + [space.name]
+        ancestors = [(title, href) for title, href in crumbs if not href.endswith("index.html")]
+        doc.metadata["ancestors"] = [title for title, _ in ancestors]
+        doc.metadata["ancestor_ids"] = [m.group(1) for _, href in ancestors if (m := PAGE_FILE.search(href))]
+
+        heading = soup.find(id="title-text") or soup.title
+        title = _text(heading) if heading else ""
+        for prefix in filter(None, space_names):
+            if title.startswith(f"{prefix} : "):
+                title = title[len(prefix) + 3:].strip()
+                break
+        if not title:
+            raise ValueError("no page title")
+        doc.title = title
+
+        meta = soup.select_one(".page-metadata")
+        if meta is not None:
+            author, editor = meta.select_one(".author"), meta.select_one(".editor")
+            doc.metadata["author"] = _text(author) if author else ""
+            doc.metadata["last_modified_by"] = _text(editor) if editor else doc.metadata["author"]
+            if match := re.search(r".*\bon\s+(.+)$", _text(meta)):
+                doc.updated_at = parse_naive(match.group(1), DATE_FORMATS, zone(self.timezone))
+
+    def _clean(self, soup: BeautifulSoup, main: Tag) -> Tag:
+        """Rendered macros back to plain HTML and navigation out: what is left is the page's text."""
+        for script in main.select('script[type="syntaxhighlighter"]'):  # older exports: code in CDATA
+            code = re.sub(r"^\s*<!\[CDATA\[|\]\]>\s*$", "", script.get_text())
+            script.replace_with(code_block(soup, code, _brush(script)))
+        for selector in NAVIGATION:
+            for tag in main.select(selector):
+                tag.decompose()
+        drop_hidden(main)
+        for panel in main.select("div.code.panel, div.preformatted.panel"):
+            panel.replace_with(_code_panel(soup, panel))
+        for box in main.select("div.expand-container"):
+            box.replace_with(_expand(soup, box))
+        for box in main.select("div.confluence-information-macro"):
+            box.replace_with(_info_panel(soup, box))
+        for box in main.select("div.panel"):
+            box.replace_with(_panel(soup, box))
+        for jira in main.select(".confluence-jim-macro"):
+            jira.replace_with(_jira_key(jira))
+        for link in main.find_all("a"):
+            self._fix_link(link)
+        return main
+
+    def _fix_link(self, link: Tag) -> None:
+        """Links into the export point at files nobody else has: cite the page, or keep the text."""
+        href = link.get("href", "")
+        if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) and not href.lower().startswith("file:"):
+            return  # http(s), mailto, ...: fine as it is
+        match = PAGE_FILE.search(href.split("#")[0])
+        if match and self.base_url:
+            link["href"] = page_url(self.base_url, match.group(1))
+        else:
+            link.unwrap()
+
+    def _open(self) -> ExportFiles:
+        return ExportFiles(self.root, max_archive_bytes=self.max_archive_bytes,
+                           max_archive_members=self.max_archive_members)
+
+
+def _page_files(files: ExportFiles) -> list[tuple[str, str]]:
+    """(id, file) of every page: `<…_>id.html` beside `index.html`, in id order."""
+    index = files.find("index.html")
+    folder = str(PurePosixPath(index).parent) if index else "."
+    pages = []
+    for name in files.names:
+        pure = PurePosixPath(name)
+        if str(pure.parent) == folder and (match := PAGE_FILE.search(pure.name)):
+            pages.append((match.group(1), name))
+    if not pages:
+        raise ExportError(f"{files.location} holds no Confluence page files (<Title>_<id>.html)")
+    return sorted(pages, key=lambda page: (int(page[0]), page[1]))
+
+
+def _space_details(files: ExportFiles) -> _Space:
+    """Key and name from the "Space Details" table of index.html (by row label, else by position)."""
+    index = files.find("index.html")
+    if not index:
+        return _Space()
+    try:
+        soup = BeautifulSoup(decode_utf8(files.read(index, DEFAULT_MAX_BYTES)), "lxml")
+    except (OSError, ValueError):
+        return _Space()
+    table = soup.select_one("#main-content table")
+    rows = [(_text(tr.find("th")).lower(), _text(tr.find("td"))) for tr in table.find_all("tr")
+            if tr.find("th") and tr.find("td")] if table else []
+    labelled = dict(rows)
+    return _Space(key=labelled.get("key", rows[0][1] if rows else ""),
+                  name=labelled.get("name", rows[1][1] if len(rows) > 1 else ""))
+
+
+def _attachments(soup: BeautifulSoup, main: Tag) -> list[dict]:
+    """The page's attachment list ("name (mime)" links), plus images embedded in the body."""
+    found: dict[str, dict] = {}
+    for link in soup.select(".greybox a[href]"):
+        following = link.next_sibling
+        mime = re.match(r"\s*\(([^)]+)\)", following) if isinstance(following, NavigableString) else None
+        found.setdefault(_text(link), {"name": _text(link), "path": link["href"],
+                                       "media_type": mime.group(1) if mime else ""})
+    for img in main.select("img[data-linked-resource-default-alias]"):
+        name = img["data-linked-resource-default-alias"]
+        found.setdefault(name, {"name": name, "path": img.get("src", ""), "media_type": ""})
+    return list(found.values())
+
+
+def _code_panel(soup: BeautifulSoup, panel: Tag) -> Tag:
+    pre, header = panel.find("pre"), panel.select_one(".codeHeader, .preformattedHeader")
+    return code_block(soup, pre.get_text() if pre else "", _brush(pre) if pre else "", _text(header))
+
+
+def _expand(soup: BeautifulSoup, box: Tag) -> Tag:
+    title, body = _text(box.select_one(".expand-control-text")), box.select_one(".expand-content")
+    if title.lower() == EXPAND_DEFAULT_TITLE:
+        title = ""
+    return labelled_block(soup, "", body.contents if body else [], title)
+
+
+def _info_panel(soup: BeautifulSoup, box: Tag) -> Tag:
+    """`confluence-information-macro-{information,tip,note,warning}`: its kind is its label."""
+    kinds = [c.removeprefix("confluence-information-macro-") for c in box.get("class", [])]
+    kind = next((k for k in kinds if k in PANEL_LABELS), "info")
+    title = box.find(class_="title", recursive=False)
+    body = box.find(class_="confluence-information-macro-body", recursive=False)
+    return labelled_block(soup, PANEL_LABELS[kind], body.contents if body else [], _text(title))
+
+
+def _panel(soup: BeautifulSoup, box: Tag) -> Tag:
+    header = box.find(class_="panelHeader", recursive=False)
+    body = box.find(class_="panelContent", recursive=False)
+    return labelled_block(soup, "", body.contents if body else [], _text(header))
+
+
+def _jira_key(jira: Tag) -> NavigableString:
+    """The issue key; the summary is a "Getting issue details..." placeholder in an export."""
+    key = jira.get("data-jira-key") or _text(jira.select_one(".jira-issue-key") or jira)
+    return NavigableString(key.replace("Getting issue details...", "").strip())
+
+
+def _brush(tag: Tag) -> str:
+    """The language of a rendered code macro: "brush: java; gutter: false" → "java"."""
+    match = re.search(r"brush:\s*([\w+#-]+)", tag.get("data-syntaxhighlighter-params", ""))
+    return match.group(1) if match else ""
+
+
+def _text(tag: Tag | None) -> str:
+    return " ".join(tag.get_text(" ").split()) if tag is not None else ""
