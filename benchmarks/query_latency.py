@@ -1,0 +1,58 @@
+"""Query latency: retrieval + extractive answer over the handbook's eval questions, model loaded.
+
+    .venv/bin/python -m benchmarks.query_latency [--home KB_HOME_WITH_HANDBOOK] [--repeat 3]
+
+Without `--home`, syncs the 821-page handbook into a fresh index first (slow: embedding).
+The baseline in the same process is embedding the question alone, the floor for any answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, fresh_index, peak_rss_mb, pct, require, table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--home", type=Path, help="a data directory that already holds the handbook")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from bot.answer import answer_question
+    from connectors.markdown import MarkdownFolder
+    from indexing.sync import sync_documents
+
+    questions = [json.loads(l)["question"] for l in require(HANDBOOK / "eval_public.jsonl").read_text().splitlines() if l.strip()]
+    index = fresh_index(args.home)
+    if not index.chunk_count():
+        folder = MarkdownFolder(HANDBOOK, source="handbook", exclude=CORPUS_EXCLUDES)
+        sync_documents(index, folder.documents(), "handbook")
+    index.embedder.embed_query("warm-up")
+    answer_question(index, "warm-up question about the handbook")
+
+    embed_only, total, stages = [], [], {}
+    for _ in range(args.repeat):
+        for q in questions:
+            started = time.perf_counter()
+            index.embedder.embed_query(q)
+            embed_only.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            answer = answer_question(index, q)
+            total.append((time.perf_counter() - started) * 1000)
+            for stage in ("embed", "vector", "bm25", "fuse", "answer"):
+                stages.setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
+    rows = [("questions × repeats", len(total)), ("chunks in index", index.chunk_count()),
+            ("embed question only p50, ms", pct(embed_only, 50)),
+            ("answer p50, ms", pct(total, 50)), ("answer p95, ms", pct(total, 95)),
+            ("answer p95 / embed-only p50", pct(total, 95) / pct(embed_only, 50))]
+    rows += [(f"{stage} p50 / p95, ms", f"{pct(v, 50):.1f} / {pct(v, 95):.1f}") for stage, v in stages.items()]
+    rows.append(("peak RSS, MB", peak_rss_mb()))
+    table("Query latency (retrieval + extractive answer, warm)", rows)
+
+
+if __name__ == "__main__":
+    main()
