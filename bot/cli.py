@@ -264,7 +264,9 @@ def evaluate(
     corpus: Annotated[Optional[Path], typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
     source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
-    compare: Annotated[bool, typer.Option("--compare", help="Also score the vector and BM25 legs alone, same index, same run")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion and each leg alone, same index, same run")] = False,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="Sweep the not-found threshold: P/R curve, best value (fit on half, checked on the other)")] = False,
+    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write KB_GATE_MIN_COSINE=<best> into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
 ) -> None:
     """Score retrieval and the not-found gate on labelled questions (hit@k, MRR@10, P/R, latency)."""
@@ -282,17 +284,48 @@ def evaluate(
     index = _open_index(settings)
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
-    modes = ["hybrid", "vector", "bm25"] if compare else ["hybrid"]
+    modes = ["hybrid", "hybrid-rrf", "vector", "bm25"] if compare else ["hybrid"]
     results = {mode: run_eval(index, items, scopes=list(scope) or None, mode=mode) for mode in modes}
     result = results["hybrid"]
     if compare:
         result["compare"] = {mode: r["metrics"]["overall"] for mode, r in results.items()}
+    if calibrate:
+        from bot.evaluation import calibrate as sweep
+
+        result["calibration"] = sweep(result["questions"])
+        if write_env is not None:
+            _write_env(write_env, "KB_GATE_MIN_COSINE", str(result["calibration"]["best"]["threshold"]))
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
     print_metrics(result["metrics"])
     if compare:
         print_metrics({f"mode:{mode}": row for mode, row in result["compare"].items()})
+    if calibrate:
+        print_calibration(result["calibration"], write_env)
+
+
+def print_calibration(calibration: dict, written: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="not-found gate: best cosine threshold (found also when both legs agree)")
+    for name in ("threshold", "fit P / R / F1", "held-out P / R / F1", "all P / R / F1", "answerable refused"):
+        table.add_column(name, justify="right")
+    best = calibration["best"]["threshold"]
+    for row in calibration["curve"][::2] + ([calibration["best"]] if calibration["best"] not in calibration["curve"][::2] else []):
+        cells = [f"{row[h]['precision']:.2f} / {row[h]['recall']:.2f} / {row[h]['f1']:.2f}" for h in ("fit", "held_out", "all")]
+        mark = " ◀ best" if row["threshold"] == best else ""
+        table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))
+    console = Console(width=140)
+    console.print(table)
+    console.print(f"best on the fit half: KB_GATE_MIN_COSINE={best}" + (f" (written to {written})" if written else " (nothing written)"))
+
+
+def _write_env(path: Path, key: str, value: str) -> None:
+    lines = path.read_text().splitlines() if path.exists() else []
+    lines = [line for line in lines if not line.startswith(f"{key}=")] + [f"{key}={value}"]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def print_metrics(metrics: dict) -> None:
@@ -312,10 +345,14 @@ def print_metrics(metrics: dict) -> None:
 
 @app.command()
 def run() -> None:
-    """Index the configured wiki (else the sample wiki), then answer questions in the terminal."""
+    """Index the configured sources (else the sample wiki), then serve Slack if SLACK_BOT_TOKEN is
+    set, otherwise answer questions in the terminal."""
     settings = _settings()
     run_sync(settings, _sources(settings))
-    interactive(settings)
+    if settings.slack_bot_token is not None:
+        serve_command()
+    else:
+        interactive(settings)
 
 
 @app.command("serve")

@@ -113,3 +113,30 @@ def percentile(values: list[float], pct: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[int(pct) - 1]
+
+
+def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
+    """Sweep the gate's cosine threshold over answered eval rows (their raw signals).
+
+    The threshold is chosen on one half of the questions (even positions) and reported on the
+    other half too, so the figure is not fitted to the whole file. The gate does not change
+    which pages are cited, so hit@k is the same at every threshold.
+    """
+    from indexing.retrieval import is_found
+
+    thresholds = thresholds or [round(0.30 + 0.01 * i, 2) for i in range(51)]
+    halves = {"fit": rows[0::2], "held_out": rows[1::2], "all": rows}
+
+    def prf(subset: list[dict], t: float) -> dict:
+        refused = [r for r in subset if not is_found(r["signals"], t)]
+        right = sum(1 for r in refused if r["kind"] == "not_found")
+        unanswerable = sum(1 for r in subset if r["kind"] == "not_found")
+        p = right / len(refused) if refused else 0.0
+        rec = right / unanswerable if unanswerable else 0.0
+        f1 = 2 * p * rec / (p + rec) if p + rec else 0.0
+        return {"precision": round(p, 4), "recall": round(rec, 4), "f1": round(f1, 4),
+                "wrongly_refused": len(refused) - right}
+
+    curve = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
+    best = max(curve, key=lambda c: (c["fit"]["f1"], -c["fit"]["wrongly_refused"]))
+    return {"curve": curve, "best": best}

@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     kb_embed_model: str | None = None
     kb_sync_batch: int = 256
     kb_top_k: int = 5
-    kb_gate_threshold: float = 0.61
+    kb_gate_min_cosine: float = 0.47
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: str = "not-needed"
@@ -57,7 +57,7 @@ class Settings(BaseSettings):
             embed_model=self.kb_embed_model,
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
-            gate_threshold=self.kb_gate_threshold,
+            min_cosine=self.kb_gate_min_cosine,
         )
 
     @property

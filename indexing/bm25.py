@@ -171,16 +171,21 @@ class Bm25Index:
             if h.score and h.score > 0
         ]
 
-    def idf(self, terms: set[str], scopes: list[str] | None) -> dict[str, float]:
-        """IDF of each term among the visible chunks (terms the wiki never uses get the highest)."""
+    def idf(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, float], set[str]]:
+        """IDF of each term among the visible chunks, and the terms that occur there at all.
+
+        Terms the visible wiki never uses get the highest IDF.
+        """
         loaded = self._current()
         visible = list(loaded.num_docs) if scopes is None else [s for s in scopes if s in loaded.num_docs]
         n = max(sum(loaded.num_docs[s] for s in visible), 1)
-        weights = {}
+        weights, known = {}, set()
         for term in terms:
             df = sum(loaded.doc_freq[s].get(term, 0) for s in visible)
             weights[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        return weights
+            if df:
+                known.add(term)
+        return weights, known
 
     def _retriever(self, loaded: _Loaded, scopes: list[str] | None, k: int):
         from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters

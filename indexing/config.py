@@ -16,11 +16,14 @@ class IndexConfig:
     embed_model: str | None = None  # a sentence-transformers folder; None: bundled all-MiniLM-L6-v2
     embed_batch_size: int = 32
     sync_batch_children: int = 256  # children embedded together across documents during a sync
-    vector_candidates: int = 40  # children taken from each leg before fusion
-    bm25_candidates: int = 40
-    rrf_k: int = 60
+    vector_candidates: int = 100  # children taken from each leg before fusion
+    bm25_candidates: int = 100
+    rrf_k: int = 60  # only for the hybrid-rrf comparison mode
+    vector_weight: float = 0.7  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
+    vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
-    gate_threshold: float = 0.61  # not-found gate: best cosine + 0.5 × rare-term coverage below this
+    min_cosine: float = 0.47  # not-found gate: at or above this best cosine → found ...
+    agree_min_cosine: float = 0.42  # ... or at or above this when both legs rank the same page first
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

@@ -1,0 +1,280 @@
+"""What happened in Slack, kept in Docent's database (sqlmodel, the same Postgres as the index).
+
+- `query_log`: every question the bot answered (or failed to): who, where, the question and
+  the thread context used, the answer id and text, found or not, cited documents with scores,
+  the gate signals, per-stage timings, whether an LLM wrote it. Wiki owners read it to see what
+  is missing; the bot reads it to re-render an answer (votes, sharing) and to know which threads
+  it is part of (follow-ups without a mention).
+- `feedback`: one vote per user per answer (voting again changes it), with the optional reason
+  from the 👎 form.
+- `admin_actions`: who tried which admin command, when, whether it was allowed, and the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint, func, or_
+from sqlalchemy.dialects.postgresql import insert
+from sqlmodel import Field, SQLModel, select
+
+from bot.answer import Answer, Source
+from indexing.index import Index
+
+UP, DOWN = "up", "down"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _when(**kwargs) -> Column:
+    return Column(DateTime(timezone=True), **kwargs)
+
+
+class QueryLog(SQLModel, table=True):
+    __tablename__ = "query_log"
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+    answer_id: str | None = Field(default=None, unique=True)  # None when answering failed
+    surface: str  # mention / dm / thread / command
+    user_id: str = Field(index=True)
+    channel_id: str | None = None
+    thread_ts: str | None = None  # the thread the answer went to (for follow-ups)
+    message_ts: str | None = None  # the question's own message
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    context_question: str | None = Field(default=None, sa_column=Column(Text))  # earlier question in the thread
+    found: bool = False
+    answer_text: str = Field(default="", sa_column=Column(Text, nullable=False))
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    doc_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    scores: list[float] = Field(default_factory=list, sa_column=Column(JSON))
+    sources: list[dict] = Field(default_factory=list, sa_column=Column(JSON))  # to re-render the answer
+    signals: dict = Field(default_factory=dict, sa_column=Column(JSON))  # not-found gate inputs
+    timings_ms: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    llm_used: bool = False
+    error_ref: str | None = Field(default=None, index=True)  # the reference id the user was shown
+
+
+class Feedback(SQLModel, table=True):
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("answer_id", "user_id", name="uq_feedback_answer_user"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    answer_id: str = Field(index=True)
+    user_id: str
+    vote: str  # up / down
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+
+
+class AdminAction(SQLModel, table=True):
+    __tablename__ = "admin_actions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+    user_id: str = Field(index=True)
+    action: str  # e.g. "resync"
+    argument: str = ""
+    allowed: bool = False
+    result: str = Field(default="", sa_column=Column(Text, nullable=False))
+    finished_at: datetime | None = Field(default=None, sa_column=_when())
+
+
+TABLES = [QueryLog, Feedback, AdminAction]
+
+
+def create_tables(index: Index) -> None:
+    """Create the tables if missing (idempotent; safe from every process at start)."""
+    SQLModel.metadata.create_all(index.engine, tables=[t.__table__ for t in TABLES])
+
+
+# -- query log -------------------------------------------------------------------------------
+
+
+def log_query(
+    index: Index,
+    *,
+    surface: str,
+    user_id: str,
+    question: str,
+    answer: Answer | None = None,
+    channel_id: str | None = None,
+    thread_ts: str | None = None,
+    message_ts: str | None = None,
+    context_question: str | None = None,
+    timings_ms: dict | None = None,
+    error_ref: str | None = None,
+) -> QueryLog:
+    """One row per question; `answer` is None (and `error_ref` set) when answering failed."""
+    row = QueryLog(
+        surface=surface, user_id=user_id, channel_id=channel_id, thread_ts=thread_ts, message_ts=message_ts,
+        question=question, context_question=context_question, error_ref=error_ref,
+        timings_ms=dict(timings_ms or {}),
+    )
+    if answer is not None:
+        row.answer_id = answer.id
+        row.found = answer.found
+        row.answer_text = answer.text
+        row.note = answer.note
+        row.doc_ids = [s.doc_id for s in answer.sources]
+        row.scores = [s.score for s in answer.sources]
+        row.sources = [s.to_json() for s in answer.sources]
+        row.signals = dict(answer.signals)
+        row.timings_ms = {**answer.timings_ms, **row.timings_ms}
+        row.llm_used = answer.llm_used
+    with index.session() as s:
+        s.add(row)
+        s.commit()
+        s.refresh(row)
+    return row
+
+
+def find_answer(index: Index, answer_id: str) -> QueryLog | None:
+    with index.session() as s:
+        return s.exec(select(QueryLog).where(QueryLog.answer_id == answer_id)).first()
+
+
+def answer_from_log(row: QueryLog) -> Answer:
+    """The answer as it was given, to render it again (after a vote, or when shared)."""
+    sources = [
+        Source(
+            n=d["n"], doc_id=d["doc_id"], source=d["source"], path=d["path"], title=d["title"],
+            heading_path=[p for p in (d.get("heading_path") or "").split(" > ") if p], url=d["url"],
+            score=d["score"], updated_at=datetime.fromisoformat(d["updated_at"]) if d.get("updated_at") else None,
+        )
+        for d in row.sources
+    ]
+    return Answer(question=row.question, found=row.found, text=row.answer_text, sources=sources,
+                  timings_ms=row.timings_ms, id=row.answer_id or "", llm_used=row.llm_used, note=row.note,
+                  signals=row.signals)
+
+
+def thread_question(index: Index, channel_id: str, thread_ts: str) -> str | None:
+    """The latest question the bot answered in this thread (or whose message started it), or None
+    if the bot has no part in the thread."""
+    with index.session() as s:
+        row = s.exec(
+            select(QueryLog)
+            .where(QueryLog.channel_id == channel_id, QueryLog.answer_id.is_not(None),
+                   or_(QueryLog.thread_ts == thread_ts, QueryLog.message_ts == thread_ts))
+            .order_by(QueryLog.created_at.desc())
+            .limit(1)
+        ).first()
+    return row.question if row else None
+
+
+# -- feedback --------------------------------------------------------------------------------
+
+
+def record_vote(index: Index, answer_id: str, user_id: str, vote: str) -> dict[str, int]:
+    """Store (or change) this user's vote on this answer; returns the answer's tally."""
+    if vote not in (UP, DOWN):
+        raise ValueError(f"unknown vote {vote!r}")
+    now = utcnow()
+    statement = insert(Feedback.__table__).values(
+        answer_id=answer_id, user_id=user_id, vote=vote, reason=None, created_at=now, updated_at=now
+    )
+    # a changed vote drops the old reason: it explained the other vote
+    statement = statement.on_conflict_do_update(
+        constraint="uq_feedback_answer_user", set_={"vote": vote, "reason": None, "updated_at": now}
+    )
+    with index.session() as s:
+        s.execute(statement)
+        s.commit()
+    return vote_counts(index, answer_id)
+
+
+def record_reason(index: Index, answer_id: str, user_id: str, reason: str | None) -> None:
+    """The text of the 👎 form, kept with that user's (down) vote."""
+    now = utcnow()
+    statement = insert(Feedback.__table__).values(
+        answer_id=answer_id, user_id=user_id, vote=DOWN, reason=reason, created_at=now, updated_at=now
+    ).on_conflict_do_update(constraint="uq_feedback_answer_user", set_={"vote": DOWN, "reason": reason, "updated_at": now})
+    with index.session() as s:
+        s.execute(statement)
+        s.commit()
+
+
+def vote_counts(index: Index, answer_id: str) -> dict[str, int]:
+    with index.session() as s:
+        rows = s.exec(
+            select(Feedback.vote, func.count()).where(Feedback.answer_id == answer_id).group_by(Feedback.vote)
+        ).all()
+    counts = {UP: 0, DOWN: 0}
+    counts.update(dict(rows))
+    return counts
+
+
+# -- admin actions ---------------------------------------------------------------------------
+
+
+def log_admin_action(index: Index, user_id: str, action: str, argument: str, allowed: bool, result: str) -> int:
+    with index.session() as s:
+        row = AdminAction(user_id=user_id, action=action, argument=argument, allowed=allowed, result=result)
+        if not allowed:
+            row.finished_at = row.created_at
+        s.add(row)
+        s.commit()
+        s.refresh(row)
+        return row.id
+
+
+def finish_admin_action(index: Index, action_id: int, result: str) -> None:
+    with index.session() as s:
+        row = s.get(AdminAction, action_id)
+        if row is not None:
+            row.result = result
+            row.finished_at = utcnow()
+            s.add(row)
+            s.commit()
+
+
+# -- the wiki owners' report -----------------------------------------------------------------
+
+
+@dataclass
+class ReportRow:
+    """One line of `kb feedback`: a vote (with the question it was about) or an unanswered question."""
+
+    kind: str  # "vote" or "not_found"
+    at: datetime
+    user_id: str
+    question: str
+    answer_id: str | None
+    channel_id: str | None
+    vote: str | None = None
+    reason: str | None = None
+    doc_ids: list[str] | None = None  # what was cited (vote) or the nearest pages (not found)
+
+
+def feedback_report(index: Index, limit: int = 20) -> list[ReportRow]:
+    """The `limit` latest votes and the `limit` latest not-found questions, newest first."""
+    with index.session() as s:
+        votes = s.exec(
+            select(Feedback, QueryLog)
+            .join(QueryLog, QueryLog.answer_id == Feedback.answer_id, isouter=True)
+            .order_by(Feedback.updated_at.desc())
+            .limit(limit)
+        ).all()
+        missing = s.exec(
+            select(QueryLog)
+            .where(QueryLog.found.is_(False), QueryLog.answer_id.is_not(None))
+            .order_by(QueryLog.created_at.desc())
+            .limit(limit)
+        ).all()
+    rows = [
+        ReportRow(kind="vote", at=f.updated_at, user_id=f.user_id, question=q.question if q else "",
+                  answer_id=f.answer_id, channel_id=q.channel_id if q else None, vote=f.vote, reason=f.reason,
+                  doc_ids=list(q.doc_ids) if q else [])
+        for f, q in votes
+    ]
+    rows += [
+        ReportRow(kind="not_found", at=q.created_at, user_id=q.user_id, question=q.question, answer_id=q.answer_id,
+                  channel_id=q.channel_id, doc_ids=list(q.doc_ids))
+        for q in missing
+    ]
+    return sorted(rows, key=lambda r: r.at, reverse=True)

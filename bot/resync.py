@@ -1,0 +1,101 @@
+"""`/kb resync`: a real sync of a configured source, started from Slack, run in the background.
+
+The sync goes through `indexing.runner.SyncRunner` — the same path as `kb sync`, the watcher
+and the scheduler — so "one sync per source at a time" holds across all of them and across
+processes (a Postgres advisory lock); it is recorded as a sync run with trigger "admin". It runs
+on a thread of its own: a big wiki takes minutes, far beyond Slack's 3-second ack and longer than
+a listener should hold a worker. Progress is reported sparingly (a response URL can be used
+only five times).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from connectors.sources import open_connector
+from indexing.runner import SyncRunner
+from indexing.sync import SyncReport
+
+log = logging.getLogger(__name__)
+
+PROGRESS_SECONDS = 10.0  # at most one progress message this often…
+PROGRESS_MESSAGES = 3  # …and this many in all, leaving response-URL uses for the summary
+
+Progress = Callable[[int, int], None]  # (documents done, documents in all; 0 if unknown)
+# (report, error): report None and error None means another sync of the source was running
+Finished = Callable[[SyncReport | None, BaseException | None], None]
+
+
+class Resyncs:
+    """Starts background syncs of the runner's sources."""
+
+    def __init__(self, runner: SyncRunner) -> None:
+        self.runner = runner
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.runner.sources)
+
+    def start(self, name: str, progress: Progress, finished: Finished) -> bool:
+        """Start syncing source `name`; False if this process is already syncing it."""
+        self.runner.source(name)  # KeyError for an unknown source, before any thread starts
+        with self._lock:
+            if name in self._running:
+                return False
+            self._running.add(name)
+        threading.Thread(target=self._run, args=(name, progress, finished),
+                         name=f"docent-resync-{name}", daemon=True).start()
+        return True
+
+    def _run(self, name: str, progress: Progress, finished: Finished) -> None:
+        report, error = None, None
+        try:
+            source = self.runner.source(name)
+            if not source.location.exists():
+                raise FileNotFoundError(f"{source.location} does not exist")
+            total = sum(1 for _ in open_connector(source).paths())
+            report = self.runner.sync(name, trigger="admin", wait=False, progress=_throttled(progress, total))
+        except BaseException as exc:  # reported to the admin, not lost on a background thread
+            log.exception("resync of %s failed", name)
+            error = exc
+        finally:
+            with self._lock:
+                self._running.discard(name)
+        _quietly(finished, report, error)
+
+
+def _throttled(progress: Progress, total: int) -> Callable[[object], None]:
+    """A per-document callback that passes on at most PROGRESS_MESSAGES updates, PROGRESS_SECONDS apart."""
+    state = {"done": 0, "sent": 0, "last": time.monotonic()}
+
+    def advance(_doc) -> None:
+        state["done"] += 1
+        now = time.monotonic()
+        if state["sent"] < PROGRESS_MESSAGES and now - state["last"] >= PROGRESS_SECONDS and state["done"] < total:
+            state["sent"] += 1
+            state["last"] = now
+            _quietly(progress, state["done"], total)
+
+    return advance
+
+
+def summary(report: SyncReport) -> str:
+    """One line per sync, as `kb sync` prints it, plus the first failures."""
+    line = (f"`{report.source}`: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{report.deleted} deleted, {report.failed} failed — {report.chunks} chunks written, {report.seconds:.1f} s")
+    failures = "".join(f"\n• failed: {error}" for error in report.errors[:5])
+    more = f"\n…and {len(report.errors) - 5} more (see `kb status`)" if len(report.errors) > 5 else ""
+    return line + failures + more
+
+
+def _quietly(callback: Callable, *args) -> None:
+    """A reporting failure (Slack unreachable) must not kill the sync or its bookkeeping."""
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("could not report resync progress")

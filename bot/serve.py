@@ -1,0 +1,263 @@
+"""`kb serve`: the Slack bot as a long-running service.
+
+- HTTP mode (the default): uvicorn serves `POST /slack/events` — Events API, interactivity and
+  slash commands on one URL, every request's signature checked with SLACK_SIGNING_SECRET —
+  and `GET /healthz`.
+- Socket Mode (when SLACK_APP_TOKEN is set): the bot connects out to Slack over a WebSocket, so
+  it needs no public URL; `GET /healthz` is still served on host:port for the orchestrator.
+
+Configuration mistakes are found before anything starts and reported as one line
+(`StartupError`): a missing or rejected token, a missing signing secret, an unreachable
+database, a port in use.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from slack_bolt import App
+from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bot.settings import Settings
+from bot.slack_app import build_app, secret, web_client
+from indexing.index import Index
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+HEALTH_PATH = "/healthz"
+
+
+class StartupError(RuntimeError):
+    """A configuration problem the operator must fix; the message is one line, safe to print."""
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None:
+    """Check the configuration, open the index, start the indexing services (watcher, scheduled
+    re-syncs), then answer Slack until interrupted."""
+    from indexing.runner import SyncRunner
+
+    socket_mode = check_settings(settings)
+    sources = configured_sources(settings)
+    client = check_slack(settings)
+    if socket_mode:
+        check_app_token(settings)
+    sock = bind(host, port)
+    index = open_index(settings)
+    warm_up(index)
+    runner = SyncRunner(index, sources)
+    app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode)
+    handler = connect_socket_mode(app, settings) if socket_mode else None
+    stop_indexing = start_indexing(runner, sources)
+    try:
+        if handler is not None:
+            log.warning("Docent is connected to Slack (Socket Mode); health check on http://%s:%d%s",
+                        host, port, HEALTH_PATH)
+            run_http(web_app(None, index), sock, settings.kb_log_level)
+        else:
+            log.warning("Docent is listening on http://%s:%d%s", host, port, EVENTS_PATH)
+            run_http(web_app(app, index), sock, settings.kb_log_level)
+    finally:
+        stop_indexing()
+        if handler is not None:
+            handler.close()
+
+
+def configured_sources(settings: Settings) -> list:
+    from connectors.sources import SourcesError
+
+    try:
+        return settings.sources()
+    except SourcesError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def connect_socket_mode(app: App, settings: Settings):
+    """Open the Socket Mode WebSocket now, so a wrong app token fails at start, in one line."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    handler = SocketModeHandler(app, app_token=secret(settings.slack_app_token))
+    try:
+        handler.connect()
+    except SlackApiError as exc:
+        raise StartupError(f"Slack rejected SLACK_APP_TOKEN: {exc.response.get('error')}") from None
+    except Exception as exc:
+        raise StartupError(f"could not open a Socket Mode connection to Slack: {_one_line(exc)}") from None
+    return handler
+
+
+def start_indexing(runner, sources: list):
+    """The file watcher and the scheduled re-syncs, as `kb watch` runs them; returns their stop."""
+    from indexing.scheduler import start_scheduler, stop_scheduler
+    from indexing.watcher import Watcher
+
+    watcher = Watcher(runner, sources).start()
+    scheduler = start_scheduler(runner, sources)
+
+    def stop() -> None:
+        watcher.stop()
+        stop_scheduler(scheduler)
+
+    return stop
+
+
+def check_settings(settings: Settings) -> bool:
+    """The tokens the chosen mode needs are present; returns whether it is Socket Mode."""
+    if not secret(settings.slack_bot_token):
+        raise StartupError("SLACK_BOT_TOKEN is not set: use the app's Bot User OAuth Token (xoxb-…)")
+    app_token = secret(settings.slack_app_token)
+    if app_token:
+        if not app_token.startswith("xapp-"):
+            raise StartupError("SLACK_APP_TOKEN must be an app-level token (xapp-…) with the connections:write scope")
+        return True
+    if not secret(settings.slack_signing_secret):
+        raise StartupError("SLACK_SIGNING_SECRET is not set: HTTP mode needs it to verify requests "
+                           "(or set SLACK_APP_TOKEN to use Socket Mode)")
+    return False
+
+
+def check_slack(settings: Settings) -> WebClient:
+    """`auth.test` with the bot token: a wrong token fails here, clearly, not on the first question."""
+    client = web_client(settings)
+    with _one_line_errors("SLACK_BOT_TOKEN", client.base_url):
+        auth = client.auth_test()
+    if not auth.get("bot_id"):
+        raise StartupError("SLACK_BOT_TOKEN is not a bot token (auth.test reports no bot): use the xoxb- token")
+    log.info("Slack: signed in as %s (%s) in %s", auth.get("user"), auth.get("user_id"), auth.get("team"))
+    return client
+
+
+def check_app_token(settings: Settings) -> None:
+    """Socket Mode: ask for a WebSocket URL with the app-level token, as the handler will, so a
+    wrong token is one line here instead of a logged traceback and a retry loop later."""
+    client = WebClient(token=secret(settings.slack_app_token), base_url=web_client(settings).base_url)
+    with _one_line_errors("SLACK_APP_TOKEN", client.base_url):
+        client.apps_connections_open(app_token=secret(settings.slack_app_token))
+
+
+@contextmanager
+def _one_line_errors(token_name: str, base_url: str) -> Iterator[None]:
+    """Slack API failures at start-up as one StartupError line (the SDK's own per-try logging muted)."""
+    sdk_log = logging.getLogger("slack_sdk.web.base_client")
+    level = sdk_log.level
+    sdk_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    except SlackApiError as exc:
+        raise StartupError(f"Slack rejected {token_name}: {exc.response.get('error')}") from None
+    except Exception as exc:
+        raise StartupError(f"could not reach the Slack API at {base_url}: {_one_line(exc)}") from None
+    finally:
+        sdk_log.setLevel(level)
+
+
+def open_index(settings: Settings) -> Index:
+    from indexing.database import DatabaseUnavailable
+
+    try:
+        return Index(settings.index_config())
+    except DatabaseUnavailable as exc:
+        raise StartupError(str(exc)) from None
+
+
+def warm_up(index: Index) -> None:
+    """Load the embedding model now (~10 s), not on the first question someone asks."""
+    try:
+        index.embedder.embed_query("warm-up")
+    except Exception:
+        log.warning("could not load the embedding model at start; the first question will try again", exc_info=True)
+
+
+def llm_client(settings: Settings):
+    if not settings.kb_llm_base_url:
+        return None
+    from bot.llm import LLMClient
+
+    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, settings.kb_llm_api_key, settings.kb_llm_timeout)
+
+
+def web_app(bolt_app: App | None, index: Index) -> Starlette:
+    """The ASGI app: Slack's requests (if `bolt_app`) and the health check.
+
+    Bolt's `SlackRequestHandler.handle` calls the synchronous `App.dispatch` inside the event
+    loop, so one slow step (a database claim, the wait for a listener's ack) would stall every
+    other request, health checks included. The adapter's own request/response converters are
+    used instead, with `dispatch` on a worker thread.
+    """
+
+    async def healthz(request: Request) -> Response:
+        try:
+            chunks = await run_in_threadpool(index.chunk_count)
+        except Exception as exc:
+            log.warning("health check: the index is not readable: %s", _one_line(exc))
+            return JSONResponse({"ok": False, "error": "index not readable"}, status_code=503)
+        return JSONResponse({"ok": True, "chunks": chunks})
+
+    routes = [Route(HEALTH_PATH, healthz, methods=["GET"])]
+    if bolt_app is not None:
+
+        async def slack_events(request: Request) -> Response:
+            body = await request.body()
+            response = await run_in_threadpool(bolt_app.dispatch, to_bolt_request(request, body))
+            return to_starlette_response(response)
+
+        routes.append(Route(EVENTS_PATH, slack_events, methods=["POST"]))
+    return Starlette(routes=routes)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything slow starts, so "port in use" is one clear line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def http_server(app: Starlette, log_level: str = "warning"):
+    """A uvicorn server for `app` (started with `.run(sockets=[sock])`)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level.lower(), lifespan="off", access_log=False)
+    return uvicorn.Server(config)
+
+
+def run_http(app: Starlette, sock: socket.socket, log_level: str) -> None:
+    """Serve until SIGINT/SIGTERM. uvicorn shuts down gracefully, then re-raises the signal; with
+    SIGTERM's default action that would kill the process before our `finally` blocks and atexit
+    handlers run (the watcher, the scheduler, the embedded Postgres would be left behind), so
+    SIGTERM is turned into a normal exit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        http_server(app, log_level).run(sockets=[sock])
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_normally)
+    try:
+        http_server(app, log_level).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_normally(signum, frame) -> None:
+    raise SystemExit(0)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

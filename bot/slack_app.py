@@ -1,0 +1,544 @@
+"""Docent in Slack: the Bolt app, built in one place, with one small function per listener.
+
+- @mention in a channel → 👀 at once, then one reply in the question's thread. In a thread the
+  bot has answered, later messages are answered without a mention, with the thread's earlier
+  question as retrieval context. Direct messages are answered the same way.
+- `/kb ask|help|status|resync` — acknowledged at once (Slack allows 3 s), answered through the
+  response URL; `/kb ask` answers privately with a "Share in channel" button; `/kb resync` is for
+  KB_ADMIN_USERS only, and every attempt is recorded.
+- 👍 / 👎 on every answer: one vote per user per answer, the message shows the tally, 👎 opens
+  an optional "what was wrong?" form.
+
+Never silent: every listener acknowledges first and does the slow work after; any failure past
+that point is logged with a short reference id and the user is shown an apology carrying it.
+Never twice: redelivered events (same `event_id`, `X-Slack-Retry-Num`) and the second event
+for one message are dropped by durable claims (`bot.dedupe`); the bot's own messages and other
+bots' are ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt import App, BoltResponse
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import blocks, records
+from bot.answer import answer_question
+from bot.dedupe import Deduper
+from bot.mrkdwn import escape, mentions, mentions_someone_else, neutralise, slack_to_plain
+from bot.resync import Resyncs, summary
+from bot.settings import Settings
+from indexing.index import Index
+from indexing.runner import SyncRunner
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/kb"
+CONTEXT_CHARS = 500  # how much of the thread's earlier question joins a follow-up's retrieval
+HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
+_SMALL_TALK = re.compile(
+    r"^(thanks?( you| a lot)?|thank you|thx|ty|ok(ay)?|great|cool|nice|got it|perfect|awesome|"
+    r"👍|🙏|:\+1:|:pray:|:thumbsup:)[\s!.]*$", re.IGNORECASE,
+)
+
+HELP = """*Docent* answers questions from the company wiki, with links to the pages it used.
+• Mention me with a question, e.g. `@Docent how many vacation days do I get?` — I reply in the thread, and answer follow-ups in that thread without another mention.
+• Send me a direct message.
+• `/kb ask <question>` — a private answer, with a button to share it in the channel.
+• `/kb status` — what is indexed, and when it was last synced.
+• `/kb resync [source]` — re-read the wiki now (admins only).
+• `/kb help` — this message.
+Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
+
+EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
+
+
+@dataclass
+class Docent:
+    """What the listeners share: the index, the LLM (or None), and the bookkeeping."""
+
+    settings: Settings
+    index: Index
+    llm: Any | None
+    deduper: Deduper
+    resyncs: Resyncs
+
+
+def scopes_for(channel: str | None, user: str | None) -> list[str] | None:
+    """The access scopes a question asked here may search; None means every scope.
+
+    Mapping channels (and users) to scopes is a later issue; this is the one place it goes, so
+    that every path — mentions, DMs, follow-ups, /kb ask — asks the same question.
+    """
+    return None
+
+
+def secret(value) -> str | None:
+    """A SecretStr setting as a plain string (None when unset or empty)."""
+    if value is None:
+        return None
+    return value.get_secret_value() or None
+
+
+def web_client(settings: Settings) -> WebClient:
+    """The Web API client, pointed at SLACK_API_URL when set (a proxy, or a local test server)."""
+    base_url = settings.slack_api_url or WebClient.BASE_URL
+    return WebClient(token=secret(settings.slack_bot_token), base_url=base_url.rstrip("/") + "/")
+
+
+def build_app(
+    settings: Settings,
+    index: Index,
+    client: WebClient,
+    llm=None,
+    *,
+    runner: SyncRunner | None = None,
+    socket_mode: bool = False,
+    listener_executor: Executor | None = None,
+) -> App:
+    """The Bolt app with every listener registered. Calls `auth.test` (Bolt checks the token).
+
+    `runner` syncs the configured sources for `/kb resync` (shared with the watcher and the
+    scheduler when `kb serve` runs them); by default one over `settings.sources()`.
+    """
+    records.create_tables(index)
+    runner = runner or SyncRunner(index, settings.sources())
+    docent = Docent(settings, index, llm, Deduper(index), Resyncs(runner))
+    docent.deduper.prune()
+    logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
+    app = App(
+        name="docent",
+        client=client,
+        signing_secret=secret(settings.slack_signing_secret) or "",
+        request_verification_enabled=not socket_mode,  # Socket Mode requests are not signed
+        listener_executor=listener_executor,
+    )
+
+    @app.use
+    def drop_redeliveries(body, request, next):
+        return skip_redelivered_event(docent, body, request, next)
+
+    @app.event("app_mention")
+    def mention(event, context, client):
+        on_mention(docent, event, context, client)
+
+    @app.event("message")
+    def message(event, context, client):
+        on_message(docent, event, context, client)
+
+    @app.command(COMMAND)
+    def kb(ack, command, respond):
+        on_kb_command(docent, ack, command, respond)
+
+    @app.action(blocks.ACTION_VOTE_UP)
+    def vote_up(ack, body, action, client, respond):
+        on_vote(docent, ack, body, action, client, respond, records.UP)
+
+    @app.action(blocks.ACTION_VOTE_DOWN)
+    def vote_down(ack, body, action, client, respond):
+        on_vote(docent, ack, body, action, client, respond, records.DOWN)
+
+    @app.action(blocks.ACTION_SHARE)
+    def share(ack, body, action, client, respond):
+        on_share(docent, ack, body, action, client, respond)
+
+    @app.view(blocks.REASON_CALLBACK)
+    def reason(ack, body, view):
+        on_reason(docent, ack, body, view)
+
+    @app.error
+    def unhandled(error, body):
+        on_unhandled_error(error, body)
+
+    return app
+
+
+def _drop_client_token_warning(record: logging.LogRecord) -> bool:
+    """Bolt warns "`token` will be unused" whenever SLACK_BOT_TOKEN is in the environment and a
+    client is passed — which is exactly how Docent is meant to run; the warning would mislead."""
+    return "`token` will be unused" not in record.getMessage()
+
+
+# -- middleware --------------------------------------------------------------------------------
+
+
+def skip_redelivered_event(docent: Docent, body: dict, request, next: Callable) -> BoltResponse | None:
+    """Acknowledge, but do not process, an event this app has already claimed (a Slack retry
+    after a slow ack or a restart, or a plain duplicate delivery)."""
+    event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+    if event_id and not docent.deduper.claim(f"event:{event_id}"):
+        retry = (request.headers.get("x-slack-retry-num") or [None])[0]
+        reason = (request.headers.get("x-slack-retry-reason") or [None])[0]
+        log.info("ignoring redelivered event %s (retry %s, %s)", event_id, retry, reason)
+        return BoltResponse(status=200, body="")
+    return next()
+
+
+# -- questions from messages -------------------------------------------------------------------
+
+
+def on_mention(docent: Docent, event: dict, context, client: WebClient) -> None:
+    """@Docent in a channel: answer in the thread of the question."""
+    if not is_human_message(event):
+        return
+    reply_thread = event.get("thread_ts") or event["ts"]
+    answer_message(docent, client, event, context.bot_user_id, surface="mention", reply_thread=reply_thread,
+                   context_thread=event.get("thread_ts"))
+
+
+def on_message(docent: Docent, event: dict, context, client: WebClient) -> None:
+    """Direct messages, and follow-ups in threads the bot has answered (mentions are on_mention's)."""
+    if not is_human_message(event):
+        return
+    bot_user = context.bot_user_id
+    text = event.get("text") or ""
+    thread_ts = event.get("thread_ts")
+    if event.get("channel_type") == "im":
+        answer_message(docent, client, event, bot_user, surface="dm", reply_thread=thread_ts, context_thread=thread_ts)
+        return
+    if not thread_ts or thread_ts == event.get("ts") or mentions(text, bot_user):
+        return
+    if mentions_someone_else(text, bot_user) or _SMALL_TALK.match(slack_to_plain(text, bot_user)):
+        return  # talking to a colleague, or thanking us: not a question for the bot
+    try:
+        earlier = records.thread_question(docent.index, event["channel"], thread_ts)
+    except Exception:
+        log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
+                      thread_ts, event.get("channel"))
+        return
+    if earlier is not None:
+        answer_message(docent, client, event, bot_user, surface="thread", reply_thread=thread_ts,
+                       context_thread=thread_ts)
+
+
+def is_human_message(event: dict) -> bool:
+    """A person's new message — not a bot's (ours or another), not an edit, join or deletion."""
+    return (
+        event.get("subtype") in HUMAN_SUBTYPES
+        and not event.get("bot_id")
+        and not event.get("bot_profile")
+        and bool(event.get("user"))
+    )
+
+
+def answer_message(
+    docent: Docent,
+    client: WebClient,
+    event: dict,
+    bot_user: str | None,
+    *,
+    surface: str,
+    reply_thread: str | None,
+    context_thread: str | None,
+) -> None:
+    """👀 at once, then exactly one reply: the answer, or an apology with a reference id."""
+    channel, user, ts = event["channel"], event["user"], event["ts"]
+    if not docent.deduper.claim(f"message:{channel}:{ts}"):
+        return  # the same message also arrived as another event (app_mention and message)
+    started = time.perf_counter()
+    add_reaction(client, channel, ts)
+    details = dict(surface=surface, user_id=user, channel_id=channel, thread_ts=reply_thread, message_ts=ts)
+    question = ""
+
+    def apologise(ref: str) -> None:
+        _log_failure(docent.index, question or event.get("text") or "", ref, details)
+        post(client, channel, reply_thread, apology(ref))
+
+    with apology_on_error(f"answering {surface} {channel}/{ts}", apologise):
+        question = slack_to_plain(event.get("text") or "", bot_user)
+        if not question:
+            post(client, channel, reply_thread, EMPTY_MENTION)
+            return
+        earlier = records.thread_question(docent.index, channel, context_thread) if context_thread else None
+        answer = answer_question(docent.index, retrieval_text(question, earlier),
+                                 scopes=scopes_for(channel, user), llm=docent.llm)
+        timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
+        _log_answer(docent.index, question, answer, earlier, timings, details)
+        post(client, channel, reply_thread, blocks.fallback_text(answer), blocks.answer_blocks(answer))
+
+
+def retrieval_text(question: str, earlier: str | None) -> str:
+    """A follow-up ("and for part-timers?") searched together with the question it follows."""
+    return f"{earlier[:CONTEXT_CHARS]} {question}" if earlier else question
+
+
+def add_reaction(client: WebClient, channel: str, ts: str) -> None:
+    """👀: "seen, working on it". A failure here must not stop the answer."""
+    try:
+        client.reactions_add(channel=channel, name="eyes", timestamp=ts)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "already_reacted":
+            log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc.response.get("error"))
+    except Exception as exc:
+        log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc)
+
+
+def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list | None = None) -> None:
+    client.chat_postMessage(
+        channel=channel, thread_ts=thread_ts, text=neutralise(text),
+        blocks=message_blocks or blocks.text_blocks(text), unfurl_links=False, unfurl_media=False,
+    )
+
+
+# -- /kb ---------------------------------------------------------------------------------------
+
+
+def on_kb_command(docent: Docent, ack, command: dict, respond) -> None:
+    """`/kb <subcommand> …`: every branch acks first."""
+    sub, _, rest = (command.get("text") or "").strip().partition(" ")
+    sub = sub.lower()
+    if sub in ("", "help"):
+        ack(text=HELP, response_type="ephemeral")
+    elif sub == "ask":
+        kb_ask(docent, ack, command, respond, rest)
+    elif sub == "status":
+        ack()
+        kb_status(docent, respond)
+    elif sub == "resync":
+        kb_resync(docent, ack, command, respond, rest.strip())
+    else:
+        ack(text=f"I don't know `/kb {neutralise(escape(sub[:40]))}`.\n\n{HELP}", response_type="ephemeral")
+
+
+def kb_ask(docent: Docent, ack, command: dict, respond, text: str) -> None:
+    """A private answer through the response URL, with a "Share in channel" button."""
+    question = slack_to_plain(text)
+    if not question:
+        ack(text="Usage: `/kb ask <question>`, e.g. `/kb ask how do I expense a taxi?`", response_type="ephemeral")
+        return
+    ack(text="🔎 Looking that up…", response_type="ephemeral")
+    started = time.perf_counter()
+    channel, user = command.get("channel_id"), command["user_id"]
+    details = dict(surface="command", user_id=user, channel_id=channel)
+
+    def apologise(ref: str) -> None:
+        _log_failure(docent.index, question, ref, details)
+        respond(text=apology(ref), response_type="ephemeral", replace_original=False)
+
+    with apology_on_error("/kb ask", apologise):
+        answer = answer_question(docent.index, question, scopes=scopes_for(channel, user), llm=docent.llm)
+        timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
+        _log_answer(docent.index, question, answer, None, timings, details)
+        respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
+                response_type="ephemeral", replace_original=False)
+
+
+def kb_status(docent: Docent, respond) -> None:
+    """Documents, chunks, last sync per source, failures — for everyone."""
+    with apology_on_error("/kb status", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
+        text = status_text(docent.index.status())
+        respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")
+
+
+def status_text(info: dict) -> str:
+    docs = ", ".join(f"{n} {str(k).lower()}" for k, n in sorted(info["documents"].items())) or "none"
+    lines = ["*Knowledge base status*", f"Documents: {docs}", f"Chunks: {info['chunks']}"]
+    for run in info["last_runs"]:
+        when = run.finished_at or run.started_at
+        state = "" if run.finished_at else " (still running)"
+        lines.append(
+            f"Last sync of `{escape(run.source)}` ({escape(run.trigger)}) {when:%Y-%m-%d %H:%M} UTC{state}: "
+            f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, {run.deleted} deleted, "
+            f"{run.failed} failed"
+        )
+    failed = info["failed"]
+    if failed:
+        lines.append(f"*Failed documents* ({len(failed)}):")
+        lines += [f"• `{escape(doc_id)}`: {escape((error or '')[:200])}" for doc_id, error in failed[:10]]
+    return "\n".join(lines)
+
+
+def kb_resync(docent: Docent, ack, command: dict, respond, source: str) -> None:
+    """Admins only: a real sync in the background; progress and a summary through the response URL."""
+    user = command["user_id"]
+    index = docent.index
+    if user not in docent.settings.admin_users:
+        ack(text="Sorry, `/kb resync` is for Docent admins only. Ask one of them, or a wiki owner, to run it.",
+            response_type="ephemeral")
+        _record_admin(index, user, "resync", source, allowed=False, result="refused: not in KB_ADMIN_USERS")
+        return
+    known = docent.resyncs.names
+    names = ", ".join(f"`{escape(n)}`" for n in known)
+    name = source or (known[0] if len(known) == 1 else "")
+    if not name:
+        ack(text=f"Which source? `/kb resync <source>`, with one of: {names}.", response_type="ephemeral")
+        return
+    if name not in known:
+        ack(text=f"There is no source `{neutralise(escape(name[:80]))}`. Known sources: {names}.", response_type="ephemeral")
+        _record_admin(index, user, "resync", name, allowed=True, result="refused: unknown source")
+        return
+    ack(text=f"🔄 Starting a resync of `{escape(name)}`…", response_type="ephemeral")
+    action_id = _record_admin(index, user, "resync", name, allowed=True, result="started")
+
+    def progress(done: int, total: int) -> None:
+        respond(text=f"🔄 Resync of `{escape(name)}`: {done} of {total} documents so far…", response_type="ephemeral",
+                replace_original=False)
+
+    def finished(report, error) -> None:
+        if report is None and error is None:
+            result = "refused: another sync of this source was running"
+            respond(text=f"Another sync of `{escape(name)}` is running right now (the watcher, the schedule or "
+                         f"another admin); its changes will be indexed when it ends.",
+                    response_type="ephemeral", replace_original=False)
+        elif error is not None:
+            ref = reference_id()
+            log.error("resync of %s failed [ref %s]: %s", name, ref, error)
+            result = f"failed [ref {ref}]: {type(error).__name__}: {error}"
+            respond(text=f"❌ The resync of `{escape(name)}` failed. {apology(ref)}", response_type="ephemeral",
+                    replace_original=False)
+        else:
+            result = summary(report)
+            respond(text=f"✅ Resync finished — {neutralise(escape(result))}", response_type="ephemeral",
+                    replace_original=False)
+        if action_id is not None:
+            _quietly(records.finish_admin_action, index, action_id, result)
+
+    with apology_on_error("/kb resync", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
+        if not docent.resyncs.start(name, progress, finished):
+            respond(text=f"A resync of `{escape(name)}` is already running; you will see its summary when it ends.",
+                    response_type="ephemeral", replace_original=False)
+            if action_id is not None:
+                _quietly(records.finish_admin_action, index, action_id, "refused: already running")
+
+
+# -- buttons and the form ----------------------------------------------------------------------
+
+
+def on_vote(docent: Docent, ack, body: dict, action: dict, client: WebClient, respond, vote: str) -> None:
+    """One stored vote per user per answer; the message shows the tally; 👎 opens the form."""
+    ack()
+    user, answer_id = body["user"]["id"], action["value"]
+    if vote == records.DOWN and body.get("trigger_id"):
+        try:  # first: the trigger id expires 3 s after the click
+            client.views_open(trigger_id=body["trigger_id"], view=blocks.reason_modal(answer_id))
+        except Exception:
+            log.warning("could not open the 👎 form for %s", answer_id, exc_info=True)
+    with apology_on_error("recording a vote", lambda ref: respond(
+            text=apology(ref), response_type="ephemeral", replace_original=False)):
+        votes = records.record_vote(docent.index, answer_id, user, vote)
+        show_votes(docent, body, answer_id, votes, client, respond)
+
+
+def show_votes(docent: Docent, body: dict, answer_id: str, votes: dict, client: WebClient, respond) -> None:
+    """Refresh the answer with its tally: `chat.update` for a posted message; the response URL for
+    a private one (ephemeral messages cannot be updated through the Web API)."""
+    container = body.get("container") or {}
+    message = body.get("message")
+    if message and message.get("blocks") and not container.get("is_ephemeral"):
+        client.chat_update(channel=container.get("channel_id") or body["channel"]["id"], ts=message["ts"],
+                           text=message.get("text") or "", blocks=blocks.with_votes(message["blocks"], votes))
+        return
+    row = records.find_answer(docent.index, answer_id)
+    if row is None:
+        respond(text="Thanks — your vote was recorded.", response_type="ephemeral", replace_original=False)
+        return
+    answer = records.answer_from_log(row)
+    respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True, votes=votes),
+            response_type="ephemeral", replace_original=True)
+
+
+def on_share(docent: Docent, ack, body: dict, action: dict, client: WebClient, respond) -> None:
+    """Post a private answer publicly in the channel, then remove the private copy."""
+    ack()
+    user, answer_id = body["user"]["id"], action["value"]
+    with apology_on_error("sharing an answer", lambda ref: respond(
+            text=apology(ref), response_type="ephemeral", replace_original=False)):
+        row = records.find_answer(docent.index, answer_id)
+        if row is None:
+            respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
+                    response_type="ephemeral", replace_original=False)
+            return
+        answer = records.answer_from_log(row)
+        public = blocks.answer_blocks(answer, shared_by=user, question=row.question)
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        try:
+            client.chat_postMessage(channel=channel, text=blocks.fallback_text(answer), blocks=public,
+                                    unfurl_links=False, unfurl_media=False)
+        except SlackApiError as exc:
+            if exc.response.get("error") not in ("not_in_channel", "channel_not_found"):
+                raise
+            # the bot is not in this channel; the command's response URL may still post there
+            respond(text=blocks.fallback_text(answer), blocks=public, response_type="in_channel", replace_original=False)
+        respond(delete_original=True)
+
+
+def on_reason(docent: Docent, ack, body: dict, view: dict) -> None:
+    """The 👎 form's text, stored with the vote. Stored before the ack — one small write — because
+    a modal offers no other way to tell the user that saving failed."""
+    user, answer_id = body["user"]["id"], view.get("private_metadata") or ""
+    value = (((view.get("state") or {}).get("values") or {}).get(blocks.REASON_BLOCK) or {}).get(blocks.REASON_INPUT) or {}
+    reason = (value.get("value") or "").strip() or None
+    try:
+        records.record_reason(docent.index, answer_id, user, reason)
+    except Exception:
+        ref = reference_id()
+        log.exception("could not store a 👎 reason for %s [ref %s]", answer_id, ref)
+        ack(response_action="errors", errors={blocks.REASON_BLOCK: f"Sorry, this could not be saved (reference {ref})."})
+        return
+    ack()
+
+
+def on_unhandled_error(error: Exception, body: dict) -> None:
+    """The last resort for errors outside the listeners' own handling (e.g. in middleware)."""
+    ref = reference_id()
+    log.error("unhandled error [ref %s] for a %s request", ref, (body or {}).get("type"), exc_info=error)
+
+
+# -- never silent ------------------------------------------------------------------------------
+
+
+def reference_id() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def apology(ref: str) -> str:
+    return (f"Sorry — something went wrong on my side and I could not answer this. Please try again in a "
+            f"minute; if it keeps happening, tell the Docent admins the reference `{ref}`.")
+
+
+@contextmanager
+def apology_on_error(what: str, apologise: Callable[[str], None]) -> Iterator[None]:
+    """Any exception in the block is logged with a fresh reference id, and `apologise(ref)` tells
+    the user — so a failure is never silence, and the user's reference finds the traceback."""
+    try:
+        yield
+    except Exception:
+        ref = reference_id()
+        log.exception("%s failed [ref %s]", what, ref)
+        try:
+            apologise(ref)
+        except Exception:
+            log.exception("could not deliver the apology [ref %s]", ref)
+
+
+def _log_answer(index: Index, question: str, answer, earlier: str | None, timings: dict, details: dict) -> None:
+    """The query log; a failure to write it is logged, and the user still gets the answer."""
+    _quietly(records.log_query, index, question=question, answer=answer, context_question=earlier,
+             timings_ms=timings, **details)
+
+
+def _log_failure(index: Index, question: str, ref: str, details: dict) -> None:
+    _quietly(records.log_query, index, question=question or "(empty)", error_ref=ref, **details)
+
+
+def _record_admin(index: Index, user: str, action: str, argument: str, allowed: bool, result: str) -> int | None:
+    return _quietly(records.log_admin_action, index, user, action, argument, allowed, result)
+
+
+def _quietly(function: Callable, *args, **kwargs):
+    """Bookkeeping that must not turn a delivered answer into an error."""
+    try:
+        return function(*args, **kwargs)
+    except Exception:
+        log.exception("could not write %s", getattr(function, "__name__", "a record"))
+        return None

@@ -1,0 +1,200 @@
+"""A tiny local Slack Web API, for testing the bot over real HTTP.
+
+A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods Docent calls
+with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
+`chat.update`, `reactions.add`, `views.open`), and also serving as the target of response URLs
+(`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
+bodies, `Authorization: Bearer …`), are parsed here, and every call is recorded in order:
+
+    slack = FakeSlack().start()
+    client = WebClient(token="xoxb-test", base_url=slack.api_url)
+    slack.wait_for(lambda: slack.calls_to("chat.postMessage"))
+    slack.response_url("ask-1")     # a response URL whose uses are recorded as "response:ask-1"
+
+An unknown token gets `invalid_auth`, as from Slack. `fail(method, error)` makes a method
+answer `{"ok": false, "error": error}` (e.g. "not_in_channel").
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
+from typing import Any, Callable
+from urllib.parse import parse_qsl
+
+BOT_TOKEN = "xoxb-test"
+BOT_USER = "UDOCENT"
+BOT_ID = "BDOCENT"
+TEAM = "T0ACME"
+JSON_FIELDS = ("blocks", "attachments", "view", "metadata")  # JSON-encoded when sent as form fields
+
+
+@dataclass
+class Call:
+    method: str  # "chat.postMessage", or "response:<name>" for a response URL
+    params: dict[str, Any]
+    token: str | None = None
+    at: float = field(default_factory=time.monotonic)
+
+
+class FakeSlack:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.tokens = {BOT_TOKEN}
+        self.failures: dict[str, str] = {}
+        self._changed = threading.Condition()
+        self._ts = count(1)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-slack", daemon=True)
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/response/{name}"
+
+    def start(self) -> FakeSlack:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def fail(self, method: str, error: str) -> None:
+        self.failures[method] = error
+
+    # -- reading what happened -----------------------------------------------------------------
+
+    def calls_to(self, method: str, **match: Any) -> list[Call]:
+        """Recorded calls of `method` whose params include every `match` item."""
+        with self._changed:
+            calls = list(self.calls)
+        return [c for c in calls if c.method == method and all(c.params.get(k) == v for k, v in match.items())]
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float = 20.0) -> Any:
+        """Block until `condition()` is truthy (re-checked on every recorded call); returns its value."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                value = condition()
+                if value:
+                    return value
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out after {timeout}s; calls so far: {[c.method for c in self.calls]}")
+                self._changed.wait(min(remaining, 0.2))
+
+    def record(self, call: Call) -> None:
+        with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    # -- answering -----------------------------------------------------------------------------
+
+    def answer(self, method: str, params: dict, token: str | None) -> dict:
+        if method == "auth.test":
+            if token is None:
+                return {"ok": False, "error": "not_authed"}
+        if token not in self.tokens:
+            return {"ok": False, "error": "invalid_auth"}
+        if method in self.failures:
+            return {"ok": False, "error": self.failures[method]}
+        if method == "auth.test":
+            return {"ok": True, "url": "https://acme.slack.com/", "team": "Acme", "user": "docent", "team_id": TEAM,
+                    "user_id": BOT_USER, "bot_id": BOT_ID, "is_enterprise_install": False}
+        if method in ("chat.postMessage", "chat.update"):
+            ts = params.get("ts") or self.next_ts()
+            message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": params.get("text", ""),
+                       "ts": ts, "blocks": params.get("blocks", [])}
+            if params.get("thread_ts"):
+                message["thread_ts"] = params["thread_ts"]
+            reply = {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
+            if method == "chat.update":
+                reply["text"] = params.get("text", "")
+            return reply
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": self.next_ts()}
+        if method == "reactions.add":
+            return {"ok": True}
+        if method == "views.open":
+            view = dict(params.get("view") or {})
+            view.update({"id": f"V{next(self._ts):08d}", "team_id": TEAM, "state": {"values": {}},
+                         "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID})
+            return {"ok": True, "view": view}
+        return {"ok": False, "error": "unknown_method"}
+
+    def next_ts(self) -> str:
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+
+def _handler_for(slack: FakeSlack) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            self._serve()
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._serve()
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            params = _parse(self.headers.get("Content-Type") or "", self.rfile.read(length))
+            path, _, query = self.path.partition("?")
+            params.update(dict(parse_qsl(query)))
+            auth = self.headers.get("Authorization") or ""
+            token = auth.removeprefix("Bearer ").strip() or params.pop("token", None)
+            if path.startswith("/response/"):
+                slack.record(Call(method="response:" + path.removeprefix("/response/"), params=params))
+                self._send(200, b"ok", "text/plain")
+                return
+            if not path.startswith("/api/"):
+                self._send(404, b"not found", "text/plain")
+                return
+            method = path.removeprefix("/api/")
+            reply = slack.answer(method, params, token)
+            slack.record(Call(method=method, params=params, token=token))
+            self._send(200, json.dumps(reply).encode(), "application/json; charset=utf-8")
+
+        def _send(self, status: int, payload: bytes, content_type: str) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, format: str, *args) -> None:
+            pass
+
+    return Handler
+
+
+def _parse(content_type: str, raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    if "json" in content_type:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return {"_unparsed": raw.decode("utf-8", "replace")}
+    params: dict[str, Any] = dict(parse_qsl(raw.decode("utf-8")))
+    for name in JSON_FIELDS:
+        if isinstance(params.get(name), str):
+            try:
+                params[name] = json.loads(params[name])
+            except ValueError:
+                pass
+    return params
