@@ -177,16 +177,54 @@ def watch() -> None:
 def ask(
     question: Annotated[Optional[str], typer.Argument(help="The question; without it, questions are read line by line")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON")] = False,
+    as_channel: Annotated[Optional[str], typer.Option(
+        "--as-channel", help="Answer as Docent would in this Slack channel (id, e.g. C0123ABCD): only the scopes "
+                             "visible there, whoever asks")] = None,
+    as_user: Annotated[Optional[str], typer.Option(
+        "--as-user", help="Answer as Docent would in this user's direct message (id, e.g. U0123ABCD): their scopes "
+                          "and their user groups' (groups are looked up in Slack when SLACK_BOT_TOKEN is set)")] = None,
+    shared: Annotated[bool, typer.Option(
+        "--shared", help="Treat the conversation as shared with another organisation (Slack Connect)")] = False,
 ) -> None:
-    """Answer a question from the index, with numbered sources."""
+    """Answer a question from the index, with numbered sources.
+
+    Without --as-channel / --as-user / --shared, every access scope is searched (the operator's view). With them, the sources file's access rules apply as in Slack.
+    """
     settings = _settings()
+    scopes = _cli_scopes(settings, as_channel, as_user, shared)
     if question is not None:
-        _ask_one(settings, _open_index(settings), _llm(settings), question, as_json, exit_on_error=True)
+        _ask_one(settings, _open_index(settings), _llm(settings), question, as_json, exit_on_error=True, scopes=scopes)
         return
-    interactive(settings, as_json)
+    interactive(settings, as_json, scopes=scopes)
 
 
-def interactive(settings, as_json: bool = False) -> None:
+def _cli_scopes(settings, channel: str | None, user: str | None, shared: bool) -> list[str] | None:
+    """The scopes `kb ask` searches: all (None) unless asked to answer as in a Slack conversation.
+
+    --as-channel: that channel's scopes (a D… channel with --as-user is that user's DM with Docent);
+    --as-user alone: the user's DM with Docent. With SLACK_BOT_TOKEN set, user groups and whether
+    the channel is shared come from Slack, as in the bot; without it, only user ids count and
+    --shared says whether the conversation is a Slack Connect one.
+    """
+    if channel is None and user is None and not shared:
+        return None
+    from connectors.access import visible_scopes
+    from connectors.sources import SourcesError
+
+    try:
+        config = settings.access_config()
+    except SourcesError as exc:
+        fail(str(exc))
+    is_dm = user is not None and (channel is None or channel.startswith("D"))
+    if settings.slack_bot_token is not None and settings.slack_bot_token.get_secret_value():
+        from bot.access import SlackAccess
+        from bot.slack_app import web_client
+
+        return SlackAccess(config, web_client(settings)).scopes(channel, user, is_dm=is_dm, shared_hint=shared)
+    return visible_scopes(config, channel, user, [], is_dm, shared)
+
+
+def interactive(settings, as_json: bool = False, scopes: list[str] | None = None) -> None:
     index, llm = _open_index(settings), _llm(settings)
     tty = sys.stdin.isatty()
     if tty:
@@ -198,16 +236,23 @@ def interactive(settings, as_json: bool = False) -> None:
         if not line:
             break
         if line.strip():
-            _ask_one(settings, index, llm, line, as_json, exit_on_error=False)
+            _ask_one(settings, index, llm, line, as_json, exit_on_error=False, scopes=scopes)
 
 
-def _ask_one(settings, index, llm, question: str, as_json: bool, exit_on_error: bool) -> None:
+def _ask_one(settings, index, llm, question: str, as_json: bool, exit_on_error: bool,
+             scopes: list[str] | None = None) -> None:
     from bot.answer import EmptyQuestion, answer_question
 
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first")
+    if scopes is not None and not scopes:
+        message = 'no access scope is visible there (a Slack Connect conversation, and shared_channels = "none")'
+        if exit_on_error:
+            fail(message)
+        typer.echo(f"error: {message}", err=True)
+        return
     try:
-        answer = answer_question(index, question, llm=llm)
+        answer = answer_question(index, question, scopes=scopes, llm=llm)
     except EmptyQuestion as exc:
         if exit_on_error:
             fail(str(exc), code=2)
@@ -264,7 +309,7 @@ def evaluate(
     corpus: Annotated[Optional[Path], typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
     source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
-    compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion and each leg alone, same index, same run")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion, each leg alone and (with --corpus) LlamaIndex defaults, same run")] = False,
     calibrate: Annotated[bool, typer.Option("--calibrate", help="Sweep the not-found threshold: P/R curve, best value (fit on half, checked on the other)")] = False,
     write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write KB_GATE_MIN_COSINE=<best> into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
@@ -289,6 +334,11 @@ def evaluate(
     result = results["hybrid"]
     if compare:
         result["compare"] = {mode: r["metrics"]["overall"] for mode, r in results.items()}
+        if corpus is not None:
+            from bot.evaluation import naive_baseline
+
+            naive = naive_baseline(index.embedder, corpus, items, settings.kb_home / "naive-baseline")
+            result["compare"]["naive-llamaindex-defaults"] = naive["metrics"]["overall"]
     if calibrate:
         from bot.evaluation import calibrate as sweep
 

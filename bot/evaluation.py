@@ -140,3 +140,50 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
     curve = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
     best = max(curve, key=lambda c: (c["fit"]["f1"], -c["fit"]["wrongly_refused"]))
     return {"curve": curve, "best": best}
+
+
+def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir: Path) -> dict:
+    """The yardstick: LlamaIndex with its defaults over the same corpus and the same model.
+
+    SimpleDirectoryReader, `SentenceSplitter(1024, 20)` chunks, an in-memory `VectorStoreIndex`,
+    top-2 retrieval, no not-found gate. The index is persisted under `cache_dir` (keyed by the
+    corpus's files and mtimes) so repeated comparisons do not re-embed. Returns the same
+    {"metrics", "questions"} shape as `run_eval`.
+    """
+    import hashlib
+    import os
+
+    from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex, load_index_from_storage
+    from llama_index.core.node_parser import SentenceSplitter
+
+    corpus = Path(corpus).resolve()
+    files = sorted(p for p in corpus.rglob("*") if p.suffix in (".md", ".markdown", ".mdx", ".txt")
+                   and p.name != "SOURCE.md" and not any(part.startswith(".") for part in p.relative_to(corpus).parts))
+    key = hashlib.sha256("".join(f"{f}:{f.stat().st_mtime_ns}" for f in files).encode()).hexdigest()[:16]
+    target = Path(cache_dir) / key
+    model = embedder._load()
+    if (target / "docstore.json").exists():
+        vindex = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(target)), embed_model=model)
+    else:
+        documents = SimpleDirectoryReader(input_files=[str(f) for f in files]).load_data(show_progress=False)
+        vindex = VectorStoreIndex.from_documents(
+            documents, transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=20)], embed_model=model
+        )
+        vindex.storage_context.persist(persist_dir=str(target))
+    retriever = vindex.as_retriever(similarity_top_k=2)
+    rows = []
+    for q in questions:
+        started = time.perf_counter()
+        nodes = retriever.retrieve(q.question)
+        latency = (time.perf_counter() - started) * 1000
+        paths: list[str] = []
+        for n in nodes:
+            rel = os.path.relpath(n.node.metadata.get("file_path", ""), corpus)
+            if rel not in paths:
+                paths.append(rel)
+        hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
+        text = " ".join(n.node.get_content() for n in nodes).lower()
+        rows.append({"id": q.id, "kind": q.kind, "found": True, "sources": paths, "hit_rank": hit_rank,
+                     "latency_ms": round(latency, 2), "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
+                     "timings_ms": {}, "signals": {}})
+    return {"metrics": {"overall": score(rows)}, "questions": rows}
