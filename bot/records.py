@@ -153,6 +153,17 @@ def answer_from_log(row: QueryLog) -> Answer:
                   signals=row.signals)
 
 
+def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:
+    """The current access scope of each of these documents that is still indexed."""
+    from indexing.registry import DocumentRecord
+
+    if not doc_ids:
+        return {}
+    with index.session() as s:
+        rows = s.exec(select(DocumentRecord.id, DocumentRecord.access).where(DocumentRecord.id.in_(list(doc_ids))))
+        return {doc_id: access for doc_id, access in rows}
+
+
 def thread_question(index: Index, channel_id: str, thread_ts: str) -> str | None:
     """The latest question the bot answered in this thread (or whose message started it), or None
     if the bot has no part in the thread."""

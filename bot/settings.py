@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.sources import SourceConfig, load_sources
+from connectors.access import AccessConfig
+from connectors.sources import SourceConfig, load_access, load_sources
 from indexing.config import IndexConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +73,13 @@ class Settings(BaseSettings):
             return [SourceConfig(name=self.kb_source_name, location=Path(self.kb_wiki).resolve(), kind="markdown",
                                  exclude=self.excludes, url_template=self.kb_url_template, access=self.kb_access)]
         return [SourceConfig(name="sample", location=SAMPLE_WIKI, kind="markdown", exclude=["*.jsonl"])]
+
+    def access_config(self) -> AccessConfig:
+        """Where each access scope is visible: the sources file's `[scopes.*]` and `shared_channels`.
+        Without a sources file there is no such configuration, so Slack sees `public` only."""
+        if self.kb_sources is not None:
+            return load_access(self.kb_sources)
+        return AccessConfig()
 
     @property
     def excludes(self) -> list[str]:

@@ -8,6 +8,11 @@
   KB_ADMIN_USERS only, and every attempt is recorded.
 - 👍 / 👎 on every answer: one vote per user per answer, the message shows the tally, 👎 opens
   an optional "what was wrong?" form.
+- Access scopes (`bot.access`, `scopes_for`): in a channel, the scopes visible to that channel,
+  whoever asks; in a direct message, the asker's and their user groups'; in a Slack Connect
+  conversation, public only (or nothing). Retrieval searches only those, so citations and
+  "nearest pages" come from them alone; Share re-checks the answer's pages against the channel
+  it is posted to.
 
 Never silent: every listener acknowledges first and does the slow work after; any failure past
 that point is logged with a short reference id and the user is shown an apology carrying it.
@@ -33,6 +38,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import blocks, records
+from bot.access import NOT_HERE, SlackAccess
 from bot.answer import answer_question
 from bot.dedupe import Deduper
 from bot.mrkdwn import escape, mentions, mentions_someone_else, neutralise, slack_to_plain
@@ -61,26 +67,32 @@ HELP = """*Docent* answers questions from the company wiki, with links to the pa
 Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
 
 EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
+SHARE_REFUSED = ("I can't share this answer here: it uses pages that are not visible in this conversation. "
+                 "It stays visible only to you.")
 
 
 @dataclass
 class Docent:
-    """What the listeners share: the index, the LLM (or None), and the bookkeeping."""
+    """What the listeners share: the index, the LLM (or None), access scopes, and the bookkeeping."""
 
     settings: Settings
     index: Index
     llm: Any | None
     deduper: Deduper
     resyncs: Resyncs
+    access: SlackAccess
 
 
-def scopes_for(channel: str | None, user: str | None) -> list[str] | None:
-    """The access scopes a question asked here may search; None means every scope.
+def scopes_for(docent: Docent, channel: str | None, user: str | None, *, is_dm: bool | None = None,
+               shared_hint: bool = False) -> list[str]:
+    """The access scopes a question asked here may search; an empty list means "answer nothing here".
 
-    Mapping channels (and users) to scopes is a later issue; this is the one place it goes, so
-    that every path — mentions, DMs, follow-ups, /kb ask — asks the same question.
+    The one place every path asks — mentions, thread follow-ups, DMs, /kb ask, /kb status and the
+    Share button: in a channel, the scopes visible to that channel whoever asks; in the asker's
+    direct message with Docent (`is_dm`; None: looked up), their own and their user groups'; in a
+    Slack Connect conversation, public only, or nothing (see `bot.access`).
     """
-    return None
+    return docent.access.scopes(channel, user, is_dm=is_dm, shared_hint=shared_hint)
 
 
 def secret(value) -> str | None:
@@ -113,7 +125,9 @@ def build_app(
     """
     records.create_tables(index)
     runner = runner or SyncRunner(index, settings.sources())
-    docent = Docent(settings, index, llm, Deduper(index), Resyncs(runner))
+    access = SlackAccess(settings.access_config(), client)
+    warn_unconfigured_scopes(access, runner.sources.values())
+    docent = Docent(settings, index, llm, Deduper(index), Resyncs(runner), access)
     docent.deduper.prune()
     logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
     app = App(
@@ -129,12 +143,12 @@ def build_app(
         return skip_redelivered_event(docent, body, request, next)
 
     @app.event("app_mention")
-    def mention(event, context, client):
-        on_mention(docent, event, context, client)
+    def mention(event, context, client, body):
+        on_mention(docent, event, context, client, shared_hint=ext_shared(body))
 
     @app.event("message")
-    def message(event, context, client):
-        on_message(docent, event, context, client)
+    def message(event, context, client, body):
+        on_message(docent, event, context, client, shared_hint=ext_shared(body))
 
     @app.command(COMMAND)
     def kb(ack, command, respond):
@@ -163,6 +177,19 @@ def build_app(
     return app
 
 
+def ext_shared(body: dict | None) -> bool:
+    """Whether an event's envelope says its channel is shared with another organisation."""
+    return bool((body or {}).get("is_ext_shared_channel"))
+
+
+def warn_unconfigured_scopes(access: SlackAccess, sources) -> None:
+    """A source scope no `[scopes.*]` table mentions is visible nowhere in Slack: say so once."""
+    for source in sources:
+        for scope in sorted(source.scopes - {"public"} - set(access.config.scopes)):
+            log.warning("access scope %r (source %s) has no [scopes.%s] table in the sources file: "
+                        "Slack will not show its pages anywhere", scope, source.name, scope)
+
+
 def _drop_client_token_warning(record: logging.LogRecord) -> bool:
     """Bolt warns "`token` will be unused" whenever SLACK_BOT_TOKEN is in the environment and a
     client is passed — which is exactly how Docent is meant to run; the warning would mislead."""
@@ -187,16 +214,16 @@ def skip_redelivered_event(docent: Docent, body: dict, request, next: Callable) 
 # -- questions from messages -------------------------------------------------------------------
 
 
-def on_mention(docent: Docent, event: dict, context, client: WebClient) -> None:
+def on_mention(docent: Docent, event: dict, context, client: WebClient, shared_hint: bool = False) -> None:
     """@Docent in a channel: answer in the thread of the question."""
     if not is_human_message(event):
         return
     reply_thread = event.get("thread_ts") or event["ts"]
     answer_message(docent, client, event, context.bot_user_id, surface="mention", reply_thread=reply_thread,
-                   context_thread=event.get("thread_ts"))
+                   context_thread=event.get("thread_ts"), shared_hint=shared_hint)
 
 
-def on_message(docent: Docent, event: dict, context, client: WebClient) -> None:
+def on_message(docent: Docent, event: dict, context, client: WebClient, shared_hint: bool = False) -> None:
     """Direct messages, and follow-ups in threads the bot has answered (mentions are on_mention's)."""
     if not is_human_message(event):
         return
@@ -204,7 +231,8 @@ def on_message(docent: Docent, event: dict, context, client: WebClient) -> None:
     text = event.get("text") or ""
     thread_ts = event.get("thread_ts")
     if event.get("channel_type") == "im":
-        answer_message(docent, client, event, bot_user, surface="dm", reply_thread=thread_ts, context_thread=thread_ts)
+        answer_message(docent, client, event, bot_user, surface="dm", reply_thread=thread_ts, context_thread=thread_ts,
+                       is_dm=True, shared_hint=shared_hint)
         return
     if not thread_ts or thread_ts == event.get("ts") or mentions(text, bot_user):
         return
@@ -218,7 +246,7 @@ def on_message(docent: Docent, event: dict, context, client: WebClient) -> None:
         return
     if earlier is not None:
         answer_message(docent, client, event, bot_user, surface="thread", reply_thread=thread_ts,
-                       context_thread=thread_ts)
+                       context_thread=thread_ts, shared_hint=shared_hint)
 
 
 def is_human_message(event: dict) -> bool:
@@ -240,8 +268,13 @@ def answer_message(
     surface: str,
     reply_thread: str | None,
     context_thread: str | None,
+    is_dm: bool | None = None,
+    shared_hint: bool = False,
 ) -> None:
-    """👀 at once, then exactly one reply: the answer, or an apology with a reference id."""
+    """👀 at once, then exactly one reply: the answer, or an apology with a reference id.
+
+    Retrieval searches only the scopes visible here (`scopes_for`); where nothing is (a Slack
+    Connect conversation with `shared_channels = "none"`) the reply says so."""
     channel, user, ts = event["channel"], event["user"], event["ts"]
     if not docent.deduper.claim(f"message:{channel}:{ts}"):
         return  # the same message also arrived as another event (app_mention and message)
@@ -259,9 +292,13 @@ def answer_message(
         if not question:
             post(client, channel, reply_thread, EMPTY_MENTION)
             return
+        scopes = scopes_for(docent, channel, user, is_dm=is_dm, shared_hint=shared_hint)
+        if not scopes:
+            log.info("not answering %s %s/%s: no access scope is visible there", surface, channel, ts)
+            post(client, channel, reply_thread, NOT_HERE)
+            return
         earlier = records.thread_question(docent.index, channel, context_thread) if context_thread else None
-        answer = answer_question(docent.index, retrieval_text(question, earlier),
-                                 scopes=scopes_for(channel, user), llm=docent.llm)
+        answer = answer_question(docent.index, retrieval_text(question, earlier), scopes=scopes, llm=docent.llm)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         _log_answer(docent.index, question, answer, earlier, timings, details)
         post(client, channel, reply_thread, blocks.fallback_text(answer), blocks.answer_blocks(answer))
@@ -303,7 +340,7 @@ def on_kb_command(docent: Docent, ack, command: dict, respond) -> None:
         kb_ask(docent, ack, command, respond, rest)
     elif sub == "status":
         ack()
-        kb_status(docent, respond)
+        kb_status(docent, command, respond)
     elif sub == "resync":
         kb_resync(docent, ack, command, respond, rest.strip())
     else:
@@ -326,17 +363,26 @@ def kb_ask(docent: Docent, ack, command: dict, respond, text: str) -> None:
         respond(text=apology(ref), response_type="ephemeral", replace_original=False)
 
     with apology_on_error("/kb ask", apologise):
-        answer = answer_question(docent.index, question, scopes=scopes_for(channel, user), llm=docent.llm)
+        scopes = scopes_for(docent, channel, user)
+        if not scopes:
+            respond(text=NOT_HERE, response_type="ephemeral", replace_original=False)
+            return
+        answer = answer_question(docent.index, question, scopes=scopes, llm=docent.llm)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         _log_answer(docent.index, question, answer, None, timings, details)
         respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
                 response_type="ephemeral", replace_original=False)
 
 
-def kb_status(docent: Docent, respond) -> None:
-    """Documents, chunks, last sync per source, failures — for everyone."""
+def kb_status(docent: Docent, command: dict, respond) -> None:
+    """Documents, chunks, last sync per source, failures — for everyone; failed documents are
+    named only from sources whose every scope is visible here."""
     with apology_on_error("/kb status", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
-        text = status_text(docent.index.status())
+        info = docent.index.status()
+        visible = set(scopes_for(docent, command.get("channel_id"), command.get("user_id")))
+        shown = {name for name, source in docent.resyncs.runner.sources.items() if source.scopes <= visible}
+        info["failed"] = [(doc_id, error) for doc_id, error in info["failed"] if doc_id.split(":", 1)[0] in shown]
+        text = status_text(info)
         respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")
 
 
@@ -448,7 +494,8 @@ def show_votes(docent: Docent, body: dict, answer_id: str, votes: dict, client: 
 
 
 def on_share(docent: Docent, ack, body: dict, action: dict, client: WebClient, respond) -> None:
-    """Post a private answer publicly in the channel, then remove the private copy."""
+    """Post a private answer publicly in the channel, then remove the private copy — only if every
+    page it cites (or lists as nearest) is visible in that channel now; otherwise refuse."""
     ack()
     user, answer_id = body["user"]["id"], action["value"]
     with apology_on_error("sharing an answer", lambda ref: respond(
@@ -458,9 +505,14 @@ def on_share(docent: Docent, ack, body: dict, action: dict, client: WebClient, r
             respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
                     response_type="ephemeral", replace_original=False)
             return
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        scopes = scopes_for(docent, channel, user)
+        if not scopes or not shareable(docent.index, row.doc_ids, scopes):
+            log.info("refused to share answer %s in %s: it uses pages not visible there", answer_id, channel)
+            respond(text=NOT_HERE if not scopes else SHARE_REFUSED, response_type="ephemeral", replace_original=False)
+            return
         answer = records.answer_from_log(row)
         public = blocks.answer_blocks(answer, shared_by=user, question=row.question)
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         try:
             client.chat_postMessage(channel=channel, text=blocks.fallback_text(answer), blocks=public,
                                     unfurl_links=False, unfurl_media=False)
@@ -470,6 +522,13 @@ def on_share(docent: Docent, ack, body: dict, action: dict, client: WebClient, r
             # the bot is not in this channel; the command's response URL may still post there
             respond(text=blocks.fallback_text(answer), blocks=public, response_type="in_channel", replace_original=False)
         respond(delete_original=True)
+
+
+def shareable(index: Index, doc_ids: list[str], scopes: list[str]) -> bool:
+    """Whether every document an answer used is, now, in one of `scopes` (a document that is no
+    longer indexed cannot be checked, so it is not shareable)."""
+    access = records.document_access(index, doc_ids)
+    return all(access.get(doc_id) in scopes for doc_id in doc_ids)
 
 
 def on_reason(docent: Docent, ack, body: dict, view: dict) -> None:

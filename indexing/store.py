@@ -108,6 +108,8 @@ class ChunkStore:
             VectorStoreQuery,
         )
 
+        if scopes is not None and not scopes:
+            return []  # nothing is visible (an empty IN () is not even valid SQL)
         filters = None
         if scopes is not None:
             filters = MetadataFilters(

@@ -2,7 +2,8 @@
 
 A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods Docent calls
 with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
-`chat.update`, `reactions.add`, `views.open`), and also serving as the target of response URLs
+`chat.update`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
+`usergroups.users.list`), and also serving as the target of response URLs
 (`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
 bodies, `Authorization: Bearer …`), are parsed here, and every call is recorded in order:
 
@@ -13,6 +14,11 @@ bodies, `Authorization: Bearer …`), are parsed here, and every call is recorde
 
 An unknown token gets `invalid_auth`, as from Slack. `fail(method, error)` makes a method
 answer `{"ok": false, "error": error}` (e.g. "not_in_channel").
+
+Conversations: any C…/G… id is an ordinary channel of the workspace unless `share_channel(id)`
+made it a Slack Connect channel; a D… id is `channel_not_found` (a DM the bot is not part of)
+unless `add_im(id, user)` made it that user's direct message with the bot. User groups exist once
+`set_usergroup(id, [users])` defines them.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ class FakeSlack:
         self.calls: list[Call] = []
         self.tokens = {BOT_TOKEN}
         self.failures: dict[str, str] = {}
+        self.conversations: dict[str, dict[str, Any]] = {}  # channel id → conversations.info fields
+        self.usergroups: dict[str, list[str]] = {}  # user-group id → member user ids
         self._changed = threading.Condition()
         self._ts = count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -72,6 +80,18 @@ class FakeSlack:
 
     def fail(self, method: str, error: str) -> None:
         self.failures[method] = error
+
+    def share_channel(self, channel: str, **fields: Any) -> None:
+        """Make `channel` a Slack Connect channel (shared with another organisation)."""
+        self.conversations[channel] = {"is_channel": True, "is_shared": True, "is_ext_shared": True,
+                                       "is_org_shared": False, **fields}
+
+    def add_im(self, channel: str, user: str) -> None:
+        """Make `channel` the direct message between `user` and the bot."""
+        self.conversations[channel] = {"is_im": True, "user": user, "is_ext_shared": False, "is_shared": False}
+
+    def set_usergroup(self, group: str, users: list[str]) -> None:
+        self.usergroups[group] = list(users)
 
     # -- reading what happened -----------------------------------------------------------------
 
@@ -126,12 +146,32 @@ class FakeSlack:
             return {"ok": True, "message_ts": self.next_ts()}
         if method == "reactions.add":
             return {"ok": True}
+        if method == "conversations.info":
+            return self.conversation_info(params.get("channel") or "")
+        if method == "usergroups.list":
+            with_users = str(params.get("include_users", "")).lower() in ("1", "true")
+            groups = [{"id": g, "team_id": TEAM, "handle": g.lower(), "name": g, "user_count": len(users),
+                       **({"users": list(users)} if with_users else {})} for g, users in self.usergroups.items()]
+            return {"ok": True, "usergroups": groups}
+        if method == "usergroups.users.list":
+            group = params.get("usergroup") or ""
+            if group not in self.usergroups:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": list(self.usergroups[group])}
         if method == "views.open":
             view = dict(params.get("view") or {})
             view.update({"id": f"V{next(self._ts):08d}", "team_id": TEAM, "state": {"values": {}},
                          "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID})
             return {"ok": True, "view": view}
         return {"ok": False, "error": "unknown_method"}
+
+    def conversation_info(self, channel: str) -> dict:
+        if channel in self.conversations:
+            return {"ok": True, "channel": {"id": channel, **self.conversations[channel]}}
+        if channel[:1] in ("C", "G"):
+            return {"ok": True, "channel": {"id": channel, "is_channel": True, "is_private": channel.startswith("G"),
+                                            "is_shared": False, "is_ext_shared": False, "is_org_shared": False}}
+        return {"ok": False, "error": "channel_not_found"}
 
     def next_ts(self) -> str:
         return f"{1_700_000_000 + next(self._ts)}.000100"

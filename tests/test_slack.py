@@ -128,9 +128,15 @@ def running_bot(settings: Settings, index) -> Iterator[Bot]:
         executor.shutdown(wait=True)
 
 
+SAMPLE_SOURCES = Path(__file__).resolve().parent / "fixtures" / "slack-sources.toml"  # scope "sample" everywhere
+
+
 def bot_settings(slack: FakeSlack, **overrides) -> Settings:
+    """The bot's settings; unless a test names its own wiki, the sample (scope "sample") is visible
+    in every channel and DM, as its answers are what these tests check."""
+    sources = None if "kb_wiki" in overrides else SAMPLE_SOURCES
     values = dict(slack_bot_token=BOT_TOKEN, slack_signing_secret=SECRET, slack_api_url=slack.api_url,
-                  kb_admin_users=ADMIN, kb_sources=None, kb_wiki=None, kb_llm_base_url=None)
+                  kb_admin_users=ADMIN, kb_sources=sources, kb_wiki=None, kb_llm_base_url=None)
     return Settings(_env_file=None, **{**values, **overrides})
 
 

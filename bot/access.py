@@ -1,0 +1,139 @@
+"""Access scopes in Slack: the pure rule of `connectors.access.visible_scopes`, fed with what only
+Slack knows, each looked up with the bot token and cached for a short time (`CACHE_SECONDS`):
+
+- whether a conversation is shared with another organisation (Slack Connect): `conversations.info`
+  says `is_ext_shared` or `is_pending_ext_shared`, or `is_shared` without `is_org_shared` (a channel
+  shared only between workspaces of one Enterprise Grid organisation is not Slack Connect);
+- whether it is the asker's own direct message with Docent — `/kb` commands and buttons do not say
+  so, `conversations.info` does (`is_im`, and `user` is the asker);
+- which of the configured user groups a person is in: `usergroups.users.list` for each group the
+  sources file names.
+
+Lookups fail closed: a conversation whose details cannot be read counts as shared with another
+organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
+members cannot be read grants nothing. The reason is logged as a warning. With no `[scopes]`
+configured and `shared_channels = "public"` every answer is public-only anyway, and nothing is
+looked up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.access import SHARED_NONE, AccessConfig, visible_scopes
+from connectors.document import PUBLIC
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 60.0  # how long a channel's shared flag and a group's members are trusted
+FAILURE_SECONDS = 10.0  # how long a failed lookup is remembered before it is tried again
+
+NOT_HERE = ("I don't answer questions in conversations shared with other organisations (Slack Connect). "
+            "Ask me in one of your organisation's own channels, or in a direct message.")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What matters about a conversation for access: shared with another organisation, and for a
+    direct message with Docent, the person on the other side."""
+
+    shared: bool
+    im_user: str | None = None
+
+
+def shared_with_other_organisations(info: dict) -> bool:
+    """From a `conversations.info` channel object: is this a Slack Connect conversation?"""
+    if info.get("is_ext_shared") or info.get("is_pending_ext_shared"):
+        return True
+    return bool(info.get("is_shared")) and not info.get("is_org_shared")
+
+
+class SlackAccess:
+    """The scopes a question asked in Slack may search."""
+
+    def __init__(self, config: AccessConfig, client, ttl: float = CACHE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.client = client
+        self.ttl = ttl
+        self.clock = clock
+        self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def only_public(self) -> bool:
+        """Nothing configured that could make a conversation see more, or less, than `public`."""
+        return not self.config.scopes and self.config.shared_channels != SHARED_NONE
+
+    def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
+               shared_hint: bool = False) -> list[str]:
+        """Visible scopes for `user` asking in `channel` (an empty list: answer nothing here).
+
+        `is_dm`: whether this is the user's direct message with Docent; None lets
+        `conversations.info` decide. `shared_hint`: Slack already said the conversation is shared
+        (an event envelope's `is_ext_shared_channel`).
+        """
+        if self.only_public:
+            return [PUBLIC]
+        conversation = self.conversation(channel) if channel else Conversation(shared=False)
+        if is_dm is None:
+            is_dm = bool(user) and conversation.im_user == user
+        groups = self.groups_of(user) if is_dm and user else set()
+        return visible_scopes(self.config, channel, user, groups, is_dm, shared_hint or conversation.shared)
+
+    def conversation(self, channel: str) -> Conversation:
+        return self._cached("conversation", channel, self._read_conversation)
+
+    def groups_of(self, user: str) -> set[str]:
+        """The configured user groups `user` belongs to (only those: others grant nothing)."""
+        return {group for group in sorted(self.config.usergroups) if user in self.members(group)}
+
+    def members(self, group: str) -> frozenset[str]:
+        return self._cached("usergroup", group, self._read_members)
+
+    # -- Slack lookups --------------------------------------------------------------------------
+
+    def _read_conversation(self, channel: str) -> tuple[Conversation, bool]:
+        try:
+            info = self.client.conversations_info(channel=channel)["channel"] or {}
+        except Exception as exc:
+            log.warning("could not read conversation %s (%s): treating it as shared with another "
+                        "organisation, so only public scopes apply there", channel, _reason(exc))
+            return Conversation(shared=True), False
+        im_user = info.get("user") if info.get("is_im") else None
+        return Conversation(shared=shared_with_other_organisations(info), im_user=im_user), True
+
+    def _read_members(self, group: str) -> tuple[frozenset[str], bool]:
+        try:
+            users = self.client.usergroups_users_list(usergroup=group)["users"] or []
+        except Exception as exc:
+            log.warning("could not read the members of user group %s (%s): it grants no scopes until it can be read",
+                        group, _reason(exc))
+            return frozenset(), False
+        return frozenset(users), True
+
+    def _cached(self, kind: str, key: str, read: Callable[[str], tuple[Any, bool]]) -> Any:
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get((kind, key))
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        value, ok = read(key)
+        with self._lock:
+            self._cache[(kind, key)] = (now + (self.ttl if ok else min(self.ttl, FAILURE_SECONDS)), value)
+        return value
+
+
+def _reason(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            return str(response.get("error") or type(exc).__name__)
+        except Exception:
+            pass
+    return type(exc).__name__
