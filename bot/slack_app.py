@@ -28,7 +28,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +130,10 @@ def build_app(
     docent = Docent(settings, index, llm, Deduper(index), Resyncs(runner), access)
     docent.deduper.prune()
     logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
+    # Messages are answered on a pool of their own. Bolt acks events before running listeners,
+    # but slash commands, buttons and forms are acked *by* their listener: sharing one pool, a
+    # burst of questions kept `/kb` waiting past Slack's 3 s (benchmarks.slack_load: HTTP 404).
+    answers = listener_executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="docent-answer")
     app = App(
         name="docent",
         client=client,
@@ -144,11 +148,11 @@ def build_app(
 
     @app.event("app_mention")
     def mention(event, context, client, body):
-        on_mention(docent, event, context, client, shared_hint=ext_shared(body))
+        answers.submit(on_mention, docent, event, context, client, shared_hint=ext_shared(body))
 
     @app.event("message")
     def message(event, context, client, body):
-        on_message(docent, event, context, client, shared_hint=ext_shared(body))
+        answers.submit(on_message, docent, event, context, client, shared_hint=ext_shared(body))
 
     @app.command(COMMAND)
     def kb(ack, command, respond):
