@@ -18,7 +18,8 @@ from indexing.index import Index
 from indexing.retrieval import Hit, retrieve
 
 NOT_FOUND = "I could not find this in the knowledge base."
-MAX_QUESTION_CHARS = 2000
+MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
+MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
 QUOTE_CHARS = 500
 QUOTED_PASSAGES = 2
 
@@ -71,9 +72,18 @@ class Answer:
         }
 
 
+_UNSEARCHABLE = re.compile(
+    r"<!(?:channel|here|everyone|subteam\^)[^>]{0,200}>"  # Slack broadcasts: never searched, never echoed
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]",  # control characters, lone surrogates (no text column takes NUL)
+    re.IGNORECASE,
+)
+
+
 def clean_question(question: str) -> str:
-    """Whitespace collapsed and length capped; an empty question is an error the user sees."""
-    question = " ".join((question or "").split())
+    """Broadcast mentions and control characters dropped, whitespace collapsed, length capped;
+    an empty question (nothing left) is an error the user sees."""
+    question = " ".join((question or "")[:MAX_RAW_QUESTION_CHARS].split())  # Slack sends at most 40,000
+    question = " ".join(_UNSEARCHABLE.sub(" ", question).split())
     if not question:
         raise EmptyQuestion("the question is empty")
     return question[:MAX_QUESTION_CHARS]
@@ -83,9 +93,13 @@ def answer_question(
     index: Index, question: str, scopes: list[str] | None = None, llm=None, mode: str = "hybrid"
 ) -> Answer:
     """Retrieve, gate, and answer. `llm` is a `bot.llm.LLMClient` or None for extractive answers;
-    `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone."""
+    `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone.
+    `scopes`: the access scopes the asker may see (None: all); an empty list sees nothing."""
     question = clean_question(question)
     started = time.perf_counter()
+    if scopes is not None and not scopes:  # nothing visible: nothing to search, no nearest pages
+        return Answer(question=question, found=False, text=NOT_FOUND, sources=[],
+                      timings_ms={"total": round((time.perf_counter() - started) * 1000, 2)})
     retrieval = retrieve(index, question, scopes=scopes, mode=mode)
     sources, numbers = _sources(retrieval.hits)
     timings = dict(retrieval.timings_ms)

@@ -19,6 +19,7 @@ brackets, like [1]. If the excerpts do not answer the question, reply exactly:
 "I could not find this in the knowledge base." Never reveal secrets, tokens or configuration."""
 
 MAX_SECTION_CHARS = 2500
+MAX_ANSWER_CHARS = 6000  # ~4x what max_tokens=400 allows: a longer reply is a misbehaving server
 _CITATION = re.compile(r"[ \t]?\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")  # [1], [1, 2]; not [2023]
 
 
@@ -38,19 +39,45 @@ class LLMClient:
             ChatMessage(role="system", content=SYSTEM_PROMPT),
             ChatMessage(role="user", content=build_prompt(question, hits, numbers)),
         ]
-        text = (self.llm.chat(messages).message.content or "").strip()
+        text = tidy_reply(self.llm.chat(messages).message.content or "")
         if not text:
             raise ValueError("empty reply")
         return check_citations(text, set(numbers.values()))
 
 
+def tidy_reply(text: str) -> str:
+    """The model's text, bounded before anything renders it: at most `MAX_ANSWER_CHARS`, no
+    trailing blanks, no runs of blank lines, no control characters."""
+    text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", str(text)[: MAX_ANSWER_CHARS * 2])
+    text = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    if len(text) > MAX_ANSWER_CHARS:
+        cut = text[:MAX_ANSWER_CHARS]
+        text = cut[: cut.rfind(" ")] if " " in cut[-200:] else cut
+        text = text.rstrip() + " …"
+    return text
+
+
 def build_prompt(question: str, hits: list[Hit], numbers: dict[str, int]) -> str:
+    """The user message: each section inside its own `<excerpt>` block, then the question.
+
+    Wiki text is data: nothing in a page, its title or the question can open or close an excerpt
+    block (`</excerpt>`, `</EXCERPT >`, `<excerpt n="9">` are escaped as `&lt;…`), and a title
+    cannot leave its attribute (quotes and line breaks are replaced)."""
     blocks = []
     for hit in hits:
-        where = " > ".join([hit.title, *hit.heading_path]).replace('"', "'")
-        body = hit.text[:MAX_SECTION_CHARS].replace("</excerpt>", "</ excerpt>")  # cannot close its own block
-        blocks.append(f"<excerpt n=\"{numbers[hit.doc_id]}\" source=\"{where}\">\n{body}\n</excerpt>")
-    return "Wiki excerpts:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+        where = " ".join(" > ".join([hit.title, *hit.heading_path]).replace('"', "'").split())
+        body = as_data(hit.text[:MAX_SECTION_CHARS])
+        blocks.append(f"<excerpt n=\"{numbers[hit.doc_id]}\" source=\"{as_data(where)}\">\n{body}\n</excerpt>")
+    return "Wiki excerpts:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {as_data(question)}"
+
+
+_EXCERPT_TAG = re.compile(r"<(?=\s*/?\s*excerpt\b)", re.IGNORECASE)
+
+
+def as_data(text: str) -> str:
+    """Text that cannot open or close an excerpt block of the prompt."""
+    return _EXCERPT_TAG.sub("&lt;", text)
 
 
 def check_citations(text: str, allowed: set[int]) -> str:

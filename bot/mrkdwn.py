@@ -17,17 +17,19 @@ import re
 from urllib.parse import quote
 
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")  # closing #s go in `_heading_text` (a regex for them backtracks)
 _RULE = re.compile(r"^\s{0,3}([-*_])(?:\s*\1){2,}\s*$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$")
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")
 _QUOTE = re.compile(r"^\s{0,3}(?:>\s?)+(.*)$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
-_LINK = re.compile(r"\[([^\]]+)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
+# Patterns run over text we did not write (wiki pages, model output, 40,000-character messages),
+# so none may backtrack badly: a code span's backtick run is maximal on both ends, a link label
+# holds no `[`, Slack markup holds no `<`, and table rules are recognised without a regex.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_IMAGE = re.compile(r"!\[([^\[\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
+_LINK = re.compile(r"\[([^\[\]]+)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _BACKSLASH = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
@@ -39,7 +41,7 @@ _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 _BOLD_MARK = "\x01"
 
 # Broadcast and group mentions, in Slack markup or as typed text.
-_SPECIAL_MENTION = re.compile(r"<!(channel|here|everyone|subteam\^[^>]*)(\|[^>]*)?>", re.IGNORECASE)
+_SPECIAL_MENTION = re.compile(r"<!(channel|here|everyone|subteam\^[^<>|]*)(\|[^<>]*)?>", re.IGNORECASE)
 _AT_BROADCAST = re.compile(r"(?<![\w.+-])@(channel|here|everyone)\b(?![-\w]|\.\w)", re.IGNORECASE)
 WORD_JOINER = "\u2060"  # invisible; breaks "@here" so no client or bridge treats it as a ping
 
@@ -112,13 +114,18 @@ def _table(rows: list[str], citations: dict[int, str]) -> list[str]:
     """Rows as lines of " · "-joined cells; the header (the row above a `|---|` line) in bold."""
     out = []
     for n, row in enumerate(rows):
-        if _TABLE_RULE.match(row):
+        if _is_table_rule(row):
             continue
         cells = [inline(cell.strip(), citations) for cell in row.strip("|").split("|")]
         cells = [cell for cell in cells if cell]
-        header = n + 1 < len(rows) and _TABLE_RULE.match(rows[n + 1])
+        header = n + 1 < len(rows) and _is_table_rule(rows[n + 1])
         out.append(" · ".join(f"*{cell}*" for cell in cells) if header else " · ".join(cells))
     return out
+
+
+def _is_table_rule(row: str) -> bool:
+    """`|---|:--:|`: only pipes, colons, dashes and spaces, with at least one dash."""
+    return "-" in row and all(c in "|:-" or c.isspace() for c in row)
 
 
 def _block_line(line: str, citations: dict[int, str]) -> str:
@@ -127,7 +134,7 @@ def _block_line(line: str, citations: dict[int, str]) -> str:
     if quoted := _QUOTE.match(line):
         return "> " + _block_line(quoted.group(1), citations) if quoted.group(1).strip() else ">"
     if heading := _HEADING.match(line):
-        text = heading.group(1).replace("**", "").replace("__", "")
+        text = _heading_text(heading.group(1)).replace("**", "").replace("__", "")
         return f"*{inline(text, citations)}*" if text else ""
     if _RULE.match(line):
         return "──────────"
@@ -139,6 +146,15 @@ def _block_line(line: str, citations: dict[int, str]) -> str:
         indent, number, rest = ordered.groups()
         return "    " * (len(indent) // 2) + f"{number}. " + inline(rest, citations)
     return inline(line, citations)
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text without its optional closing `#`s (kept when glued to a word: `C#`)."""
+    text = text.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1].isspace()):
+        text = bare.rstrip()
+    return text
 
 
 def inline(text: str, citations: dict[int, str] | None = None) -> str:
@@ -184,12 +200,12 @@ def _strip_marks(label: str) -> str:
 
 # -- incoming --------------------------------------------------------------------------------
 
-_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
-_CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|([^>]*))?>")
-_SLACK_LINK = re.compile(r"<((?:https?|mailto|tel):[^|>]+)(?:\|([^>]*))?>")
-_DATE = re.compile(r"<!date\^[^|>]*\|([^>]*)>")
-_OTHER_SPECIAL = re.compile(r"<!subteam\^[^|>]*(?:\|([^>]*))?>")
-_BROADCAST = re.compile(r"<!(?:channel|here|everyone)(?:\|[^>]*)?>")
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^<>]*))?>")
+_CHANNEL = re.compile(r"<#([CG][A-Z0-9]+)(?:\|([^<>]*))?>")
+_SLACK_LINK = re.compile(r"<((?:https?|mailto|tel):[^|<>]+)(?:\|([^<>]*))?>")
+_DATE = re.compile(r"<!date\^[^|<>]*\|([^<>]*)>")
+_OTHER_SPECIAL = re.compile(r"<!subteam\^[^|<>]*(?:\|([^<>]*))?>")
+_BROADCAST = re.compile(r"<!(?:channel|here|everyone)(?:\|[^<>]*)?>", re.IGNORECASE)
 
 
 def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
@@ -197,7 +213,7 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
     label, broadcasts dropped, entities unescaped, whitespace collapsed."""
     text = text or ""
     if bot_user_id:
-        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^<>]*)?>", " ", text)
     text = _USER.sub(lambda m: "@" + (m.group(2) or m.group(1)), text)
     text = _CHANNEL.sub(lambda m: "#" + (m.group(2) or m.group(1)), text)
     text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
@@ -210,7 +226,7 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
 
 def mentions(text: str, user_id: str | None) -> bool:
     """Whether a message mentions this user (e.g. the bot) in Slack markup."""
-    return bool(user_id) and re.search(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>", text or "") is not None
+    return bool(user_id) and re.search(rf"<@{re.escape(user_id)}(?:\|[^<>]*)?>", text or "") is not None
 
 
 def mentions_someone_else(text: str, user_id: str | None) -> bool:

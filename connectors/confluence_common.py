@@ -6,6 +6,16 @@ or too many uncompressed bytes (a zip bomb), or member names that climb out of t
 (`../`, absolute paths). A refused export raises `ExportError` before the first document, so a
 sync stops without pruning anything instead of deleting the pages it could not read.
 
+One page cannot hang or blow up a sync either: besides its size in bytes (`max_bytes`), a page is
+refused over `MAX_TAGS` tags (parsing and converting cost per tag) or `MAX_DEPTH` levels of
+nesting (the HTML → Markdown conversion recurses per level), and its cleaning and conversion stop
+at a `Deadline` (`max_seconds`, checked per element) — each a `PageLimitExceeded`, which fails
+that page with the reason. The limits are checked inside the conversion rather than by a watchdog:
+Python cannot kill a thread, `signal.alarm` works only on the main thread (syncs run in the
+watcher's, the scheduler's and `/kb resync`'s threads) and cannot interrupt C code such as a
+parser or a regular expression, so a cooperative deadline on input that is bounded in size is the
+limit that holds everywhere.
+
 The HTML export (rendered pages) and the XML export (storage format) are cleaned into plain HTML
 by their own modules; `to_markdown` then turns that into the one Markdown dialect the rest of
 Docent reads: ATX `#` headings, fenced code with its language (`<pre data-language=…>`), pipe
@@ -17,6 +27,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
+import warnings
 import zipfile
 from collections.abc import Callable
 from datetime import datetime, tzinfo
@@ -24,10 +36,16 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, Tag
 from markdownify import MarkdownConverter
 
+# A storage body that is only a URL or a file name is page text, not a mistake (bs4 warns per page).
+warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
+
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024  # one page (an HTML file, a storage body)
+DEFAULT_MAX_SECONDS = 30.0  # one page: cleaning and converting (parsing is bounded by MAX_TAGS)
+MAX_TAGS = 200_000  # one page; parsing and converting take ~0.1 ms per tag
+MAX_DEPTH = 150  # elements nested inside one another; markdownify recurses ~3 frames per level
 MAX_ARCHIVE_BYTES = 4 * 1024**3  # everything in a .zip, uncompressed, as its directory declares
 MAX_ARCHIVE_MEMBERS = 200_000
 
@@ -36,6 +54,40 @@ PANEL_LABELS = {"info": "Info", "information": "Info", "tip": "Tip", "note": "No
 
 class ExportError(ValueError):
     """The export as a whole cannot be read (missing, not an export, unsafe archive)."""
+
+
+class PageLimitExceeded(ValueError):
+    """One page is too large, too deeply nested or too slow to convert: that page fails, not the export."""
+
+
+class Deadline:
+    """A per-page time limit, checked cooperatively between elements (see the module docstring)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds if seconds is not None else None
+
+    def check(self) -> None:
+        if self.ends is not None and time.monotonic() > self.ends:
+            raise PageLimitExceeded(f"conversion time limit exceeded ({self.seconds:g} s)")
+
+
+def check_markup(markup: str, max_tags: int = MAX_TAGS) -> None:
+    """Refuse markup with more tags than a page can have before parsing it (counting `<` is cheap)."""
+    tags = markup.count("<")
+    if tags > max_tags:
+        raise PageLimitExceeded(f"page has {tags:,} tags, over the limit of {max_tags:,}")
+
+
+def check_depth(root: Tag, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse a tree nested deeper than `max_depth` elements, without recursing to find out."""
+    depths = {id(root): 0}
+    for node in root.descendants:  # document order: a parent always comes before its children
+        if isinstance(node, Tag):
+            depth = depths.get(id(node.parent), 0) + 1
+            if depth > max_depth:
+                raise PageLimitExceeded(f"page is nested more than {max_depth} elements deep")
+            depths[id(node)] = depth
 
 
 def page_url(base_url: str, page_id: str) -> str:
@@ -48,7 +100,7 @@ def zone(name: str | None) -> tzinfo:
     try:
         return ZoneInfo(name or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
-        raise ExportError(f"unknown time zone {name!r}") from None
+        raise ExportError(f"unknown time zone {(name or '')[:100]!r}") from None
 
 
 # --- reading a folder or a .zip ---------------------------------------------------------------
@@ -59,7 +111,10 @@ class ExportFiles:
 
     def __init__(self, location: Path | str, *, max_archive_bytes: int = MAX_ARCHIVE_BYTES,
                  max_archive_members: int = MAX_ARCHIVE_MEMBERS) -> None:
-        self.location = Path(location).resolve()
+        try:
+            self.location = Path(location).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+            raise ExportError(f"cannot open {location}: {exc}") from None
         self._zip: zipfile.ZipFile | None = None
         self._sizes: dict[str, int] = {}
         if self.location.is_dir():
@@ -67,7 +122,7 @@ class ExportFiles:
         elif self.location.is_file() and zipfile.is_zipfile(self.location):
             try:
                 self._zip = zipfile.ZipFile(self.location)
-            except zipfile.BadZipFile as exc:
+            except Exception as exc:  # BadZipFile, and the odd ValueError/NotImplementedError of a hostile zip
                 raise ExportError(f"{location} is a damaged .zip: {exc}") from None
             try:
                 self._list_zip(max_archive_bytes, max_archive_members)
@@ -99,7 +154,12 @@ class ExportFiles:
             raise FileNotFoundError(f"{name} is not in the export")
         if self._zip is not None:
             return self._zip.open(name)
-        return (self.location / name).open("rb")
+        # Non-blocking, so a FIFO swapped in after listing cannot hang the read; then refused.
+        fd = os.open(self.location / name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ValueError(f"{name} is not a regular file")
+        return os.fdopen(fd, "rb")
 
     def read(self, name: str, max_bytes: int) -> bytes:
         """A file's bytes, refused (ValueError) over `max_bytes` without reading it."""
@@ -125,9 +185,15 @@ class ExportFiles:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for filename in filenames:
                 full = Path(dirpath) / filename
-                if filename.startswith(".") or full.is_symlink():  # a link could point anywhere
+                if filename.startswith("."):
                     continue
-                self._sizes[full.relative_to(self.location).as_posix()] = full.stat().st_size
+                try:
+                    info = full.lstat()
+                except OSError:  # vanished or unreadable: listed, so that reading it fails the page
+                    info = None
+                if info is not None and not stat.S_ISREG(info.st_mode):  # a link could point anywhere;
+                    continue  # a FIFO or a device would block or never end
+                self._sizes[full.relative_to(self.location).as_posix()] = info.st_size if info else 0
 
     def _list_zip(self, max_bytes: int, max_members: int) -> None:
         infos = self._zip.infolist()
@@ -217,6 +283,13 @@ def drop_hidden(root: Tag) -> None:
 class _Converter(MarkdownConverter):
     """markdownify with the choices Docent wants; see `to_markdown`."""
 
+    deadline: Deadline | None = None
+
+    def get_conv_fn_cached(self, tag_name):  # called once per element: the deadline's checkpoint,
+        if self.deadline is not None:  # without adding a frame to markdownify's recursion
+            self.deadline.check()
+        return super().get_conv_fn_cached(tag_name)
+
     def convert_img(self, el, text, parent_tags):  # images are listed as attachments, not text
         return ""
 
@@ -226,15 +299,19 @@ class _Converter(MarkdownConverter):
         return "\n" + text
 
 
-def to_markdown(root: Tag) -> str:
+def to_markdown(root: Tag, deadline: Deadline | None = None) -> str:
     """Clean HTML → Markdown: `#` headings, fenced code with language, pipe tables, no escaping.
 
     Non-breaking spaces become plain ones first: markdownify drops them at the edge of bold or
     italic text ("pridat&nbsp;</strong>next" would glue two words together). Empty table rows go.
+    The tree must be at most `MAX_DEPTH` deep (`check_depth`); `deadline` bounds the time taken.
     """
+    deadline = deadline or Deadline(None)
     for text in root.find_all(string=lambda s: "\xa0" in s):
+        deadline.check()
         text.replace_with(type(text)(text.replace("\xa0", " ")))
     for row in root.find_all("tr"):  # an empty row (asciidoc exports have them) breaks a pipe table
+        deadline.check()
         if not row.find(["td", "th"]):
             row.decompose()
     converter = _Converter(
@@ -246,15 +323,21 @@ def to_markdown(root: Tag) -> str:
         escape_misc=False,
         table_infer_header=True,
     )
+    converter.deadline = deadline
     return tidy(converter.convert_soup(root))
 
 
 def tidy(markdown: str) -> str:
-    """Non-breaking and zero-width spaces become plain text; no runs of blank lines."""
-    text = markdown.replace("\xa0", " ").replace("\u200b", "").replace("\r\n", "\n")
-    text = re.sub(r"[ \t]+\n", "\n", text)
+    """Non-breaking and zero-width spaces become plain text; no trailing blanks, no runs of blank
+    lines; NUL (which no database text column takes) and lone surrogates go."""
+    text = markdown.replace("\xa0", " ").replace("\u200b", "").replace("\r\n", "\n").replace("\x00", "")
+    text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))  # not `[ \t]+\n`: quadratic on long runs
     text = re.sub(r"\n{3,}", "\n\n", text)
+    text = _SURROGATE.sub("\ufffd", text)
     return text.strip() + "\n" if text.strip() else ""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --- storage format (XML export, REST body.storage) → Markdown ---------------------------------
@@ -269,7 +352,8 @@ NAVIGATION_MACROS = {
 
 
 def storage_to_markdown(storage: str, users: dict[str, str] | None = None,
-                        page_link: Callable[[str, str | None], str | None] | None = None) -> str:
+                        page_link: Callable[[str, str | None], str | None] | None = None,
+                        deadline: Deadline | None = None) -> str:
     """Confluence storage XHTML → Markdown.
 
     Storage is XHTML with `ac:`/`ri:` elements and HTML named entities (`&auml;`), so it is not
@@ -279,27 +363,47 @@ def storage_to_markdown(storage: str, users: dict[str, str] | None = None,
     markers) gives way to its content. `users` maps user keys / account ids to names for
     mentions; `page_link(title, space_key)` turns a linked page into a URL when it knows one
     (no space key: the linking page's own space).
+
+    Over `MAX_TAGS` tags or `MAX_DEPTH` levels, or past the `deadline`: `PageLimitExceeded`.
     """
+    deadline = deadline or Deadline(None)
+    check_markup(storage)
     soup = BeautifulSoup(storage, "html.parser")
+    check_depth(soup)
     for macro in reversed(soup.find_all(["ac:structured-macro", "ac:macro"])):
+        deadline.check()
         _replace_macro(soup, macro)
     for link in soup.find_all("ac:link"):
-        _replace_link(soup, link, users or {}, page_link)
+        deadline.check()
+        if link.parent is not None:  # not inside a link already replaced by its text
+            _replace_link(soup, link, users or {}, page_link)
     for task in soup.find_all("ac:task"):
+        deadline.check()
         _replace_task(task)
     for task_list in soup.find_all("ac:task-list"):
         task_list.name = "ul"
     for emoticon in soup.find_all("ac:emoticon"):
-        emoticon.replace_with(emoticon.get("ac:emoji-fallback", ""))
+        deadline.check()
+        if emoticon.parent is not None:
+            emoticon.replace_with(_attr(emoticon, "ac:emoji-fallback"))
     for tag in soup.find_all(["ac:image", "ac:placeholder"]):  # attachments; hints shown only in the editor
+        deadline.check()
         tag.decompose()
-    for time in soup.find_all("time"):
-        if not time.get_text(strip=True):
-            time.string = time.get("datetime", "")
+    for time_tag in soup.find_all("time"):
+        if not time_tag.get_text(strip=True):
+            time_tag.string = _attr(time_tag, "datetime")
     for tag in soup.find_all(re.compile(r"^(ac|ri):")):
-        tag.unwrap()
+        deadline.check()
+        if tag.parent is not None:
+            tag.unwrap()
     drop_hidden(soup)
-    return to_markdown(soup)
+    return to_markdown(soup, deadline)
+
+
+def _attr(tag: Tag, name: str) -> str:
+    """An attribute as one string (bs4 gives a list for multi-valued ones such as `class`)."""
+    value = tag.get(name, "")
+    return " ".join(value) if isinstance(value, list) else str(value)
 
 
 def _replace_macro(soup: BeautifulSoup, macro: Tag) -> None:

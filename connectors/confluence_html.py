@@ -17,14 +17,15 @@ From each page file:
 - attachments (the page's attachment list and embedded images) into `metadata["attachments"]`.
 Space key and name come from `index.html`'s "Space Details" table.
 
-A page that cannot be read (bad UTF-8, too big, no `#main-content`) becomes a document with
-`error` set; an export that cannot be opened at all raises `ExportError` before any document.
+A page that cannot be read (bad UTF-8, no `#main-content`; over the size, tag, depth or time
+limits of `confluence_common`) becomes a document with `error` set; an export that cannot be
+opened at all raises `ExportError` before any document.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -32,11 +33,15 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 
 from connectors.confluence_common import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_SECONDS,
     MAX_ARCHIVE_BYTES,
     MAX_ARCHIVE_MEMBERS,
     PANEL_LABELS,
+    Deadline,
     ExportError,
     ExportFiles,
+    check_depth,
+    check_markup,
     code_block,
     decode_utf8,
     drop_hidden,
@@ -73,6 +78,7 @@ class ConfluenceHtmlExport:
     base_url: str | None = None  # e.g. "https://acme.atlassian.net/wiki"; None: file:// links
     access: str = PUBLIC
     max_bytes: int = DEFAULT_MAX_BYTES  # per page file
+    max_seconds: float | None = DEFAULT_MAX_SECONDS  # per page: cleaning and converting
     timezone: str = "UTC"  # the server's zone; page dates carry none
     max_archive_bytes: int = MAX_ARCHIVE_BYTES
     max_archive_members: int = MAX_ARCHIVE_MEMBERS
@@ -103,20 +109,24 @@ class ConfluenceHtmlExport:
             "space_name": space.name, "ancestors": [], "ancestor_ids": [], "attachments": [], "tags": [],
         }
         try:
-            soup = BeautifulSoup(decode_utf8(files.read(name, self.max_bytes)), "lxml")
+            deadline = Deadline(self.max_seconds)
+            markup = decode_utf8(files.read(name, self.max_bytes))
+            check_markup(markup)
+            soup = BeautifulSoup(markup, "lxml")
+            check_depth(soup)
             self._read_header(soup, doc, space)  # first, so even a failed page says which it is
             main = soup.find(id="main-content")
             if main is None:
                 raise ValueError("no #main-content: not a Confluence page, or a truncated file")
             doc.metadata["attachments"] = _attachments(soup, main)
-            doc.text = to_markdown(self._clean(soup, main))
+            doc.text = to_markdown(self._clean(soup, main, deadline), deadline)
         except Exception as exc:  # a bad page (or a parser bug) fails that page, not the export
             doc.error = str(exc) or type(exc).__name__
         return doc
 
     def _read_header(self, soup: BeautifulSoup, doc: SourceDocument, space: _Space) -> None:
         """Title, ancestors, author and date: everything above the body."""
-        crumbs = [li.find("a") for li in soup.select("#breadcrumbs > li")]
+        crumbs = [li.find("a") for ol in soup.find_all(id="breadcrumbs") for li in ol.find_all("li", recursive=False)]
         crumbs = [(_text(a), a.get("href", "")) for a in crumbs if a is not None]
         space_names = [title for title, href in crumbs if href.endswith("index.html")] + [space.name]
         ancestors = [(title, href) for title, href in crumbs if not href.endswith("index.html")]
@@ -133,34 +143,55 @@ class ConfluenceHtmlExport:
             raise ValueError("no page title")
         doc.title = title
 
-        meta = soup.select_one(".page-metadata")
+        meta = soup.find(class_="page-metadata")
         if meta is not None:
-            author, editor = meta.select_one(".author"), meta.select_one(".editor")
+            author, editor = meta.find(class_="author"), meta.find(class_="editor")
             doc.metadata["author"] = _text(author) if author else ""
             doc.metadata["last_modified_by"] = _text(editor) if editor else doc.metadata["author"]
-            if match := re.search(r".*\bon\s+(.+)$", _text(meta)):
-                doc.updated_at = parse_naive(match.group(1), DATE_FORMATS, zone(self.timezone))
+            # The date follows the last " on " (not `.*\bon\s+(.+)$`: quadratic on a long line without one).
+            if ons := list(re.finditer(r"\bon\s+", line := _text(meta))):
+                doc.updated_at = parse_naive(line[ons[-1].end():], DATE_FORMATS, zone(self.timezone))
 
-    def _clean(self, soup: BeautifulSoup, main: Tag) -> Tag:
-        """Rendered macros back to plain HTML and navigation out: what is left is the page's text."""
-        for script in main.select('script[type="syntaxhighlighter"]'):  # older exports: code in CDATA
+    def _clean(self, soup: BeautifulSoup, main: Tag, deadline: Deadline | None = None) -> Tag:
+        """Rendered macros back to plain HTML and navigation out: what is left is the page's text.
+
+        Each step walks the tree once with `find_all(True)` and a plain test (soupsieve's
+        `select` costs ~10x more per element, and a page has 15 selectors to run), checking the
+        deadline as it goes; an element detached by an earlier change is skipped.
+        """
+        deadline = deadline or Deadline(None)
+
+        def each(test: Callable[[Tag], bool]) -> Iterator[Tag]:
+            found = []
+            for n, tag in enumerate(main.find_all(True)):
+                if n % 1000 == 0:
+                    deadline.check()
+                if test(tag):
+                    found.append(tag)
+            for tag in found:
+                deadline.check()
+                if tag.parent is not None:
+                    yield tag
+
+        for script in each(lambda t: t.name == "script" and t.get("type") == "syntaxhighlighter"):  # code in CDATA
             code = re.sub(r"^\s*<!\[CDATA\[|\]\]>\s*$", "", script.get_text())
             script.replace_with(code_block(soup, code, _brush(script)))
-        for selector in NAVIGATION:
-            for tag in main.select(selector):
-                tag.decompose()
+        navigation = [_matcher(selector) for selector in NAVIGATION]
+        for tag in each(lambda t: any(test(t) for test in navigation)):
+            tag.decompose()
         drop_hidden(main)
-        for panel in main.select("div.code.panel, div.preformatted.panel"):
+        code_panels = [_matcher("div.code.panel"), _matcher("div.preformatted.panel")]
+        for panel in each(lambda t: any(test(t) for test in code_panels)):
             panel.replace_with(_code_panel(soup, panel))
-        for box in main.select("div.expand-container"):
+        for box in each(_matcher("div.expand-container")):
             box.replace_with(_expand(soup, box))
-        for box in main.select("div.confluence-information-macro"):
+        for box in each(_matcher("div.confluence-information-macro")):
             box.replace_with(_info_panel(soup, box))
-        for box in main.select("div.panel"):
+        for box in each(_matcher("div.panel")):
             box.replace_with(_panel(soup, box))
-        for jira in main.select(".confluence-jim-macro"):
+        for jira in each(_matcher(".confluence-jim-macro")):
             jira.replace_with(_jira_key(jira))
-        for link in main.find_all("a"):
+        for link in each(lambda t: t.name == "a"):
             self._fix_link(link)
         return main
 
@@ -180,6 +211,25 @@ class ConfluenceHtmlExport:
                            max_archive_members=self.max_archive_members)
 
 
+def _matcher(selector: str) -> Callable[[Tag], bool]:
+    """A test for one simple CSS selector: a tag name, `#id` and `.class`es (`ul.childpages-macro`)."""
+    match = re.fullmatch(r"([\w-]*)((?:[.#][\w-]+)*)", selector)
+    if match is None:
+        raise ValueError(f"not a simple selector: {selector!r}")
+    name = match.group(1) or None
+    ids = re.findall(r"#([\w-]+)", match.group(2))
+    classes = set(re.findall(r"\.([\w-]+)", match.group(2)))
+
+    def test(tag: Tag) -> bool:
+        if name is not None and tag.name != name:
+            return False
+        if ids and tag.get("id") != ids[0]:
+            return False
+        return not classes or classes <= set(tag.get("class") or ())
+
+    return test
+
+
 def _page_files(files: ExportFiles) -> list[tuple[str, str]]:
     """(id, file) of every page: `<…_>id.html` beside `index.html`, in id order."""
     index = files.find("index.html")
@@ -191,7 +241,14 @@ def _page_files(files: ExportFiles) -> list[tuple[str, str]]:
             pages.append((match.group(1), name))
     if not pages:
         raise ExportError(f"{files.location} holds no Confluence page files (<Title>_<id>.html)")
-    return sorted(pages, key=lambda page: (int(page[0]), page[1]))
+    return sorted(pages, key=lambda page: (*_numeric(page[0]), page[1]))
+
+
+def _numeric(digits: str) -> tuple[int, str]:
+    """A sort key in numeric order for a string of digits of any length (`int()` refuses over
+    4,300 digits, and an id of that length is only a hostile file name)."""
+    digits = digits.lstrip("0")
+    return len(digits), digits
 
 
 def _space_details(files: ExportFiles) -> _Space:
@@ -200,12 +257,16 @@ def _space_details(files: ExportFiles) -> _Space:
     if not index:
         return _Space()
     try:
-        soup = BeautifulSoup(decode_utf8(files.read(index, DEFAULT_MAX_BYTES)), "lxml")
-    except (OSError, ValueError):
+        markup = decode_utf8(files.read(index, DEFAULT_MAX_BYTES))
+        check_markup(markup)
+        soup = BeautifulSoup(markup, "lxml")
+        check_depth(soup)
+        main = soup.find(id="main-content")
+        table = main.find("table") if main is not None else None
+        rows = [(_text(tr.find("th")).lower(), _text(tr.find("td"))) for tr in table.find_all("tr")
+                if tr.find("th") and tr.find("td")] if table else []
+    except Exception:  # an unreadable index.html (or a damaged zip member) costs the space name, not the export
         return _Space()
-    table = soup.select_one("#main-content table")
-    rows = [(_text(tr.find("th")).lower(), _text(tr.find("td"))) for tr in table.find_all("tr")
-            if tr.find("th") and tr.find("td")] if table else []
     labelled = dict(rows)
     return _Space(key=labelled.get("key", rows[0][1] if rows else ""),
                   name=labelled.get("name", rows[1][1] if len(rows) > 1 else ""))
@@ -214,24 +275,24 @@ def _space_details(files: ExportFiles) -> _Space:
 def _attachments(soup: BeautifulSoup, main: Tag) -> list[dict]:
     """The page's attachment list ("name (mime)" links), plus images embedded in the body."""
     found: dict[str, dict] = {}
-    for link in soup.select(".greybox a[href]"):
+    for link in (a for box in soup.find_all(class_="greybox") for a in box.find_all("a", href=True)):
         following = link.next_sibling
         mime = re.match(r"\s*\(([^)]+)\)", following) if isinstance(following, NavigableString) else None
         found.setdefault(_text(link), {"name": _text(link), "path": link["href"],
                                        "media_type": mime.group(1) if mime else ""})
-    for img in main.select("img[data-linked-resource-default-alias]"):
+    for img in main.find_all("img", attrs={"data-linked-resource-default-alias": True}):
         name = img["data-linked-resource-default-alias"]
         found.setdefault(name, {"name": name, "path": img.get("src", ""), "media_type": ""})
     return list(found.values())
 
 
 def _code_panel(soup: BeautifulSoup, panel: Tag) -> Tag:
-    pre, header = panel.find("pre"), panel.select_one(".codeHeader, .preformattedHeader")
+    pre, header = panel.find("pre"), panel.find(class_=["codeHeader", "preformattedHeader"])
     return code_block(soup, pre.get_text() if pre else "", _brush(pre) if pre else "", _text(header))
 
 
 def _expand(soup: BeautifulSoup, box: Tag) -> Tag:
-    title, body = _text(box.select_one(".expand-control-text")), box.select_one(".expand-content")
+    title, body = _text(box.find(class_="expand-control-text")), box.find(class_="expand-content")
     if title.lower() == EXPAND_DEFAULT_TITLE:
         title = ""
     return labelled_block(soup, "", body.contents if body else [], title)
@@ -254,7 +315,7 @@ def _panel(soup: BeautifulSoup, box: Tag) -> Tag:
 
 def _jira_key(jira: Tag) -> NavigableString:
     """The issue key; the summary is a "Getting issue details..." placeholder in an export."""
-    key = jira.get("data-jira-key") or _text(jira.select_one(".jira-issue-key") or jira)
+    key = jira.get("data-jira-key") or _text(jira.find(class_="jira-issue-key") or jira)
     return NavigableString(key.replace("Getting issue details...", "").strip())
 
 

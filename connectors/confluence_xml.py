@@ -15,9 +15,12 @@ wiki-markup body is read the same way, so its text survives but its markup is no
 Attachments (name, media type, size, path in the export) go into metadata, team/global labels
 into `tags`.
 
-A page that cannot be read (no title, unreadable date, body over `max_bytes`, a conversion error)
-becomes a document with `error` set; an export that cannot be read at all (no `entities.xml`,
-broken XML, unsafe .zip) raises `ExportError` before any document.
+A page that cannot be read (no title, unreadable date, body over `max_bytes`, over the tag, depth
+or time limits of `confluence_common`, a conversion error) becomes a document with `error` set;
+an export that cannot be read at all (no `entities.xml`, broken XML, unsafe or damaged .zip)
+raises `ExportError` before any document. Rows are not trusted to have the shape Confluence
+writes: an object without an id is skipped, a field is read as text or as a list of ids whatever
+the file says, and numbers are parsed only when they are plain digits.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from lxml import etree
 
 from connectors.confluence_common import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_SECONDS,
     MAX_ARCHIVE_BYTES,
     MAX_ARCHIVE_MEMBERS,
+    Deadline,
     ExportError,
     ExportFiles,
     decode_utf8,
@@ -49,6 +54,7 @@ STORAGE = "2"  # BodyContent.bodyType of storage XHTML
 KEPT_CLASSES = {"Page", "Space", "BodyContent", "ConfluenceUserImpl", "Attachment", "ContentProperty",
                 "Label", "Labelling"}
 PUBLIC_LABEL_NAMESPACES = {"global", "team"}  # "my" labels are personal favourites
+LIST_FIELDS = {"ancestors", "contentProperties"}  # the collections we read; every other field is text
 
 
 @dataclass
@@ -70,7 +76,7 @@ class _Export:
         return {space.get("key", ""): space_id for space_id, space in self.spaces.items()}
 
     def current_pages(self) -> list[dict]:
-        return sorted((p for p in self.pages.values() if _is_current(p)), key=lambda p: int(p["id"]))
+        return sorted((p for p in self.pages.values() if _is_current(p)), key=lambda p: _id_order(p["id"]))
 
 
 @dataclass
@@ -82,6 +88,7 @@ class ConfluenceXmlExport:
     base_url: str | None = None  # e.g. "https://acme.atlassian.net/wiki"; None: file:// links
     access: str = PUBLIC
     max_bytes: int = DEFAULT_MAX_BYTES  # per page body
+    max_seconds: float | None = DEFAULT_MAX_SECONDS  # per page: converting its body
     timezone: str | None = None  # overrides the descriptor's timezoneId
     max_archive_bytes: int = MAX_ARCHIVE_BYTES
     max_archive_members: int = MAX_ARCHIVE_MEMBERS
@@ -106,20 +113,21 @@ class ConfluenceXmlExport:
                   titles: dict[tuple[str, str], str]) -> SourceDocument:
         """One page row into a document; problems become the document's `error`."""
         page_id = page["id"]
-        space = export.spaces.get(page.get("space", ""), {})
         url = page_url(self.base_url, page_id) if self.base_url else f"{entities_uri}#page-{page_id}"
         doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url)
-        ancestor_ids = [a for a in _ancestor_ids(page, export.pages) if a in export.pages]
-        doc.metadata = {
-            "page_id": page_id, "space": space.get("key", ""), "space_name": space.get("name", ""),
-            "ancestors": [export.pages[a].get("title", "") for a in ancestor_ids], "ancestor_ids": ancestor_ids,
-            "author": export.users.get(page.get("creator", ""), ""),
-            "last_modified_by": export.users.get(page.get("lastModifier", ""), ""),
-            "version": int(page["version"]) if page.get("version", "").isdigit() else None,
-            "attachments": [_attachment(a, export.properties) for a in export.attachments.get(page_id, [])],
-            "tags": _labels(page_id, export),
-        }
+        doc.metadata = {"page_id": page_id}
         try:
+            space = export.spaces.get(page.get("space", ""), {})
+            ancestor_ids = [a for a in _ancestor_ids(page, export.pages) if a in export.pages]
+            doc.metadata.update({
+                "space": space.get("key", ""), "space_name": space.get("name", ""),
+                "ancestors": [export.pages[a].get("title", "") for a in ancestor_ids], "ancestor_ids": ancestor_ids,
+                "author": export.users.get(page.get("creator", ""), ""),
+                "last_modified_by": export.users.get(page.get("lastModifier", ""), ""),
+                "version": _int(page.get("version", "")),
+                "attachments": [_attachment(a, export.properties) for a in export.attachments.get(page_id, [])],
+                "tags": _labels(page_id, export),
+            })
             doc.title = page.get("title", "").strip()
             if not doc.title:
                 raise ValueError("page has no title")
@@ -134,7 +142,7 @@ class ConfluenceXmlExport:
                 target = titles.get((space_id, title))
                 return page_url(self.base_url, target) if self.base_url and target else None
 
-            doc.text = storage_to_markdown(body, export.users, link)
+            doc.text = storage_to_markdown(body, export.users, link, Deadline(self.max_seconds))
         except Exception as exc:  # a bad page (or a parser bug) fails that page, not the export
             doc.error = str(exc) or type(exc).__name__
         return doc
@@ -149,15 +157,20 @@ class ConfluenceXmlExport:
             descriptor_name = str(PurePosixPath(entities).parent / "exportDescriptor.properties").removeprefix("./")
             descriptor = {}
             if descriptor_name in files.names:
-                descriptor = _properties(decode_utf8(files.read(descriptor_name, 1024 * 1024)))
-            export = _Export(tz=zone(self.timezone or descriptor.get("timezoneId")))
-            with files.open(entities) as stream:
                 try:
+                    descriptor = _properties(decode_utf8(files.read(descriptor_name, 1024 * 1024)))
+                except Exception as exc:  # too big, not UTF-8, a damaged zip member
+                    raise ExportError(f"cannot read {descriptor_name}: {exc}") from None
+            export = _Export(tz=zone(self.timezone or descriptor.get("timezoneId")))
+            try:
+                with files.open(entities) as stream:
                     _read_entities(stream, export)
-                except etree.XMLSyntaxError as exc:
-                    raise ExportError(f"{entities} is not well-formed XML: {exc}") from None
-                except (zipfile.BadZipFile, zlib.error, OSError) as exc:  # damaged archive or disk
-                    raise ExportError(f"cannot read {entities}: {exc}") from None
+            except etree.XMLSyntaxError as exc:
+                raise ExportError(f"{entities} is not well-formed XML: {exc}") from None
+            except (zipfile.BadZipFile, zlib.error, OSError) as exc:  # damaged archive or disk
+                raise ExportError(f"cannot read {entities}: {exc}") from None
+            except Exception as exc:  # e.g. an encrypted or unsupported zip member
+                raise ExportError(f"cannot read {entities}: {type(exc).__name__}: {exc}") from None
             if not export.current_pages():  # syncing "nothing" would delete every indexed page
                 raise ExportError(f"{entities} holds no current pages")
             return export, files.uri(entities)
@@ -169,8 +182,8 @@ def _read_entities(stream, export: _Export) -> None:
                              no_network=True, load_dtd=False, huge_tree=True)
     for _, obj in parser:
         cls = obj.get("class")
-        if cls in KEPT_CLASSES:
-            row = _row(obj)
+        row = _row(obj) if cls in KEPT_CLASSES else {}
+        if row.get("id"):  # an object without an id cannot be referred to: it is skipped
             if cls == "Page":
                 export.pages[row["id"]] = row
             elif cls == "Space":
@@ -199,17 +212,34 @@ def _read_entities(stream, export: _Export) -> None:
 
 def _row(obj) -> dict:
     """An <object> as a dict: properties by name (a reference gives the id it points at),
-    collections as lists of ids."""
+    collections as lists of ids. Whatever the file says, the `LIST_FIELDS` are lists of strings
+    and every other field is a string."""
     row: dict = {}
     for child in obj:
         if child.tag == "id":
             row["id"] = (child.text or "").strip()
         elif child.tag == "property":
             ref = child.find("id")
-            row[child.get("name")] = (ref.text if ref is not None else child.text) or ""
+            row[child.get("name") or ""] = (ref.text if ref is not None else child.text) or ""
         elif child.tag == "collection":
-            row[child.get("name")] = [(e.findtext("id") or "").strip() for e in child.findall("element")]
+            row[child.get("name") or ""] = [(e.findtext("id") or "").strip() for e in child.findall("element")]
+    for key, value in row.items():
+        if (key in LIST_FIELDS) != isinstance(value, list):
+            row[key] = [] if key in LIST_FIELDS else ""
     return row
+
+
+def _int(text: str) -> int | None:
+    """A count or a version: plain ASCII digits only (`"²".isdigit()` is true, `int("²")` fails)."""
+    return int(text) if re.fullmatch(r"[0-9]{1,18}", text or "") else None
+
+
+def _id_order(page_id: str) -> tuple:
+    """Numeric ids in numeric order (of any length), then anything else."""
+    if re.fullmatch(r"[0-9]+", page_id):
+        digits = page_id.lstrip("0")
+        return 0, len(digits), digits
+    return 1, 0, page_id
 
 
 def _is_current(row: dict) -> bool:
@@ -247,7 +277,7 @@ def _attachment(row: dict, properties: dict[str, dict]) -> dict:
     return {
         "name": row.get("title", ""),
         "media_type": props.get("MEDIA_TYPE", {}).get("stringValue") or row.get("contentType", ""),
-        "size": int(size) if str(size).isdigit() else None,
+        "size": _int(size),
         "path": f"attachments/{page}/{row['id']}/{row.get('version', '1')}",  # where the bytes are
     }
 

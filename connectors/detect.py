@@ -27,11 +27,15 @@ def detect_kind(path: Path | str) -> str:
     path = Path(path)
     if path.is_dir():
         names = [p.relative_to(path).as_posix() for p in _shallow_files(path)]
-        return _kind(names, lambda name: _head((path / name).open("rb")))
+        return _kind(names, lambda name: _head(lambda: (path / name).open("rb")))
     if path.is_file() and zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
+        try:
+            archive = zipfile.ZipFile(path)
+        except Exception as exc:  # BadZipFile and the like: the export's reader says the same, later
+            raise ValueError(f"{path} is a damaged .zip: {exc}") from None
+        with archive:
             names = [n for n in archive.namelist() if n.count("/") <= 1 and not n.endswith("/")]
-            return _kind(names, lambda name: _head(archive.open(name)))
+            return _kind(names, lambda name: _head(lambda: archive.open(name)))
     if path.exists():
         raise ValueError(f"{path} is neither a folder nor a .zip file")
     raise FileNotFoundError(f"{path} does not exist")
@@ -52,15 +56,24 @@ def _kind(names: list[str], read: Callable[[str], bytes]) -> str:
     return MARKDOWN
 
 
-def _head(stream) -> bytes:
-    with stream:
-        return stream.read(_SNIFF_BYTES)
+def _head(open_stream: Callable[[], object]) -> bytes:
+    """The first bytes of a file; nothing if it cannot be read (encrypted or damaged member,
+    unreadable file) — then it is simply not evidence of an export."""
+    try:
+        with open_stream() as stream:
+            return stream.read(_SNIFF_BYTES)
+    except Exception:
+        return b""
 
 
 def _shallow_files(root: Path):
-    """Files at the top and one folder down: where an export's own files are."""
+    """Regular files at the top and one folder down: where an export's own files are. An
+    unreadable subfolder is skipped; a FIFO or device is never a candidate (reading it could block)."""
     for child in sorted(root.iterdir()):
         if child.is_file():
             yield child
         elif child.is_dir() and not child.name.startswith("."):
-            yield from sorted(grandchild for grandchild in child.iterdir() if grandchild.is_file())
+            try:
+                yield from sorted(grandchild for grandchild in child.iterdir() if grandchild.is_file())
+            except OSError:
+                continue

@@ -5,13 +5,21 @@ YAML front matter (`title`, `url`, `tags`) is parsed and removed; the title come
 matter, else the first `# H1`, else the file name. A file that cannot be read (bad encoding,
 binary, empty, too big, broken front matter) becomes a document with `error` set: the sync
 records it as FAILED and carries on.
+
+Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
+never end), never more than `max_bytes`, and never through a link that leaves the root. Front
+matter is at most `MAX_FRONT_MATTER_BYTES` of YAML, and only text, numbers and dates are taken
+from it (a list as a title, or a YAML alias bomb, is broken front matter, not a hang).
 """
 
 from __future__ import annotations
 
+import codecs
+import datetime as dt
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,9 +30,10 @@ from connectors.document import PUBLIC, SourceDocument
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+MAX_FRONT_MATTER_BYTES = 64 * 1024
 
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+_H1 = re.compile(r"^#\s+(.*)$")  # the closing #s are stripped in Python: `(.+?)\s*#*\s*$` backtracks cubically
 
 
 @dataclass
@@ -43,7 +52,12 @@ class MarkdownFolder:
         self.root = Path(self.root).resolve()
 
     def documents(self) -> Iterator[SourceDocument]:
-        """Every wanted file under the root, read (or failed) one at a time."""
+        """Every wanted file under the root, read (or failed) one at a time.
+
+        A root that is missing or not a folder (an unmounted share, a typo) raises before the
+        first document: yielding nothing would make the sync delete every page of the source."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"{self.root} is not a folder (missing or unmounted?); nothing was read")
         for path in self.paths():
             yield self.read(path)
 
@@ -72,36 +86,57 @@ class MarkdownFolder:
 
     def read(self, rel: str) -> SourceDocument:
         """Read one file into a document; problems become the document's `error`."""
-        full = self.root / rel
-        doc = SourceDocument(source=self.source, path=rel, access=self.access, url=self.url_for(rel))
+        if _SURROGATE.search(rel):  # a file name that is not UTF-8: no id or URL can be made of it
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            return SourceDocument(source=self.source, path=shown, access=self.access,
+                                  error="file name is not valid UTF-8; rename the file")
+        doc = SourceDocument(source=self.source, path=rel, access=self.access)
         try:
-            stat = full.stat()
-            doc.updated_at = datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc)
-            if stat.st_size > self.max_bytes:
-                raise ValueError(
-                    f"file is {stat.st_size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.0f} MB limit"
-                )
-            raw = full.read_bytes()
-            text = _decode(raw)
-            meta, body = _split_front_matter(text)
+            doc.url = self.url_for(rel)
+            raw, mtime = self._read_bytes(rel)
+            doc.updated_at = datetime.fromtimestamp(mtime, tz=timezone.utc)
+            meta, body = _split_front_matter(_decode(raw))
+            if not body.strip():
+                raise ValueError("empty document: no text after front matter" if meta else "empty document")
+            doc.text = body
+            doc.title = _meta_text(meta, "title") or _first_h1(body) or _title_from_name(rel)
+            doc.url = _meta_text(meta, "url") or doc.url
+            doc.metadata["tags"] = _meta_tags(meta.get("tags"))
         except (OSError, ValueError) as exc:
+            doc.text, doc.title = "", ""
             doc.error = str(exc) or type(exc).__name__
-            return doc
-        if not body.strip():
-            doc.error = "empty document: no text after front matter" if meta else "empty document"
-            return doc
-        doc.text = body
-        doc.title = str(meta.get("title") or "").strip() or _first_h1(body) or _title_from_name(rel)
-        if meta.get("url"):
-            doc.url = str(meta["url"]).strip()
-        tags = meta.get("tags") or []
-        doc.metadata["tags"] = [t.strip() for t in tags.split(",")] if isinstance(tags, str) else [str(t) for t in tags]
         return doc
+
+    def _read_bytes(self, rel: str) -> tuple[bytes, float]:
+        """At most `max_bytes + 1` bytes of a regular file inside the root, and its mtime."""
+        try:
+            real = (self.root / rel).resolve(strict=True)
+        except RuntimeError:  # a symlink loop (Python 3.11 raises RuntimeError for it)
+            raise ValueError("symlink loop") from None
+        if not real.is_relative_to(self.root):
+            raise ValueError("the file links outside the source folder; not read")
+        # The resolved path, not followed again (a link swapped in now fails); O_NONBLOCK: opening
+        # a FIFO must not wait for a writer (it is refused just below).
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(real, flags)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError("not a regular file (a FIFO, socket or device); not read")
+            if info.st_size > self.max_bytes:
+                raise ValueError(f"file is {info.st_size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.0f} MB limit")
+            raw = fh.read(self.max_bytes + 1)
+        if len(raw) > self.max_bytes:  # it grew since it was measured
+            raise ValueError(f"file is over the {self.max_bytes / 1e6:.0f} MB limit")
+        return raw, info.st_mtime
 
     def url_for(self, rel: str) -> str:
         """The citation URL of a page: the template filled in, else a file:// URL."""
         if self.url_template:
-            return self.url_template.format(path=quote(rel))
+            try:
+                return self.url_template.format(path=quote(rel))
+            except (KeyError, IndexError, ValueError) as exc:  # e.g. "{page}" instead of "{path}"
+                raise ValueError(f"url template {self.url_template!r} cannot be filled in ({exc!r})") from None
         return (self.root / rel).as_uri()
 
     def _inside_root(self, full: Path) -> bool:
@@ -125,13 +160,25 @@ def _matches_any(rel: str, patterns: list[str]) -> bool:
     return False
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _decode(raw: bytes) -> str:
-    if b"\x00" in raw:
+    """UTF-8 (with or without a byte order mark), or UTF-16 that says so with its BOM."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE):
+        try:
+            text = raw.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not valid UTF-16 (byte {exc.start}: {exc.reason})") from None
+        if "\x00" in text:
+            raise ValueError("binary content (NUL characters), not a text file")
+    elif b"\x00" in raw:
         raise ValueError("binary content (NUL bytes), not a text file")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    else:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -150,11 +197,17 @@ def _split_front_matter(text: str) -> tuple[dict, str]:
         raw, body = YAMLHandler().split(text)
     except ValueError:  # an opening "---" with no closing one: a horizontal rule, not front matter
         return {}, text
+    if len(raw.encode("utf-8", "replace")) > MAX_FRONT_MATTER_BYTES:
+        raise ValueError(f"broken front matter: over {MAX_FRONT_MATTER_BYTES // 1024} KB of YAML")
     try:
         meta = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"broken YAML front matter: {first}") from None
+    except RecursionError:
+        raise ValueError("broken YAML front matter: nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # a value YAML recognises but Python cannot hold (2001-02-30)
+        raise ValueError(f"broken YAML front matter: {str(exc).split(';')[0]}") from None
     body = body.lstrip("\n")
     if meta is None:
         return {}, body
@@ -163,16 +216,63 @@ def _split_front_matter(text: str) -> tuple[dict, str]:
     return meta, body
 
 
+_SCALARS = (str, int, float, dt.date)  # bool is an int; dt.datetime is a dt.date
+
+
+def _meta_text(meta: dict, key: str) -> str:
+    """A front matter value as text; a list or mapping where text belongs is broken front matter."""
+    value = meta.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, _SCALARS):
+        raise ValueError(f"broken front matter: `{key}` must be text, not a {_yaml_kind(value)}")
+    return _scalar_text(value, key).strip()
+
+
+def _meta_tags(tags) -> list[str]:
+    """`tags: a, b`, `tags: [a, b]` or one scalar; anything nested is broken front matter."""
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        return [t.strip() for t in tags.split(",") if t.strip()]
+    if isinstance(tags, _SCALARS):
+        return [_scalar_text(tags, "tags")]
+    if isinstance(tags, list) and all(isinstance(t, _SCALARS) for t in tags):
+        return [_scalar_text(t, "tags") for t in tags]
+    raise ValueError("broken front matter: `tags` must be a list of words")
+
+
+def _scalar_text(value, key: str) -> str:
+    try:
+        return str(value)
+    except ValueError:  # an integer too long to print (int → str refuses over 4,300 digits)
+        raise ValueError(f"broken front matter: `{key}` is a number too long to show") from None
+
+
+def _yaml_kind(value) -> str:
+    return {list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
+
+
 def _first_h1(body: str) -> str:
     in_fence = False
     for line in body.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
         elif not in_fence and (match := _H1.match(line)):
-            return match.group(1).strip()
+            return heading_text(match.group(1))
     return ""
 
 
+def heading_text(text: str) -> str:
+    """An ATX heading's text without its optional closing `#`s (kept when glued to a word: `C#`)."""
+    text = text.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1].isspace()):
+        text = bare.rstrip()
+    return text
+
+
 def _title_from_name(rel: str) -> str:
-    stem = PurePosixPath(rel).stem
-    return re.sub(r"[-_]+", " ", stem).strip() or stem
+    """The file name without extension or separators; a name of only those (` .md`) as it is."""
+    pure = PurePosixPath(rel)
+    return re.sub(r"[-_]+", " ", pure.stem).strip() or pure.stem.strip() or pure.name.strip() or rel
