@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 # Markdown per document. The largest real wiki pages are ~100 KB; chunking is superlinear in a
 # section's size (500 KB of unbroken text ~10 s, 1 MB ~45 s on a 2-core machine), so this bounds it.
 MAX_TEXT_CHARS = 500_000
+SLOW_CHUNKING_SECONDS = 5.0  # a document that takes longer is logged, to find what to limit next
 FAILED_BATCH = 500  # failures written per transaction
 LOGGED_FAILURES = 20  # failures logged one per line per sync; the rest are counted in one line
 
@@ -134,7 +135,10 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, se
             report.unchanged += 1
         else:
             try:
+                chunking_started = time.perf_counter()
                 parents = chunk_document(doc)
+                if (took := time.perf_counter() - chunking_started) > SLOW_CHUNKING_SECONDS:
+                    log.warning("chunking %s took %.1f s (%d characters)", doc.doc_id, took, len(doc.text))
                 if not parents:
                     raise ValueError("no indexable text (only headings or whitespace)")
             except Exception as exc:  # a parser bug must fail one document, not the sync

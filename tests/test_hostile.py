@@ -24,9 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sqlmodel import select
+
+# Hypothesis keeps a cache even without its example database: outside the repository, please.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "docent-hypothesis"))
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from sqlmodel import select  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
@@ -271,13 +275,17 @@ def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_rea
     assert docs["pages/2"].error == "conversion time limit exceeded (0.2 s)"
     assert docs["pages/2"].title.endswith("Slow")  # a failed page still says which it is
 
+    from bs4 import BeautifulSoup
+
+    from connectors.confluence_common import Deadline, to_markdown
+
     macros = '<ac:structured-macro ac:name="info"><ac:rich-text-body><p>x</p></ac:rich-text-body></ac:structured-macro>'
     started = time.monotonic()
     with pytest.raises(PageLimitExceeded, match="time limit"):
-        from connectors.confluence_common import Deadline
-
         storage_to_markdown(macros * 6_000, deadline=Deadline(0.2))
     assert time.monotonic() - started < 8
+    with pytest.raises(PageLimitExceeded, match="time limit"):  # markdownify itself checks it, per element
+        to_markdown(BeautifulSoup("<p>x</p>", "html.parser"), Deadline(-1))
 
 
 @pytest.mark.parametrize(
@@ -746,11 +754,11 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
 
         # The command line, in its own process, with every secret in its environment and DEBUG
         # logging: the database is unreachable, so each command fails — and says so in one line.
-        env = {**os.environ, "KB_HOME": str(tmp_path / "home"), "DATABASE_URL": database_url, "KB_LOG_LEVEL": "DEBUG",
-               "SLACK_BOT_TOKEN": secrets["slack bot token"], "SLACK_SIGNING_SECRET": secrets["slack signing secret"],
-               "SLACK_API_URL": slack.api_url, "KB_LLM_BASE_URL": llm_server.base_url,
-               "KB_LLM_API_KEY": secrets["LLM API key"], "KB_SOURCES": "", "KB_WIKI": ""}
-        env.pop("KB_SOURCES"), env.pop("KB_WIKI")
+        env = {key: value for key, value in os.environ.items() if key not in ("KB_SOURCES", "KB_WIKI")}
+        env.update({"KB_HOME": str(tmp_path / "home"), "DATABASE_URL": database_url, "KB_LOG_LEVEL": "DEBUG",
+                    "SLACK_BOT_TOKEN": secrets["slack bot token"], "SLACK_SIGNING_SECRET": secrets["slack signing secret"],
+                    "SLACK_API_URL": slack.api_url, "KB_LLM_BASE_URL": llm_server.base_url,
+                    "KB_LLM_API_KEY": secrets["LLM API key"]})
         for args, extra in ((["status"], {}), (["ask", PARENTAL], {}), (["serve", "--port", "0"], {}),
                             (["serve", "--port", "0"], {"SLACK_APP_TOKEN": secrets["slack app token"]})):
             result = subprocess.run([KB, *args], capture_output=True, text=True, env={**env, **extra}, timeout=120)
