@@ -80,9 +80,32 @@ def answer_blocks(
 
 def fallback_text(answer: Answer) -> str:
     """The plain `text` of the message: what notifications and screen readers show."""
-    first = re.sub(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$", "", answer.text, flags=re.MULTILINE)  # table rules
-    first = re.sub(r"[*_>`#|]", " ", first)
+    first = re.sub(r"[*_>`#|]", " ", _drop_table_rules(answer.text))
     return neutralise(escape(_clip(" ".join(first.split()), FALLBACK_CHARS)))
+
+
+_RULE_LINE = re.compile(r"[\s:|-]*")  # a line that could be (part of) a table rule
+
+
+def _drop_table_rules(text: str) -> str:
+    r"""The text with table rules (`|---|:-:|`) blanked, in one pass over its lines.
+
+    Each run of consecutive lines made only of whitespace, `|`, `:` and `-`, holding at least one
+    `-`, becomes one empty line. That is exactly what the pattern
+    `^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$` (multi-line) did, since its `\s` also matches newlines;
+    but the pattern backtracked cubically on long whitespace, and an answer quotes the wiki.
+    """
+    kept: list[str] = []
+    run: list[str] = []
+    for line in [*text.split("\n"), None]:  # None: the end, which closes the last run
+        if line is not None and _RULE_LINE.fullmatch(line):
+            run.append(line)
+            continue
+        kept += [""] if any("-" in part for part in run) else run
+        run = []
+        if line is not None:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def sources_block(sources: list[Source], found: bool = True) -> Block:

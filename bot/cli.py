@@ -242,21 +242,30 @@ def interactive(settings, as_json: bool = False, scopes: list[str] | None = None
 def _ask_one(settings, index, llm, question: str, as_json: bool, exit_on_error: bool,
              scopes: list[str] | None = None) -> None:
     from bot.answer import EmptyQuestion, answer_question
+    from indexing.database import is_unreachable
 
-    if not index.chunk_count():
-        fail("the index is empty: run `kb sync` first")
-    if scopes is not None and not scopes:
-        message = 'no access scope is visible there (a Slack Connect conversation, and shared_channels = "none")'
-        if exit_on_error:
-            fail(message)
-        typer.echo(f"error: {message}", err=True)
-        return
     try:
+        if not index.chunk_count():
+            fail("the index is empty: run `kb sync` first")
+        if scopes is not None and not scopes:
+            message = 'no access scope is visible there (a Slack Connect conversation, and shared_channels = "none")'
+            if exit_on_error:
+                fail(message)
+            typer.echo(f"error: {message}", err=True)
+            return
         answer = answer_question(index, question, scopes=scopes, llm=llm)
     except EmptyQuestion as exc:
         if exit_on_error:
             fail(str(exc), code=2)
         typer.echo(f"error: {exc}", err=True)
+        return
+    except Exception as exc:  # the database lost after start: one line; a prompt keeps going
+        if not is_unreachable(exc):
+            raise
+        message = "the knowledge base is temporarily unavailable: its database cannot be reached (try again shortly)"
+        if exit_on_error:
+            fail(message)
+        typer.echo(f"error: {message}", err=True)
         return
     if as_json:
         typer.echo(json.dumps(answer.to_json(), ensure_ascii=False))

@@ -151,8 +151,11 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
     {"metrics", "questions"} shape as `run_eval`.
     """
     import hashlib
+    import logging
     import os
 
+    # without llama-index-readers-file it warns once per file that only plain readers are available
+    logging.getLogger("llama_index.core.readers.file.base").setLevel(logging.ERROR)
     from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex, load_index_from_storage
     from llama_index.core.node_parser import SentenceSplitter
 

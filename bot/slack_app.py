@@ -15,7 +15,9 @@
   it is posted to.
 
 Never silent: every listener acknowledges first and does the slow work after; any failure past
-that point is logged with a short reference id and the user is shown an apology carrying it.
+that point is logged with a short reference id and the user is shown an apology carrying it —
+except a lost database, which is not a bug: the user is told the knowledge base is temporarily
+unavailable, and the next question after the database returns is answered (the pool reconnects).
 Never twice: redelivered events (same `event_id`, `X-Slack-Retry-Num`) and the second event
 for one message are dropped by durable claims (`bot.dedupe`); the bot's own messages and other
 bots' are ignored.
@@ -27,10 +29,12 @@ import logging
 import re
 import time
 import uuid
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt import App, BoltResponse
@@ -44,6 +48,7 @@ from bot.dedupe import Deduper
 from bot.mrkdwn import escape, mentions, mentions_someone_else, neutralise, slack_to_plain
 from bot.resync import Resyncs, summary
 from bot.settings import Settings
+from indexing.database import is_unreachable
 from indexing.index import Index
 from indexing.runner import SyncRunner
 
@@ -69,6 +74,36 @@ Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questio
 EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
 SHARE_REFUSED = ("I can't share this answer here: it uses pages that are not visible in this conversation. "
                  "It stays visible only to you.")
+UNAVAILABLE = ("⚠️ The knowledge base is temporarily unavailable (its database cannot be reached). "
+               "Please try again in a minute.")
+UNAVAILABLE_VOTE = ("⚠️ The knowledge base is temporarily unavailable (its database cannot be reached), so your "
+                    "vote was not recorded. Please try again in a minute.")
+RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
+
+
+class RecentThreads:
+    """The threads this process has answered in, newest last, bounded.
+
+    The durable record of the bot's threads is the query log (`records.thread_question`); this is
+    consulted only when the database cannot be reached, so that a follow-up in a thread the bot
+    is part of gets "temporarily unavailable" rather than silence — while other people's threads,
+    which the bot cannot tell apart without the database, are still left alone."""
+
+    def __init__(self, limit: int = RECENT_THREADS) -> None:
+        self.limit = limit
+        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, channel: str, thread_ts: str) -> None:
+        with self._lock:
+            self._threads[(channel, thread_ts)] = None
+            self._threads.move_to_end((channel, thread_ts))
+            if len(self._threads) > self.limit:
+                self._threads.popitem(last=False)
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            return key in self._threads
 
 
 @dataclass
@@ -81,6 +116,7 @@ class Docent:
     deduper: Deduper
     resyncs: Resyncs
     access: SlackAccess
+    threads: RecentThreads = field(default_factory=RecentThreads)
 
 
 def scopes_for(docent: Docent, channel: str | None, user: str | None, *, is_dm: bool | None = None,
@@ -244,10 +280,16 @@ def on_message(docent: Docent, event: dict, context, client: WebClient, shared_h
         return  # talking to a colleague, or thanking us: not a question for the bot
     try:
         earlier = records.thread_question(docent.index, event["channel"], thread_ts)
-    except Exception:
-        log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
-                      thread_ts, event.get("channel"))
-        return
+    except Exception as exc:
+        if not is_unreachable(exc):
+            log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
+                          thread_ts, event.get("channel"))
+            return
+        if (event["channel"], thread_ts) not in docent.threads:
+            log.warning("could not look up thread %s in %s (the database cannot be reached); not treating the "
+                        "message as a follow-up", thread_ts, event.get("channel"))
+            return
+        earlier = ""  # the database is down, but this process answered in the thread: reply, never silence
     if earlier is not None:
         answer_message(docent, client, event, bot_user, surface="thread", reply_thread=thread_ts,
                        context_thread=thread_ts, shared_hint=shared_hint)
@@ -291,7 +333,10 @@ def answer_message(
         _log_failure(docent.index, question or event.get("text") or "", ref, details)
         post(client, channel, reply_thread, apology(ref))
 
-    with apology_on_error(f"answering {surface} {channel}/{ts}", apologise):
+    def unavailable() -> None:  # no query log row: it lives in the database that is gone
+        post(client, channel, reply_thread, UNAVAILABLE)
+
+    with apology_on_error(f"answering {surface} {channel}/{ts}", apologise, unavailable):
         question = slack_to_plain(event.get("text") or "", bot_user)
         if not question:
             post(client, channel, reply_thread, EMPTY_MENTION)
@@ -306,6 +351,8 @@ def answer_message(
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         _log_answer(docent.index, question, answer, earlier, timings, details)
         post(client, channel, reply_thread, blocks.fallback_text(answer), blocks.answer_blocks(answer))
+        if reply_thread:
+            docent.threads.add(channel, reply_thread)
 
 
 def retrieval_text(question: str, earlier: str | None) -> str:
@@ -366,7 +413,10 @@ def kb_ask(docent: Docent, ack, command: dict, respond, text: str) -> None:
         _log_failure(docent.index, question, ref, details)
         respond(text=apology(ref), response_type="ephemeral", replace_original=False)
 
-    with apology_on_error("/kb ask", apologise):
+    def unavailable() -> None:
+        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=False)
+
+    with apology_on_error("/kb ask", apologise, unavailable):
         scopes = scopes_for(docent, channel, user)
         if not scopes:
             respond(text=NOT_HERE, response_type="ephemeral", replace_original=False)
@@ -379,20 +429,29 @@ def kb_ask(docent: Docent, ack, command: dict, respond, text: str) -> None:
 
 
 def kb_status(docent: Docent, command: dict, respond) -> None:
-    """Documents, chunks, last sync per source, failures — for everyone; failed documents are
-    named only from sources whose every scope is visible here."""
+    """Documents, chunks, last sync per source, failures — of what could be searched here.
+
+    Anyone may ask, so it tells no more than `/kb ask` could: documents and chunks are counted in
+    the scopes visible where it is asked (as `kb_ask` computes them), and a source's last sync and
+    failed documents are shown only when every scope that source can carry is visible here — a
+    sync run counts a whole source, and a failed page may not know its own scope. Other sources
+    and scopes are neither named nor hinted at.
+    """
     with apology_on_error("/kb status", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
-        info = docent.index.status()
         visible = set(scopes_for(docent, command.get("channel_id"), command.get("user_id")))
+        info = docent.index.status(scopes=sorted(visible))
         shown = {name for name, source in docent.resyncs.runner.sources.items() if source.scopes <= visible}
+        info["last_runs"] = [run for run in info["last_runs"] if run.source in shown]
         info["failed"] = [(doc_id, error) for doc_id, error in info["failed"] if doc_id.split(":", 1)[0] in shown]
-        text = status_text(info)
+        text = status_text(info, visible_here=True)
         respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")
 
 
-def status_text(info: dict) -> str:
+def status_text(info: dict, visible_here: bool = False) -> str:
+    """`info` from `Index.status`, as a Slack message; `visible_here`: it was limited to a conversation."""
     docs = ", ".join(f"{n} {str(k).lower()}" for k, n in sorted(info["documents"].items())) or "none"
-    lines = ["*Knowledge base status*", f"Documents: {docs}", f"Chunks: {info['chunks']}"]
+    where = " searchable here" if visible_here else ""
+    lines = ["*Knowledge base status*", f"Documents{where}: {docs}", f"Chunks: {info['chunks']}"]
     for run in info["last_runs"]:
         when = run.finished_at or run.started_at
         state = "" if run.finished_at else " (still running)"
@@ -474,7 +533,8 @@ def on_vote(docent: Docent, ack, body: dict, action: dict, client: WebClient, re
         except Exception:
             log.warning("could not open the 👎 form for %s", answer_id, exc_info=True)
     with apology_on_error("recording a vote", lambda ref: respond(
-            text=apology(ref), response_type="ephemeral", replace_original=False)):
+            text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
+            text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
         votes = records.record_vote(docent.index, answer_id, user, vote)
         show_votes(docent, body, answer_id, votes, client, respond)
 
@@ -503,7 +563,8 @@ def on_share(docent: Docent, ack, body: dict, action: dict, client: WebClient, r
     ack()
     user, answer_id = body["user"]["id"], action["value"]
     with apology_on_error("sharing an answer", lambda ref: respond(
-            text=apology(ref), response_type="ephemeral", replace_original=False)):
+            text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
+            text=UNAVAILABLE, response_type="ephemeral", replace_original=False)):
         row = records.find_answer(docent.index, answer_id)
         if row is None:
             respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
@@ -543,10 +604,15 @@ def on_reason(docent: Docent, ack, body: dict, view: dict) -> None:
     reason = (value.get("value") or "").strip() or None
     try:
         records.record_reason(docent.index, answer_id, user, reason)
-    except Exception:
+    except Exception as exc:
         ref = reference_id()
-        log.exception("could not store a 👎 reason for %s [ref %s]", answer_id, ref)
-        ack(response_action="errors", errors={blocks.REASON_BLOCK: f"Sorry, this could not be saved (reference {ref})."})
+        if is_unreachable(exc):
+            log.warning("could not store a 👎 reason for %s: the database cannot be reached: %s", answer_id, _first_line(exc))
+            message = "Sorry, this could not be saved: the knowledge base is temporarily unavailable. Please try again in a minute."
+        else:
+            log.exception("could not store a 👎 reason for %s [ref %s]", answer_id, ref)
+            message = f"Sorry, this could not be saved (reference {ref})."
+        ack(response_action="errors", errors={blocks.REASON_BLOCK: message})
         return
     ack()
 
@@ -570,18 +636,34 @@ def apology(ref: str) -> str:
 
 
 @contextmanager
-def apology_on_error(what: str, apologise: Callable[[str], None]) -> Iterator[None]:
+def apology_on_error(what: str, apologise: Callable[[str], None],
+                     unavailable: Callable[[], None] | None = None) -> Iterator[None]:
     """Any exception in the block is logged with a fresh reference id, and `apologise(ref)` tells
-    the user — so a failure is never silence, and the user's reference finds the traceback."""
+    the user — so a failure is never silence, and the user's reference finds the traceback.
+
+    A lost database (`is_unreachable`) is not a bug to hunt down by reference: it is one warning
+    line, and `unavailable()` (when given) tells the user to try again shortly. Nothing has to be
+    restarted — the connection pool reconnects once the database is back."""
     try:
         yield
-    except Exception:
+    except Exception as exc:
         ref = reference_id()
-        log.exception("%s failed [ref %s]", what, ref)
+        tell = lambda: apologise(ref)  # noqa: E731
+        if is_unreachable(exc):
+            log.warning("%s failed: the database cannot be reached [ref %s]: %s", what, ref, _first_line(exc))
+            tell = unavailable or tell
+        else:
+            log.exception("%s failed [ref %s]", what, ref)
         try:
-            apologise(ref)
+            tell()
         except Exception:
             log.exception("could not deliver the apology [ref %s]", ref)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception as one log line (SQLAlchemy's messages run to several)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _log_answer(index: Index, question: str, answer, earlier: str | None, timings: dict, details: dict) -> None:

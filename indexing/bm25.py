@@ -39,6 +39,22 @@ TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _STATS = "docent_stats.json"
 
+# Words that shape a question but say nothing about its topic: pronouns, auxiliaries and modals,
+# question words, articles and conjunctions. bm25s drops only 33 stop words, and only from the
+# indexed text, so "am i allowed to have a side job" matched pages on "i", "have" and "am" as
+# well as "side" and "job". Prepositions and quantifiers stay ("time *off*", "*after* 5 years",
+# "*above* what amount"): NLTK's longer list removes them and measurably hurt (docs/tuning.md).
+QUESTION_WORDS = frozenset("""
+i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves
+am is are was were be been being have has had having do does did doing done
+can could should would will shall may might must
+what which who whom whose when where why how
+a an the this that these those and but or if as because so than there here just
+im ive id ill youre theyre weve whats hows wheres whos dont doesnt didnt cant wont isnt arent
+""".split())
+_WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w]+")
+
 
 def analyze(text: str) -> str:
     """Text with every CJK run replaced by its overlapping character bigrams."""
@@ -50,6 +66,15 @@ def analyze(text: str) -> str:
         return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
     return _CJK.sub(bigrams, text)
+
+
+def question_text(question: str) -> str:
+    """A question as the keyword leg should see it: without its function words (`QUESTION_WORDS`).
+
+    Only English words are dropped; CJK text and everything else pass through unchanged.
+    """
+    kept = [w for w in _WORD.findall(question) if w.lower().replace("'", "").replace("’", "") not in QUESTION_WORDS]
+    return "".join(kept)
 
 
 def tokens(text: str) -> list[str]:
@@ -164,7 +189,7 @@ class Bm25Index:
         retriever = self._retriever(loaded, scopes, k)
         if retriever is None:
             return []
-        hits = retriever.retrieve(QueryBundle(query_str=analyze(question)))
+        hits = retriever.retrieve(QueryBundle(query_str=analyze(question_text(question))))
         return [
             ChunkHit(node_id=h.node.node_id, score=float(h.score), metadata=dict(h.node.metadata))
             for h in hits

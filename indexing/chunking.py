@@ -8,6 +8,11 @@ are embedded and searched; their parent is what an answer quotes and cites.
 
 Children are embedded and BM25-indexed with the page title and heading path in front of their
 text, so a chunk that says "15 days" is still found by a question about "vacation".
+
+Every line of a page is tried as a heading, so reading one must cost time linear in the line,
+whatever it holds (a page is untrusted input): headings are read with `str` methods, not a
+backtracking pattern, and a heading's text is clipped to `MAX_HEADING_CHARS`, because it is
+repeated in front of every child of its sections.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from connectors.document import SourceDocument
 CHILD_TOKENS = 160
 CHILD_OVERLAP = 32
 PARENT_TOKENS = 900
+# A heading path is repeated in every child's embed text; real headings are under ~250 characters.
+MAX_HEADING_CHARS = 300
 
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
 @dataclass
@@ -92,11 +98,11 @@ def _sections(text: str, title: str) -> list[_Section]:
     for line in text.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match is None:
+        found = None if in_fence else _heading(line)
+        if found is None:
             sections[-1].lines.append(line)
             continue
-        level, heading = len(match.group(1)), _plain(match.group(2))
+        level, heading = found[0], _plain(found[1])[:MAX_HEADING_CHARS]
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
@@ -107,16 +113,65 @@ def _sections(text: str, title: str) -> list[_Section]:
     return sections
 
 
+def _heading(line: str) -> tuple[int, str] | None:
+    r"""An ATX heading's level and raw text (`## Time off ##` → `(2, "Time off")`), or None.
+
+    `line` is one line of `str.splitlines`. This reads a line exactly as the pattern
+    `^(#{1,6})\s+(.+?)\s*#*\s*$` did, but in time linear in the line: that pattern backtracked
+    cubically on a long run of whitespace and quadratically on a run of `#`s, and a single
+    regex match cannot be interrupted. So: 1-6 `#`s, then whitespace, then the text, minus a
+    closing run of `#`s (even one with no space before it: `## C#` reads as "C") and the
+    whitespace around it, but never less than one character. Quirks included, so that no
+    existing page's sections change.
+    """
+    level = len(line) - len(line.lstrip("#"))
+    if not 1 <= level <= 6 or not line[level : level + 1].isspace():
+        return None
+    start = len(line) - len(line[level:].lstrip())  # the text's first character
+    if start == len(line):
+        # Nothing but whitespace after the #s: the pattern's `\s+` gave its last character to
+        # the text when it had two or more (an empty heading once stripped); one it could not.
+        return (level, line[-1]) if len(line) - level >= 2 else None
+    end = len(line.rstrip().rstrip("#").rstrip())  # where the closing #s and whitespace start
+    return level, line[start : max(end, start + 1)]
+
+
 def _plain(heading: str) -> str:
     """Heading text without Markdown emphasis, links or inline code markers."""
-    heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
-    return re.sub(r"[*_`]", "", heading).strip()
+    return re.sub(r"[*_`]", "", _unlink(heading)).strip()
+
+
+def _unlink(text: str) -> str:
+    r"""`[label](target)` → `label`, in one left-to-right pass.
+
+    Exactly what `re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)` did, which is quadratic on a
+    line of `[`s (every `[` scanned to the end for a `]`). Here no character is scanned twice: a
+    `[` whose first `]` is not followed by `(` fails for every `[` before that `]` too, and with
+    no `]` (or no `)`) left, nothing later can match.
+    """
+    out: list[str] = []
+    done = 0  # text[:done] is already in `out`
+    while (opening := text.find("[", done)) != -1:
+        closing = text.find("]", opening + 1)
+        if closing == -1:
+            break
+        if not text.startswith("(", closing + 1):
+            out.append(text[done : closing + 1])
+            done = closing + 1
+            continue
+        end = text.find(")", closing + 2)
+        if end == -1:
+            break
+        out += [text[done:opening], text[opening + 1 : closing]]
+        done = end + 1
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _has_content(body: str) -> bool:
     """A section with nothing but its heading line is not worth a parent of its own."""
     lines = [line for line in body.splitlines() if line.strip()]
-    return any(not _HEADING.match(line) for line in lines)
+    return any(_heading(line) is None for line in lines)
 
 
 def _split(text: str, tokens: int, overlap: int) -> list[str]:

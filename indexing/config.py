@@ -19,7 +19,7 @@ class IndexConfig:
     vector_candidates: int = 100  # children taken from each leg before fusion
     bm25_candidates: int = 100
     rrf_k: int = 60  # only for the hybrid-rrf comparison mode
-    vector_weight: float = 0.7  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
+    vector_weight: float = 0.8  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
     min_cosine: float = 0.47  # not-found gate: at or above this best cosine → found ...

@@ -21,6 +21,57 @@ class DatabaseUnavailable(RuntimeError):
     """Postgres cannot be reached or started; the message is safe to show (no password)."""
 
 
+# SQLSTATEs that mean "no usable connection" rather than "this statement failed": class 08
+# (connection exception) and the server going down or still starting (admin_shutdown,
+# crash_shutdown, cannot_connect_now). Other OperationalErrors carry codes of their own (a
+# cancelled statement is 57014, a deadlock 40P01) and are real errors.
+UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03")
+# A server that refuses a new connection with FATAL says why in words only (libpq gives no SQLSTATE
+# at connect). These reasons pass; others — no such database or role, a wrong password — are
+# configuration errors, to be reported as errors, not as "try again in a minute".
+TRANSIENT_FATAL = ("the database system is", "too many clients", "connection slots are reserved",
+                   "terminating connection")
+
+
+def is_unreachable(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an exception it was raised from, means Postgres cannot be reached now.
+
+    Callers use it to tell people "temporarily unavailable, try again" instead of treating a
+    lost database as a bug: the pool reconnects by itself once the server is back
+    (`pool_pre_ping`), so nothing needs a restart. Covers a refused or dropped connection (psycopg2
+    reports those without a SQLSTATE), SQLAlchemy's "connection invalidated", a server shutting
+    down, and our own `DatabaseUnavailable`. Only explicit causes (`raise … from`) are followed:
+    an error raised while handling a lost connection is not itself one.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if _unreachable(exc):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def _unreachable(exc: BaseException) -> bool:
+    import psycopg2
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DatabaseUnavailable):
+        return True
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig
+    if isinstance(exc, psycopg2.InterfaceError):  # "connection already closed"
+        return True
+    if isinstance(exc, psycopg2.OperationalError):
+        if exc.pgcode:
+            return exc.pgcode.startswith(UNREACHABLE_STATES)
+        message = str(exc)
+        return "FATAL:" not in message or any(reason in message for reason in TRANSIENT_FATAL)
+    return False
+
+
 def database_url(configured: str | None, home: Path) -> URL:
     """The SQLAlchemy URL to use: the configured one (psycopg2 driver), else the embedded server."""
     if configured:

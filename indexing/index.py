@@ -38,17 +38,20 @@ class Index:
         with self.session() as s:
             return self.store.count(s)
 
-    def status(self) -> dict:
-        """Counts for `kb status`: documents by status, chunks, last sync per source."""
+    def status(self, scopes: list[str] | None = None) -> dict:
+        """Counts for `kb status`: documents by status, chunks, last sync per source.
+
+        With `scopes` (what `/kb status` may show where it is asked), documents, chunks and
+        failures are those of these access scopes only. Sync runs belong to a source, not a
+        scope, so they are all returned: the caller decides which sources it may name.
+        """
+        Record = registry.DocumentRecord
+        visible = [] if scopes is None else [Record.access.in_(list(scopes))]
         with self.session() as s:
-            by_status = dict(
-                s.exec(select(registry.DocumentRecord.status, func.count()).group_by(registry.DocumentRecord.status)).all()
-            )
-            failures = s.exec(
-                select(registry.DocumentRecord).where(registry.DocumentRecord.status == registry.Status.FAILED)
-            ).all()
+            by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
+            failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
             runs = s.exec(select(registry.SyncRun).order_by(registry.SyncRun.id.desc()).limit(50)).all()
-            chunks = self.store.count(s)
+            chunks = self.store.count(s, None if scopes is None else list(scopes))
         last_runs: dict[str, registry.SyncRun] = {}
         for run in runs:
             last_runs.setdefault(run.source, run)

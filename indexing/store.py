@@ -127,5 +127,9 @@ class ChunkStore:
         """(node_id, text, metadata) of every child, for building BM25."""
         return session.execute(select(self.table.node_id, self.table.text, self.table.metadata_)).all()
 
-    def count(self, session: Session) -> int:
-        return session.execute(select(func.count()).select_from(self.table)).scalar_one()
+    def count(self, session: Session, scopes: list[str] | None = None) -> int:
+        """Children in the store; with `scopes`, only those of documents in these access scopes."""
+        query = select(func.count()).select_from(self.table)
+        if scopes is not None:
+            query = query.where(self.table.metadata_["access"].astext.in_(scopes))
+        return session.execute(query).scalar_one()

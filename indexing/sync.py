@@ -5,16 +5,17 @@
   bottleneck, and it is faster on full batches), then each is swapped in its own transaction:
   old chunks serve until the new ones are committed.
 - A document that cannot be read or embedded is marked FAILED with the reason; its previous
-  version (if any) stays searchable, and the sync goes on.
+  version (if any) stays searchable, and the sync goes on. A failed embedding batch is retried
+  one document at a time, so only the documents the model cannot take fail.
 - With `prune`, documents of the source that were not seen are deleted from every store.
 - BM25 is rebuilt once at the end if anything changed.
 
 No one document can stop or stall a sync. Whatever a connector yields is made storable first (NUL
 characters and lone surrogates, which Postgres text refuses, are dropped or replaced), then held to
-the per-document limits every source shares: at most `MAX_TEXT_CHARS` of Markdown (chunking costs
-~20 ms per KB, embedding more), and heading lines the chunker can read in linear time (see
-`_defuse_headings`). Over a limit, the document is FAILED with the reason. The connectors bound
-their own reading and conversion (bytes, tags, nesting depth, a per-page deadline).
+the per-document limit every source shares: at most `MAX_TEXT_CHARS` of Markdown (chunking costs
+~20 ms per KB, embedding more). Over it, the document is FAILED with the reason. The chunker
+reads any line, however hostile, in linear time (`indexing.chunking._heading`). The connectors
+bound their own reading and conversion (bytes, tags, nesting depth, a per-page deadline).
 Failures are written in batches, so a folder of 10,000 unreadable files costs seconds, not minutes.
 """
 
@@ -156,26 +157,19 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, se
 
 
 _NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
-_CHUNKER_FENCE = re.compile(r"^\s{0,3}(```|~~~)")  # exactly as indexing.chunking tracks fences
-_CHUNKER_HEADING = re.compile(r"^#{1,6}\s")  # the lines indexing.chunking._HEADING is tried on
-_LONG_SPACE = re.compile(r"\s{8,}")
-_LONG_HASHES = re.compile(r"#{8,}")
-MAX_HEADING_CHARS = 300
 
 
 def storable(doc: SourceDocument) -> SourceDocument:
-    """The document as it can be stored and chunked: no NUL characters or lone surrogates in any
-    text (Postgres refuses them; a file name or an XML page can carry them), and heading lines the
-    chunker can read in linear time. A document that needs none of this is returned as it is."""
+    """The document as it can be stored: no NUL characters or lone surrogates in any text (Postgres
+    refuses them; a file name or an XML page can carry them). A document that needs none of this is
+    returned as it is."""
     changed = {}
     for name in ("source", "path", "title", "url", "access", "error"):
         value = getattr(doc, name)
         if value and _NUL_OR_SURROGATE.search(value):
             changed[name] = _clean_text(value)
-    if doc.text and (_NUL_OR_SURROGATE.search(doc.text) or "#" in doc.text):
-        text = _defuse_headings(_clean_text(doc.text))
-        if text != doc.text:
-            changed["text"] = text
+    if doc.text and _NUL_OR_SURROGATE.search(doc.text):
+        changed["text"] = _clean_text(doc.text)
     metadata = _clean_value(doc.metadata)
     if metadata != doc.metadata:
         changed["metadata"] = metadata
@@ -194,44 +188,6 @@ def _clean_value(value):
     if isinstance(value, list | tuple):
         return [_clean_value(v) for v in value]
     return value
-
-
-def _defuse_headings(text: str) -> str:
-    """Heading lines that would stall `indexing.chunking`, made harmless.
-
-    Its heading pattern `^(#{1,6})\s+(.+?)\s*#*\s*$` backtracks cubically on a run of spaces and
-    quadratically on a run of `#`s (a 5,000-space heading line takes minutes; one regex match
-    cannot be interrupted by any timer), and its link-stripping is quadratic in a heading's length.
-    It is tried on every line outside code fences, and on the first line of the page with its
-    indentation stripped. In those lines, outside fences: whitespace runs of 8+ collapse to one
-    space (as Markdown renders a heading anyway), and a heading line still over
-    `MAX_HEADING_CHARS` or with a run of 8+ `#`s becomes a paragraph (`\#`). Real headings are
-    untouched. Lines are split as the chunker splits them (`str.splitlines`, which also breaks at
-    U+2028 and friends). The durable fix belongs in `indexing.chunking` (a linear pattern); this
-    guard can go when it has one.
-    """
-    lines = text.splitlines(keepends=True)
-    in_fence = False
-    changed = False
-    first = True  # the first non-blank line: the chunker strips the page's leading whitespace
-    for i, raw in enumerate(lines):
-        body = raw.splitlines()[0] if raw.splitlines() else ""
-        ending = raw[len(body):]
-        if _CHUNKER_FENCE.match(body):
-            in_fence = not in_fence
-            first = False
-            continue
-        indent = body[: len(body) - len(body.lstrip())] if first else ""
-        first = first and not body.strip()
-        line = body[len(indent):]
-        if in_fence or not _CHUNKER_HEADING.match(line):
-            continue
-        fixed = _LONG_SPACE.sub(" ", line)
-        if len(fixed) > MAX_HEADING_CHARS or _LONG_HASHES.search(fixed):
-            fixed = "\\" + fixed
-        if fixed != line:
-            lines[i], changed = indent + fixed + ending, True
-    return "".join(lines) if changed else text
 
 
 def _delete(index: Index, doc_ids: list[str]) -> int:
@@ -255,19 +211,7 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
     with index.session() as s, s.begin():
         for item in pending:
             _upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True)
-    texts = [c.embed_text for item in pending for p in item.parents for c in p.children]
-    try:
-        with index.session() as s, s.begin():
-            vectors = embed_with_cache(s, index.embedder, texts)
-    except Exception as exc:
-        log.exception("embedding failed for %d documents", len(pending))
-        for item in pending:
-            _mark_failed(index, item.doc, f"embedding failed: {exc}", report)
-        return
-    offset = 0
-    for item in pending:
-        n = sum(len(p.children) for p in item.parents)
-        doc_vectors, offset = vectors[offset : offset + n], offset + n
+    for item, doc_vectors in _embed(index, pending, report):
         try:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
@@ -282,6 +226,33 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
             report.added += 1
         else:
             report.updated += 1
+
+
+def _embed(index: Index, pending: list[_Pending], report: SyncReport) -> list[tuple[_Pending, list]]:
+    """Each pending document with its children's vectors, embedded together (cache first).
+
+    If the batch fails, each of its documents is tried alone: a document the model cannot take
+    must not hold back the others that happened to share its batch (the model being down fails
+    them all, each quickly). A document that fails alone is marked FAILED with the reason, and its
+    previous version stays searchable until a later sync embeds it.
+    """
+    texts = [c.embed_text for item in pending for p in item.parents for c in p.children]
+    try:
+        with index.session() as s, s.begin():
+            vectors = embed_with_cache(s, index.embedder, texts)
+    except Exception as exc:
+        if len(pending) > 1:
+            log.warning("embedding a batch of %d documents failed (%s: %s); trying them one by one",
+                        len(pending), type(exc).__name__, exc, exc_info=True)
+            return [pair for item in pending for pair in _embed(index, [item], report)]
+        _mark_failed(index, pending[0].doc, f"embedding failed: {exc}", report)
+        return []
+    embedded, offset = [], 0
+    for item in pending:
+        n = sum(len(p.children) for p in item.parents)
+        embedded.append((item, vectors[offset : offset + n]))
+        offset += n
+    return embedded
 
 
 def _upsert_record(

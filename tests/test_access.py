@@ -326,6 +326,46 @@ def test_kb_ask_finds_the_page_in_the_hr_channel_and_in_the_hr_users_dm(bot, sla
     assert not leaks(not_their_dm)
 
 
+def status_in(bot, slack, channel: str, user: str) -> str:
+    """The text `/kb status` answers in `channel` when `user` asks."""
+    name = "status-" + uuid.uuid4().hex[:8]
+    assert bot.command("status", user=user, channel=channel, response_url=slack.response_url(name)).status_code == 200
+    return slack.wait_for(lambda: slack.calls_to("response:" + name))[0].params["text"]
+
+
+def registry_counts(index, scopes: set[str]) -> tuple[dict[str, int], int]:
+    """Documents by status and their chunks, in these scopes, as the registry records them."""
+    from sqlmodel import select
+
+    from indexing.registry import DocumentRecord
+
+    with index.session() as s:
+        records = s.exec(select(DocumentRecord).where(DocumentRecord.access.in_(scopes))).all()
+    by_status: dict[str, int] = {}
+    for record in records:
+        by_status[record.status.value.lower()] = by_status.get(record.status.value.lower(), 0) + 1
+    return by_status, sum(r.chunk_count for r in records)
+
+
+def reported_counts(text: str) -> tuple[dict[str, int], int]:
+    docs = re.search(r"Documents searchable here: (.*)", text).group(1)
+    by_status = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", docs)}
+    return by_status, int(re.search(r"Chunks: (\d+)", text).group(1))
+
+
+def test_kb_status_counts_only_the_scopes_visible_where_it_is_asked(bot, slack, index):
+    """The index also holds other test modules' documents under scopes of their own: none of them,
+    nor the restricted page, may be counted or named where their scope is not visible."""
+    everywhere = {"public", "sample"}
+    outside = status_in(bot, slack, new_channel(), HR_USER)  # the HR user sees no more in another channel
+    in_hr = status_in(bot, slack, HR_CHANNEL, OUTSIDER)
+    assert reported_counts(outside) == registry_counts(index, everywhere)
+    assert reported_counts(in_hr) == registry_counts(index, everywhere | {SCOPE})
+    assert reported_counts(in_hr)[0]["success"] == reported_counts(outside)[0]["success"] + 1  # the page
+    assert "Last sync of `sample`" in outside and f"Last sync of `{SOURCE}`" in in_hr
+    assert not leaks(outside) and SCOPE not in outside and SOURCE not in outside
+
+
 # -- Share -------------------------------------------------------------------------------------
 
 

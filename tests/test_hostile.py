@@ -47,7 +47,7 @@ from connectors.confluence_common import (  # noqa: E402
 from connectors.confluence_html import ConfluenceHtmlExport  # noqa: E402
 from connectors.confluence_xml import ConfluenceXmlExport  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing.chunking import chunk_document  # noqa: E402
+from indexing.chunking import MAX_HEADING_CHARS, chunk_document  # noqa: E402
 from indexing.registry import DocumentRecord, Status, SyncRun  # noqa: E402
 from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents  # noqa: E402
 
@@ -312,7 +312,7 @@ def test_pages_too_deep_or_too_large_fail_fast_with_the_reason(body, reason):
 def test_text_over_the_sync_limit_and_stalling_headings_cannot_stall_a_sync(index, tmp_path):
     source = "hostile-limits"
     (tmp_path / "huge.md").write_text("# Huge\n\n" + "word " * (MAX_TEXT_CHARS // 5 + 10))
-    # Each of these lines alone made the chunker's heading pattern run for minutes.
+    # Each of these lines alone once made the chunker's heading pattern run for minutes.
     (tmp_path / "headings.md").write_text(
         "# Zebra quokka\n\nThe zebra quokka lives in the heading test.\n\n"
         "# a" + " " * 5000 + "x\n\n" + "## b " + "#" * 20000 + " y\n\n" + ("### " + "[" * 290 + "\n\ntext\n\n") * 40
@@ -327,13 +327,57 @@ def test_text_over_the_sync_limit_and_stalling_headings_cannot_stall_a_sync(inde
         huge = s.get(DocumentRecord, f"{source}:huge.md")
     assert huge.status == Status.FAILED and f"over the limit of {MAX_TEXT_CHARS:,}" in huge.error
     doc = next(d for d in MarkdownFolder(tmp_path, source=source).documents() if d.path == "headings.md")
-    ready = storable(doc)
-    assert "# a x" in ready.text and "\\## b " in ready.text  # collapsed; demoted to a paragraph
-    assert "```\n# " + " " * 50 + "code stays" in ready.text  # code is not touched
+    assert storable(doc) is doc  # stored as written: the chunker itself reads such lines in linear time
+    parents = chunk_document(doc)
+    assert [p.heading_path for p in parents] == [[]] + [  # the headings, clipped to MAX_HEADING_CHARS
+        ["a" + " " * (MAX_HEADING_CHARS - 1), "b " + "#" * (MAX_HEADING_CHARS - 2), "[" * 290]] * 40
+    assert "```\n# " + " " * 50 + "code stays" in parents[-1].text  # a fenced line is no heading
     from bot.answer import answer_question
 
     answer = answer_question(index, "where does the zebra quokka live?", scopes=[source])
     assert answer.found and answer.sources[0].path == "headings.md"
+
+
+def finishes_in_a_fresh_interpreter(code: str, data, timeout: float = 120) -> object:
+    """What `code` prints (JSON) when run on `data` (JSON on its stdin) in a fresh interpreter.
+
+    A backtracking regex holds the GIL and cannot be interrupted, so a pattern regressing to
+    super-linear time would hang an in-process test; here the test fails at the timeout instead.
+    The timeout is several times what the work takes on a busy 2-core machine (~20 s, mostly
+    imports and the sentence splitter) and far below what the former patterns took on these
+    inputs (an hour and more): what is tested is that it ends, not how fast."""
+    result = subprocess.run([sys.executable, "-c", code], input=json.dumps(data), capture_output=True, text=True,
+                            timeout=timeout, cwd=Path(__file__).resolve().parent.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+CHUNK_EACH = """
+import json, sys
+from connectors.document import SourceDocument
+from indexing.chunking import chunk_document
+out = {}
+for name, line in json.load(sys.stdin).items():
+    parents = chunk_document(SourceDocument(source="h", path=name, title="Hostile", text=line + "\\n\\nThe body.\\n"))
+    out[name] = {"paths": sorted({json.dumps(p.heading_path) for p in parents}), "body": "The body." in parents[-1].text}
+print(json.dumps(out))
+"""
+
+
+def test_hostile_heading_lines_are_read_as_headings_without_stalling():
+    """Lines on which the former heading pattern ran for hours (cubic in a run of whitespace,
+    quadratic in `#`s: ~15 minutes for 200,000) or its link-stripping did (quadratic in `[`s:
+    ~7 minutes) are read as the headings they are, clipped to MAX_HEADING_CHARS."""
+    lines = {
+        "whitespace": "# a" + " \t" * 50_000 + "x",
+        "only-whitespace": "#" + " " * 100_000,
+        "closing-hashes": "## b " + "#" * 200_000 + " y",
+        "brackets": "# " + "[" * 200_000,
+    }
+    chunked = finishes_in_a_fresh_interpreter(CHUNK_EACH, lines)
+    expected = {"whitespace": ("a" + " \t" * 50_000)[:MAX_HEADING_CHARS], "only-whitespace": "",
+                "closing-hashes": "b " + "#" * (MAX_HEADING_CHARS - 2), "brackets": "[" * MAX_HEADING_CHARS}
+    assert chunked == {name: {"paths": [json.dumps([heading])], "body": True} for name, heading in expected.items()}
 
 
 # --- 3. files on disk -------------------------------------------------------------------------
@@ -564,6 +608,26 @@ def test_slack_text_path_is_linear_on_a_40000_character_message():
             slack_to_plain(message, "UDOCENT")
             neutralise(message)
             to_mrkdwn(message[:6000])
+
+
+FALLBACK_EACH = """
+import json, sys
+from bot.answer import Answer
+from bot.blocks import fallback_text
+texts = json.load(sys.stdin)
+print(json.dumps({name: fallback_text(Answer("q", True, text, [], {})) for name, text in texts.items()}))
+"""
+
+
+def test_fallback_text_of_hostile_answers_is_computed():
+    """Answers (which quote the wiki) that made the former table-rule pattern run for hours:
+    2,000 blank lines alone took a minute; these are 50,000."""
+    texts = {"blank-lines": " \n" * 50_000 + "end", "dashes": "-" * 100_000 + "x", "spaced-dashes": " -" * 50_000 + "x",
+             "rule-then-text": "| a |\n" + "|:-:|\n" * 30_000 + "\t\n" * 30_000 + "| 1 |"}
+    fallback = finishes_in_a_fresh_interpreter(FALLBACK_EACH, texts)
+    assert fallback["blank-lines"] == "end" and fallback["rule-then-text"] == "a 1"  # the rules are dropped
+    assert fallback["dashes"].startswith("---") and fallback["spaced-dashes"].startswith("- - ")  # not whole lines
+    assert all(len(text) <= 300 for text in fallback.values())
 
 
 def test_markdown_to_slack_keeps_its_meaning_after_the_pattern_fixes():
