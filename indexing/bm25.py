@@ -27,6 +27,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from indexing.memory import release_free_memory
 from indexing.registry import GENERATION_KEY, IndexState
 from indexing.store import ChunkHit, ChunkStore
 
@@ -242,9 +243,13 @@ class Bm25Index:
             log.info("BM25 version %s is not on this disk; rebuilding from the database", version)
             version = self.rebuild()
         with self._lock:
-            if self._loaded is None or self._loaded.version != version:
+            replaced = self._loaded is None or self._loaded.version != version
+            if replaced:
                 self._loaded = self._load(version)
-            return self._loaded
+            loaded = self._loaded
+        if replaced:
+            release_free_memory()  # the previous version's arrays are gone; give their pages back
+        return loaded
 
     def _published_version(self) -> str:
         with Session(self.engine) as session:

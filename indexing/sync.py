@@ -34,6 +34,7 @@ from connectors.document import SourceDocument
 from indexing.chunking import Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
+from indexing.memory import release_free_memory
 from indexing.registry import RUNNER_ID, DocumentRecord, Status, SyncRun, bump_generation, utcnow
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ def sync_documents(
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
     _finish_run(index, run, report)
+    if report.changed:
+        release_free_memory()  # embedding batches and the BM25 build are freed, but glibc keeps the pages
     return report
 
 
