@@ -36,11 +36,19 @@ class Embedder:
         return self.model_path or "all-MiniLM-L6-v2"
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors in the order of `texts`. The model pads each batch to its longest text, so the
+        texts are embedded shortest first (by word-pieces) and put back in order: on wiki chunks
+        this cuts the padded tokens from ~1.7x to ~1.1x the real ones, ~1.5x faster (docs/benchmarks.md)."""
         if not texts:
             return []
         model = self._load()
         self.texts_embedded += len(texts)
-        return model.get_text_embedding_batch(list(texts))
+        order = _by_length(model, list(texts))
+        vectors = model.get_text_embedding_batch([texts[i] for i in order])
+        out: list[list[float]] = [[] for _ in texts]
+        for i, vector in zip(order, vectors):
+            out[i] = vector
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         return self._load().get_query_embedding(text)
@@ -59,6 +67,18 @@ class Embedder:
                     model_name=path, embed_batch_size=self.batch_size, device="cpu"
                 )
             return self._model
+
+
+def _by_length(model, texts: list[str]) -> list[int]:
+    """Indexes of `texts`, shortest first in the model's own word-pieces (characters if the
+    tokenizer cannot be reached: a poor proxy for code and URLs, but never wrong)."""
+    try:
+        st = model._model  # the SentenceTransformer behind HuggingFaceEmbedding
+        pieces = st.tokenizer(texts, truncation=True, max_length=st.max_seq_length)["input_ids"]
+        lengths = [len(p) for p in pieces]
+    except Exception:
+        lengths = [len(t) for t in texts]
+    return sorted(range(len(texts)), key=lengths.__getitem__)
 
 
 def cache_key(model: str, text: str) -> str:
