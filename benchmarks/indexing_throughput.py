@@ -14,7 +14,10 @@ the incremental cost against the full sync.
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, fresh_index, peak_rss_mb, require, table
 
@@ -28,7 +31,10 @@ def main() -> None:
     from indexing.chunking import chunk_document
     from indexing.sync import sync_documents
 
-    folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
+    # A private copy: the incremental step edits a page, and the shared corpus must never change.
+    copy = Path(tempfile.mkdtemp(prefix="docent-throughput-")) / "handbook"
+    shutil.copytree(require(HANDBOOK), copy)
+    folder = MarkdownFolder(copy, source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())[: args.limit or None]
     index = fresh_index()
     index.embedder.embed_query("load the model before the clock starts")
@@ -60,16 +66,13 @@ def main() -> None:
 
     # One page edited: only its changed chunks should reach the model.
     victim = folder.root / paths[len(paths) // 2]
-    original = victim.read_bytes()
-    try:
-        victim.write_text(victim.read_text() + "\n\nA sentence added by the incremental benchmark.\n")
-        before = index.embedder.texts_embedded
-        started = time.perf_counter()
-        one = sync_documents(index, (folder.read(p) for p in paths), "handbook", prune=False)
-        incremental = time.perf_counter() - started
-        calls = index.embedder.texts_embedded - before
-    finally:
-        victim.write_bytes(original)
+    victim.write_text(victim.read_text() + "\n\nA sentence added by the incremental benchmark.\n")
+    before = index.embedder.texts_embedded
+    started = time.perf_counter()
+    one = sync_documents(index, (folder.read(p) for p in paths), "handbook", prune=False)
+    incremental = time.perf_counter() - started
+    calls = index.embedder.texts_embedded - before
+    shutil.rmtree(copy.parent, ignore_errors=True)
 
     table("Indexing throughput (same process, same model)", [
         ("pages synced", report.added), ("pages failed", report.failed), ("child chunks", report.chunks),
