@@ -129,27 +129,14 @@ def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator[
     """The bot as `kb serve` runs it in HTTP mode, on a free loopback port; yields a sender."""
     import httpx
 
-    from bot.serve import bind, http_server, web_app
+    from bot.serve import serving_in_thread, web_app
     from bot.slack_app import build_app, web_client
 
     settings = bot_settings(slack)
     app = build_app(settings, index, web_client(settings))  # Bolt's default listener pool, as `kb serve`
-    server = http_server(web_app(app, index))
-    sock = bind("127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="docent-http", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise SystemExit("the bot's HTTP server did not start")
-        time.sleep(0.01)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    try:
-        with httpx.Client(timeout=30, limits=limits) as http:
-            yield Bot(url=f"http://127.0.0.1:{sock.getsockname()[1]}", http=http)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving_in_thread(web_app(app, index)) as url, httpx.Client(timeout=30, limits=limits) as http:
+        yield Bot(url=url, http=http)
 
 
 @dataclass

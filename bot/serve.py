@@ -236,6 +236,30 @@ def http_server(app: Starlette, log_level: str = "warning"):
     return uvicorn.Server(config)
 
 
+@contextmanager
+def serving_in_thread(app: Starlette, host: str = "127.0.0.1", timeout: float = 10.0) -> Iterator[str]:
+    """`app` served by uvicorn on a free port of `host` in a background thread, for tests and
+    benchmarks (`kb serve` runs in the foreground through `run_http`). Yields the base URL once the
+    server is listening; stops it on exit."""
+    import threading
+    import time
+
+    server = http_server(app)
+    sock = bind(host, 0)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="docent-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the HTTP server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=timeout)
+
+
 def run_http(app: Starlette, sock: socket.socket, log_level: str) -> None:
     """Serve until SIGINT/SIGTERM. uvicorn shuts down gracefully, then re-raises the signal; with
     SIGTERM's default action that would kill the process before our `finally` blocks and atexit

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 import zipfile
@@ -730,24 +729,15 @@ def slack_bot(settings, index, llm):
     """The Slack app as `kb serve` runs it (HTTP mode), on a free port of 127.0.0.1."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from bot.serve import bind, http_server, web_app
+    from bot.serve import serving_in_thread, web_app
     from bot.slack_app import build_app, web_client
 
     executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="listener")
     app = build_app(settings, index, web_client(settings), llm, listener_executor=executor)
-    server = http_server(web_app(app, index))
-    sock = bind("127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the HTTP server did not start"
-        time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/slack/events"
+        with serving_in_thread(web_app(app, index)) as url:
+            yield f"{url}/slack/events"
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         executor.shutdown(wait=True)
 
 

@@ -40,7 +40,7 @@ from bot import blocks  # noqa: E402
 from bot.answer import Answer, Source  # noqa: E402
 from bot.dedupe import Delivery  # noqa: E402
 from bot.records import AdminAction, Feedback, QueryLog, feedback_report  # noqa: E402
-from bot.serve import StartupError, bind, http_server, serve, web_app  # noqa: E402
+from bot.serve import StartupError, serve, serving_in_thread, web_app  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from bot.slack_app import build_app, web_client  # noqa: E402
 
@@ -110,21 +110,13 @@ def running_bot(settings: Settings, index) -> Iterator[Bot]:
     """The app as `kb serve` runs it, on a free port of 127.0.0.1."""
     executor = TrackingExecutor()
     app = build_app(settings, index, web_client(settings), listener_executor=executor)
-    server = http_server(web_app(app, index))
-    sock = bind("127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="docent-http", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the HTTP server did not start"
-        time.sleep(0.01)
     try:
-        with httpx.Client(timeout=10) as http:
-            yield Bot(url=f"http://127.0.0.1:{sock.getsockname()[1]}", executor=executor, http=http)
+        with serving_in_thread(web_app(app, index)) as url, httpx.Client(timeout=10) as http:
+            try:
+                yield Bot(url=url, executor=executor, http=http)
+            finally:
+                executor.wait_idle()
     finally:
-        executor.wait_idle()
-        server.should_exit = True
-        thread.join(timeout=10)
         executor.shutdown(wait=True)
 
 
