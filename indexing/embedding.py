@@ -8,6 +8,7 @@ the first text is embedded — `kb --help` stays instant.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Sequence
 
@@ -19,6 +20,14 @@ from sqlmodel import select
 from indexing.registry import EmbeddingCache
 
 EMBED_DIM = 384
+
+# OpenMP threads that finish their share of an encode spin, waiting for the next one, by default.
+# When another process holds the other core (Postgres, a `kb sync`, the next answer's SQL), the
+# spinning thread is descheduled mid-encode and everyone waits for it: question embedding p95 went
+# from ~40 ms to 300-500 ms. Sleeping instead removes that tail and made a sync under load faster
+# too (docs/benchmarks.md). It must be set before torch loads (lazily, in `Embedder._load`);
+# an operator's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 class Embedder:

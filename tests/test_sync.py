@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 from sqlalchemy import select
 from sqlmodel import col
 
@@ -96,3 +101,26 @@ def test_sync_runs_are_recorded(index, wiki_copy):
     with index.session() as s:
         run = s.exec(select(SyncRun).where(SyncRun.source == "inc-runs")).scalars().one()
     assert run.finished_at is not None and run.added == 16 and run.trigger == "cli"
+
+
+def _openmp_wait_policy(wait_policy: str | None) -> str:
+    """The wait policy the OpenMP runtime under torch really starts with, in a fresh process
+    whose environment sets OMP_WAIT_POLICY to `wait_policy` (None: not at all)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if wait_policy is not None:
+        env["OMP_WAIT_POLICY"] = wait_policy
+    code = "from indexing.embedding import Embedder; Embedder().embed_query('hello')"
+    run = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_DISPLAY_ENV": "TRUE"},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = re.search(r"OMP_WAIT_POLICY = '(\w+)'", run.stdout + run.stderr)
+    assert found, "the OpenMP runtime printed no environment"
+    return found.group(1)
+
+
+def test_embedding_threads_sleep_instead_of_spinning_unless_the_operator_says_otherwise():
+    """Spinning OpenMP threads gave question embedding a 300-500 ms p95 whenever another process
+    kept a core busy (docs/benchmarks.md): Docent asks for PASSIVE before torch loads; an
+    operator's explicit setting wins."""
+    assert _openmp_wait_policy(None) == "PASSIVE"
+    assert _openmp_wait_policy("ACTIVE") == "ACTIVE"
