@@ -31,6 +31,9 @@ CHILD_OVERLAP = 32
 PARENT_TOKENS = 900
 # A heading path is repeated in every child's embed text; real headings are under ~250 characters.
 MAX_HEADING_CHARS = 300
+# Bump whenever a change here cuts the same page differently: every page is then re-chunked on
+# the next sync (unchanged child texts keep their cached vectors), not only the pages that change.
+CHUNKING_VERSION = "1"
 
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 

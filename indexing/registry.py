@@ -44,7 +44,7 @@ class DocumentRecord(SQLModel, table=True):
     title: str = ""
     url: str = ""
     access: str = "public"
-    content_hash: str = ""  # hash of the version currently indexed ("" if none yet)
+    content_hash: str = ""  # sync.indexed_hash of the version currently indexed ("" if none yet)
     status: Status = Field(default=Status.PENDING, index=True)
     error: str | None = Field(default=None, sa_column=Column(Text))
     chunk_count: int = 0

@@ -22,6 +22,7 @@ Failures are written in batches, so a folder of 10,000 unreadable files costs se
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import re
 import time
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from sqlmodel import col, select
 
 from connectors.document import SourceDocument
-from indexing.chunking import Parent, chunk_document
+from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.memory import release_free_memory
@@ -135,7 +136,7 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, se
             failures.add(doc, doc.error)
         elif len(doc.text) > MAX_TEXT_CHARS:
             failures.add(doc, f"document is {len(doc.text):,} characters of text, over the limit of {MAX_TEXT_CHARS:,}")
-        elif known.get(doc.doc_id) == (doc.content_hash, Status.SUCCESS):
+        elif known.get(doc.doc_id) == (indexed_hash(doc, index.embedder.name), Status.SUCCESS):
             report.unchanged += 1
         else:
             try:
@@ -160,6 +161,14 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, se
 
 
 _NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
+
+
+def indexed_hash(doc: SourceDocument, model: str) -> str:
+    """What a document's registry row records as indexed: its content hash, salted with how it
+    was chunked and which model embedded it. A new chunker (`CHUNKING_VERSION`) or another
+    embedding model then re-indexes every page on the next sync, instead of leaving the pages
+    that did not change cut and embedded the old way."""
+    return hashlib.sha256(f"{doc.content_hash}|chunking {CHUNKING_VERSION}|{model}".encode()).hexdigest()
 
 
 def storable(doc: SourceDocument) -> SourceDocument:
@@ -219,7 +228,8 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
                 bump_generation(s)
-                _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks)
+                _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
+                               content_hash=indexed_hash(item.doc, index.embedder.name))
         except Exception as exc:
             log.exception("could not write %s", item.doc.doc_id)
             _mark_failed(index, item.doc, f"could not write to the index: {exc}", report)
@@ -259,10 +269,11 @@ def _embed(index: Index, pending: list[_Pending], report: SyncReport) -> list[tu
 
 
 def _upsert_record(
-    s, doc: SourceDocument, *, status: Status, chunk_count: int | None = None,
+    s, doc: SourceDocument, *, status: Status, chunk_count: int | None = None, content_hash: str = "",
     error: str | None = None, keep_version: bool = False, record: DocumentRecord | None = None,
 ) -> None:
-    """Write a document's registry row. `keep_version` leaves hash and chunk count as they were.
+    """Write a document's registry row. `keep_version` leaves hash and chunk count as they were;
+    otherwise `content_hash` is the `indexed_hash` of the version just indexed.
     `record`: the row already loaded (None: looked up here)."""
     record = record or s.get(DocumentRecord, doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
     record.status = status
@@ -272,7 +283,7 @@ def _upsert_record(
         record.title = doc.title
         record.url = doc.url
         record.access = doc.access
-        record.content_hash = doc.content_hash
+        record.content_hash = content_hash
         record.updated_at = doc.updated_at
         record.indexed_at = utcnow()
         record.chunk_count = chunk_count or 0

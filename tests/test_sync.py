@@ -38,6 +38,22 @@ def test_resync_of_unchanged_wiki_embeds_nothing(index, wiki_copy):
     assert second.embedded == 0
 
 
+def test_a_new_chunker_re_indexes_every_page_on_the_next_sync(index, wiki_copy, monkeypatch):
+    """Pages that did not change are re-chunked too when the chunker changes (else they would stay
+    cut the old way until edited); child texts that come out the same keep their cached vectors."""
+    _sync(index, wiki_copy, "inc-chunker")
+    monkeypatch.setattr("indexing.sync.CHUNKING_VERSION", "next")  # what a release with a new chunker sets
+    report = _sync(index, wiki_copy, "inc-chunker")
+    assert (report.updated, report.unchanged, report.failed) == (16, 0, 0)
+    assert report.embedded == 0
+    again = _sync(index, wiki_copy, "inc-chunker")
+    assert (again.updated, again.unchanged) == (0, 16)
+    with index.session() as s:
+        statuses = {r.status for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == "inc-chunker")).scalars()}
+    assert statuses == {Status.SUCCESS}
+    assert _paths(index, "vpn server address and port", "inc-chunker")[0] == "it/vpn.md"
+
+
 def test_editing_one_file_re_embeds_only_its_new_text(index, wiki_copy):
     _sync(index, wiki_copy, "inc-edit")
     page = wiki_copy / "it" / "vpn.md"
