@@ -117,6 +117,8 @@ def sync_documents(
 
     if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
+    if report.added + report.updated + report.deleted >= max(1, len(known) // 10):
+        index.store.analyze(index.engine)  # a large change: the planner's scope sizes now, not in a minute
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
     _finish_run(index, run, report)
