@@ -92,6 +92,18 @@ def _terms(analyzed: str) -> list[str]:
     )[0]
 
 
+def _terms_of_each(analyzed: list[str]) -> list[list[str]]:
+    """The terms of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text
+    (progress bars, a vocabulary), which made counting document frequencies text by text ~45% of
+    a BM25 rebuild."""
+    import bm25s
+
+    return bm25s.tokenize(
+        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
+        return_ids=False, show_progress=False,
+    )
+
+
 def chunk_search_text(text: str, metadata: dict) -> str:
     """What BM25 indexes for a child: title and heading path count as words of the chunk."""
     return f"{metadata.get('title', '')} {metadata.get('heading_path', '')}\n{text}"
@@ -151,11 +163,11 @@ class Bm25Index:
             # asker can see (and statistics of restricted pages do not leak into other answers).
             doc_freq: dict[str, dict[str, int]] = {}
             num_docs: dict[str, int] = {}
-            for node in nodes:
+            for node, terms in zip(nodes, _terms_of_each([node.text for node in nodes])):
                 scope = node.metadata["access"]
                 num_docs[scope] = num_docs.get(scope, 0) + 1
                 freq = doc_freq.setdefault(scope, {})
-                for term in set(_terms(node.text)):
+                for term in set(terms):
                     freq[term] = freq.get(term, 0) + 1
             (target / _STATS).write_text(json.dumps({"num_docs": num_docs, "doc_freq": doc_freq}))
         with Session(self.engine) as session:
