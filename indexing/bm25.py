@@ -84,12 +84,7 @@ def tokens(text: str) -> list[str]:
 
 
 def _terms(analyzed: str) -> list[str]:
-    import bm25s
-
-    return bm25s.tokenize(
-        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
-        return_ids=False, show_progress=False,
-    )[0]
+    return _terms_of_each([analyzed])[0]
 
 
 def _terms_of_each(analyzed: list[str]) -> list[list[str]]:
