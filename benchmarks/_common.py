@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import statistics
@@ -33,6 +34,12 @@ def require(path: Path) -> Path:
     if not path.exists():
         raise SystemExit(f"{path} not found (set KB_SHARED_CORPORA to the folder holding the corpora)")
     return path
+
+
+def eval_questions() -> list[dict]:
+    """The handbook's labelled questions (`eval_public.jsonl`), one dict per line."""
+    lines = require(HANDBOOK / "eval_public.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def peak_rss_mb() -> float:

@@ -52,7 +52,7 @@ import tempfile
 import time
 from typing import IO
 
-from benchmarks._common import HANDBOOK, REPO, pct
+from benchmarks._common import HANDBOOK, REPO, eval_questions, pct
 
 POLICY_CHOICES = ("ACTIVE", "PASSIVE", "unset")
 EVAL_FILE = HANDBOOK / "eval_public.jsonl"
@@ -64,8 +64,7 @@ NEIGHBOUR_BATCH = 32  # a sync embeds in batches of this size (Embedder's defaul
 # -- inputs (read by the children; the parent only checks they exist) -----------------------
 
 def load_questions() -> list[str]:
-    lines = EVAL_FILE.read_text().splitlines()
-    return [json.loads(line)["question"] for line in lines if line.strip()]
+    return [q["question"] for q in eval_questions()]
 
 
 def load_chunks(count: int) -> list[str]:

@@ -11,11 +11,10 @@ it, all scopes (as `kb ask` on the command line). The two take different query p
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, fresh_index, peak_rss_mb, pct, require, table
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, eval_questions, fresh_index, peak_rss_mb, pct, table
 
 
 def main() -> None:
@@ -29,7 +28,7 @@ def main() -> None:
     from connectors.markdown import MarkdownFolder
     from indexing.sync import sync_documents
 
-    questions = [json.loads(l)["question"] for l in require(HANDBOOK / "eval_public.jsonl").read_text().splitlines() if l.strip()]
+    questions = [q["question"] for q in eval_questions()]
     index = fresh_index(args.home)
     if not index.chunk_count():
         folder = MarkdownFolder(HANDBOOK, source="handbook", exclude=CORPUS_EXCLUDES)

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import json
 import math
 import os
 import random
@@ -67,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, pct, require
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, eval_questions, pct, require
 
 STAGES = ("embed", "vector", "bm25", "fuse", "answer")
 _SKIP_LINE = re.compile(r"^(#{1,6}(\s|$)|```|~~~)")  # heading or code-fence lines: never in a body
@@ -376,7 +375,7 @@ def main() -> None:
     from bot.answer import answer_question
     from indexing.embedding import Embedder
 
-    questions = [json.loads(l) for l in require(HANDBOOK / "eval_public.jsonl").read_text().splitlines() if l.strip()]
+    questions = eval_questions()
     load_start = os.getloadavg()
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}", flush=True)
     embedder = Embedder()
