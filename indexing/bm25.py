@@ -6,7 +6,8 @@ before tokenising we rewrite runs of CJK characters as overlapping character big
 English goes through the Snowball stemmer and stop-word removal as usual.
 
 The index is static: rebuilt from the chunks in Postgres after every sync that changed
-something, persisted under `KB_HOME/bm25/<version>/`, and the version recorded in the database.
+something (tokenising only the chunks whose text it has not seen: `indexing.bm25_terms`),
+persisted under `KB_HOME/bm25/<version>/`, and the version recorded in the database.
 Readers (every Docent process) compare versions on each query and reload, or rebuild from the
 database themselves if the files are not on their disk.
 """
@@ -20,6 +21,7 @@ import re
 import shutil
 import threading
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +29,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from indexing.bm25_terms import TokenisedCorpus, fingerprint, tokenise_corpus
 from indexing.memory import release_free_memory
 from indexing.registry import GENERATION_KEY, IndexState
 from indexing.store import ChunkHit, ChunkStore
@@ -39,6 +42,9 @@ BUILT_FROM_KEY = "bm25_generation"  # the chunk generation the published BM25 wa
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _STATS = "docent_stats.json"
+_NODES = "docent_nodes.json"  # [node_id, doc_id, parent_id, access] per row of the index
+_PATH_EXTENSION = re.compile(r"\.(md|markdown|mdx|html?|xml|json|txt)$", re.IGNORECASE)
+_PATH_SEPARATORS = re.compile(r"[/\\_.\-]+")
 
 # Words that shape a question but say nothing about its topic: pronouns, auxiliaries and modals,
 # question words, articles and conjunctions. bm25s drops only 33 stop words, and only from the
@@ -84,24 +90,36 @@ def tokens(text: str) -> list[str]:
 
 
 def _terms(analyzed: str) -> list[str]:
-    return _terms_of_each([analyzed])[0]
-
-
-def _terms_of_each(analyzed: list[str]) -> list[list[str]]:
-    """The terms of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text
-    (progress bars, a vocabulary), which made counting document frequencies text by text ~45% of
-    a BM25 rebuild."""
     import bm25s
 
     return bm25s.tokenize(
-        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
+        [analyzed], token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
         return_ids=False, show_progress=False,
+    )[0]
+
+
+def _tokenise(analyzed: list[str]) -> tuple[list[list[int]], dict[str, int]]:
+    """Term ids of each text and their vocabulary, in one bm25s call: it costs ~0.3 ms per
+    call whatever the text (progress bars, a vocabulary). Same settings as `_terms`."""
+    import bm25s
+
+    result = bm25s.tokenize(
+        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(), show_progress=False,
     )
+    return result.ids, result.vocab
 
 
-def chunk_search_text(text: str, metadata: dict) -> str:
-    """What BM25 indexes for a child: title and heading path count as words of the chunk."""
-    return f"{metadata.get('title', '')} {metadata.get('heading_path', '')}\n{text}"
+def chunk_search_text(text: str, title: str | None, heading_path: str | None, path: str | None) -> str:
+    """What BM25 indexes for a child: its page's title, heading path and file path count as
+    words of the chunk. The path's folders and file name name a page as a title does, and split
+    at separators they match the question's words ("on_call.md" → "on call"); measured in
+    docs/tuning.md §7. Changing what goes in here means bumping `bm25_terms.TERMS_VERSION`."""
+    return f"{title or ''} {heading_path or ''} {path_words(path or '')}\n{text}"
+
+
+def path_words(path: str) -> str:
+    """A document path as words: "process/incidents/on_call.md" → "process incidents on call"."""
+    return _PATH_SEPARATORS.sub(" ", _PATH_EXTENSION.sub("", path)).strip()
 
 
 @lru_cache(maxsize=1)
@@ -127,50 +145,63 @@ class Bm25Index:
         self.store = store
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
+        self.last_tokenised = 0  # chunks the last rebuild had to tokenise (the rest were reused)
 
     # -- building -----------------------------------------------------------------------------
 
     def rebuild(self) -> str:
-        """Build from every chunk in the database, persist, publish the new version."""
-        from llama_index.core.schema import TextNode
-        from llama_index.retrievers.bm25 import BM25Retriever
+        """Build from every chunk in the database, persist, publish the new version.
 
-        with Session(self.engine) as session:
-            generation = _state(session, GENERATION_KEY, "0")  # read first: a later change means a later rebuild
-            rows = self.store.all_chunks(session)
+        Only chunks whose search text the previous version has not tokenised are read and
+        tokenised (`indexing.bm25_terms`); the index itself is then built afresh from the term
+        ids, so it is exactly what a build from scratch would give.
+        """
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
+        previous = self._previous_terms()
+        # One snapshot for the generation, the chunk list and the texts read for tokenising.
+        with Session(self.engine.execution_options(isolation_level="REPEATABLE READ")) as session:
+            generation = _state(session, GENERATION_KEY, "0")
+            rows = self.store.keyword_rows(session)
+            fingerprints = [fingerprint(md5, title or "", heading or "", path or "")
+                            for _, md5, _, _, _, title, heading, path in rows]
+
+            def texts_of(positions: list[int]) -> list[str]:
+                texts = self.store.texts(session, [rows[p][0] for p in positions])
+                return [analyze(chunk_search_text(texts[rows[p][0]], rows[p][5], rows[p][6], rows[p][7]))
+                        for p in positions]
+
+            terms, tokenised = tokenise_corpus(fingerprints, texts_of, _tokenise, previous)
         version = uuid.uuid4().hex[:12]
         target = self.dir / version
         if rows:
-            nodes = [
-                TextNode(
-                    id_=node_id,
-                    text=analyze(chunk_search_text(text, meta)),
-                    metadata={k: meta.get(k) for k in ("doc_id", "parent_id", "access")},
-                )
-                for node_id, text, meta in rows
-            ]
-            retriever = BM25Retriever(
-                nodes=nodes, stemmer=_stemmer(), language="en", token_pattern=TOKEN_PATTERN, similarity_top_k=1
-            )
             target.mkdir(parents=True, exist_ok=True)
-            retriever.persist(str(target), show_progress=False)
+            bm25 = bm25s.BM25()  # the parameters BM25Retriever uses
+            bm25.index(Tokenized(ids=terms.id_lists(), vocab={t: i for i, t in enumerate(terms.vocab)}),
+                       show_progress=False)
+            bm25.save(str(target), show_progress=False)
+            nodes = [[node_id, doc_id, parent_id, access] for node_id, _, doc_id, parent_id, access, *_ in rows]
+            (target / _NODES).write_text(json.dumps(nodes, ensure_ascii=False))
+            terms.save(target)
             # Document frequencies per access scope, so the gate's IDF weights come from what the
             # asker can see (and statistics of restricted pages do not leak into other answers).
-            doc_freq: dict[str, dict[str, int]] = {}
-            num_docs: dict[str, int] = {}
-            for node, terms in zip(nodes, _terms_of_each([node.text for node in nodes])):
-                scope = node.metadata["access"]
-                num_docs[scope] = num_docs.get(scope, 0) + 1
-                freq = doc_freq.setdefault(scope, {})
-                for term in set(terms):
-                    freq[term] = freq.get(term, 0) + 1
-            (target / _STATS).write_text(json.dumps({"num_docs": num_docs, "doc_freq": doc_freq}))
+            stats = {"num_docs": dict(Counter(row[4] for row in rows)),
+                     "doc_freq": terms.doc_freq([row[4] for row in rows])}
+            (target / _STATS).write_text(json.dumps(stats, ensure_ascii=False))
+        log.info("BM25 %s: %d chunks, %d tokenised", version, len(rows), tokenised)
         with Session(self.engine) as session:
             session.merge(IndexState(key=VERSION_KEY, value=version if rows else f"empty-{version}"))
             session.merge(IndexState(key=BUILT_FROM_KEY, value=generation))
             session.commit()
         self._prune(keep={version})
+        self.last_tokenised = tokenised
         return version
+
+    def _previous_terms(self) -> TokenisedCorpus | None:
+        """The tokenised corpus of the published version, if it is on this disk."""
+        version = self._published_version()
+        return None if version.startswith("empty-") else TokenisedCorpus.load(self.dir / version)
 
     def stale(self) -> bool:
         """Whether chunks changed since the published BM25 was built."""
@@ -246,7 +277,7 @@ class Bm25Index:
         loaded = self._loaded
         if loaded is not None and loaded.version == version:
             return loaded
-        if not version.startswith("empty-") and not (self.dir / version / _STATS).exists():
+        if not version.startswith("empty-") and not all((self.dir / version / f).exists() for f in (_NODES, _STATS)):
             log.info("BM25 version %s is not on this disk; rebuilding from the database", version)
             version = self.rebuild()
         with self._lock:
@@ -264,12 +295,22 @@ class Bm25Index:
 
     def _load(self, version: str) -> _Loaded:
         import bm25s
+        from llama_index.core.schema import TextNode
+        from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
         if version.startswith("empty-"):
             return _Loaded(version=version, bm25=None)
         path = self.dir / version
         stats = json.loads((path / _STATS).read_text())
-        bm25 = bm25s.BM25.load(str(path), load_corpus=True)
+        bm25 = bm25s.BM25.load(str(path), load_corpus=False)
+        # BM25Retriever reads hits and filters from the corpus: one node per chunk, text left out.
+        bm25.corpus = [
+            node_to_metadata_dict(
+                TextNode(id_=node_id, text="", metadata={"doc_id": doc_id, "parent_id": parent_id, "access": access}),
+                flat_metadata=True,
+            ) | {"node_id": node_id}
+            for node_id, doc_id, parent_id, access in json.loads((path / _NODES).read_text())
+        ]
         return _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"])
 
 

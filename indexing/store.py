@@ -165,9 +165,26 @@ class ChunkStore:
         # out of order; the gate reads the first hit as the vector leg's top page.
         return sorted(hits, key=lambda h: h.score, reverse=True)
 
-    def all_chunks(self, session: Session):
-        """(node_id, text, metadata) of every child, for building BM25."""
-        return session.execute(select(self.table.node_id, self.table.text, self.table.metadata_)).all()
+    def keyword_rows(self, session: Session):
+        """Every child as BM25 needs it, in a stable order, without its text (only the text's md5):
+        (node_id, text_md5, doc_id, parent_id, access, title, heading_path, path)."""
+        meta = self.table.metadata_
+        return session.execute(
+            select(
+                self.table.node_id, func.md5(self.table.text),
+                *(meta[key].astext for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
+            ).order_by(self.table.node_id)
+        ).all()
+
+    def texts(self, session: Session, node_ids: list[str]) -> dict[str, str]:
+        """node_id → text of these children."""
+        found: dict[str, str] = {}
+        for start in range(0, len(node_ids), 5000):  # keep each IN list a sensible size
+            batch = node_ids[start : start + 5000]
+            found.update(session.execute(
+                select(self.table.node_id, self.table.text).where(self.table.node_id.in_(batch))
+            ).all())
+        return found
 
     def count(self, session: Session, scopes: list[str] | None = None) -> int:
         """Children in the store; with `scopes`, only those of documents in these access scopes."""
