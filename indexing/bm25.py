@@ -164,13 +164,12 @@ class Bm25Index:
         with Session(self.engine.execution_options(isolation_level="REPEATABLE READ")) as session:
             generation = _state(session, GENERATION_KEY, "0")
             rows = self.store.keyword_rows(session)
-            fingerprints = [fingerprint(md5, title or "", heading or "", path or "")
-                            for _, md5, _, _, _, title, heading, path in rows]
+            fingerprints = [fingerprint(r.text_md5, r.title or "", r.heading_path or "", r.path or "") for r in rows]
 
             def texts_of(positions: list[int]) -> list[str]:
-                texts = self.store.texts(session, [rows[p][0] for p in positions])
-                return [analyze(chunk_search_text(texts[rows[p][0]], rows[p][5], rows[p][6], rows[p][7]))
-                        for p in positions]
+                texts = self.store.texts(session, [rows[p].node_id for p in positions])
+                return [analyze(chunk_search_text(texts[r.node_id], r.title, r.heading_path, r.path))
+                        for r in (rows[p] for p in positions)]
 
             terms, tokenised = tokenise_corpus(fingerprints, texts_of, _tokenise, previous)
         version = uuid.uuid4().hex[:12]
@@ -181,13 +180,13 @@ class Bm25Index:
             bm25.index(Tokenized(ids=terms.id_lists(), vocab={t: i for i, t in enumerate(terms.vocab)}),
                        show_progress=False)
             bm25.save(str(target), show_progress=False)
-            nodes = [[node_id, doc_id, parent_id, access] for node_id, _, doc_id, parent_id, access, *_ in rows]
+            nodes = [[r.node_id, r.doc_id, r.parent_id, r.access] for r in rows]
             (target / _NODES).write_text(json.dumps(nodes, ensure_ascii=False))
             terms.save(target)
             # Document frequencies per access scope, so the gate's IDF weights come from what the
             # asker can see (and statistics of restricted pages do not leak into other answers).
-            stats = {"num_docs": dict(Counter(row[4] for row in rows)),
-                     "doc_freq": terms.doc_freq([row[4] for row in rows])}
+            stats = {"num_docs": dict(Counter(r.access for r in rows)),
+                     "doc_freq": terms.doc_freq([r.access for r in rows])}
             (target / _STATS).write_text(json.dumps(stats, ensure_ascii=False))
         log.info("BM25 %s: %d chunks, %d tokenised", version, len(rows), tokenised)
         with Session(self.engine) as session:

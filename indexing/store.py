@@ -171,8 +171,8 @@ class ChunkStore:
         meta = self.table.metadata_
         return session.execute(
             select(
-                self.table.node_id, func.md5(self.table.text),
-                *(meta[key].astext for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
+                self.table.node_id, func.md5(self.table.text).label("text_md5"),
+                *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
             ).order_by(self.table.node_id)
         ).all()
 

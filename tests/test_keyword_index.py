@@ -23,8 +23,9 @@ def _search_texts(index) -> list[tuple[str, str, str]]:
     """(node_id, access, what BM25 indexes) of every child, in the index's row order."""
     with index.session() as s:
         rows = index.store.keyword_rows(s)
-        texts = index.store.texts(s, [r[0] for r in rows])
-    return [(r[0], r[4], analyze(chunk_search_text(texts[r[0]], r[5], r[6], r[7]))) for r in rows]
+        texts = index.store.texts(s, [r.node_id for r in rows])
+    return [(r.node_id, r.access, analyze(chunk_search_text(texts[r.node_id], r.title, r.heading_path, r.path)))
+            for r in rows]
 
 
 def test_path_words():
