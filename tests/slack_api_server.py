@@ -3,7 +3,8 @@
 A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods Docent calls
 with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
 `chat.update`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
-`usergroups.users.list`), and also serving as the target of response URLs
+`usergroups.users.list`, and `apps.connections.open` with the app-level token, handing out
+the WebSocket URL of `tests/socket_mode_peer.py`), and also serving as the target of response URLs
 (`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
 bodies, `Authorization: Bearer …`), are parsed here, and every call is recorded in order:
 
@@ -33,6 +34,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qsl
 
 BOT_TOKEN = "xoxb-test"
+APP_TOKEN = "xapp-1-A0DOCENT-1-test"  # app-level token: only for apps.connections.open (Socket Mode)
 BOT_USER = "UDOCENT"
 BOT_ID = "BDOCENT"
 TEAM = "T0ACME"
@@ -54,6 +56,7 @@ class FakeSlack:
         self.failures: dict[str, str] = {}
         self.conversations: dict[str, dict[str, Any]] = {}  # channel id → conversations.info fields
         self.usergroups: dict[str, list[str]] = {}  # user-group id → member user ids
+        self.socket_mode_url: Callable[[], str] | None = None  # a fresh WebSocket URL per apps.connections.open
         self._changed = threading.Condition()
         self._ts = count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -122,6 +125,12 @@ class FakeSlack:
     # -- answering -----------------------------------------------------------------------------
 
     def answer(self, method: str, params: dict, token: str | None) -> dict:
+        if method == "apps.connections.open":
+            if token in self.tokens:
+                return {"ok": False, "error": "not_allowed_token_type"}  # a bot token, not an app token
+            if token != APP_TOKEN or self.socket_mode_url is None:
+                return {"ok": False, "error": "invalid_auth"}
+            return {"ok": True, "url": self.socket_mode_url()}
         if method == "auth.test":
             if token is None:
                 return {"ok": False, "error": "not_authed"}
