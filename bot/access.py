@@ -9,6 +9,11 @@ Slack knows, each looked up with the bot token and cached for a short time (`CAC
 - which of the configured user groups a person is in: `usergroups.users.list` for each group the
   sources file names.
 
+Slack's own events cut the wait short: `channel_shared` / `channel_unshared` drop what is cached
+about that conversation, `subteam_members_changed` / `subteam_updated` what is cached about that
+group, so the next question there is decided on fresh details (Slack sends the channel events
+only for channels Docent is a member of; elsewhere the cache runs out within `CACHE_SECONDS`).
+
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
 members cannot be read grants nothing. The reason is logged as a warning. With no `[scopes]`
@@ -63,6 +68,7 @@ class SlackAccess:
         self.ttl = ttl
         self.clock = clock
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._forgotten: dict[tuple[str, str], int] = {}  # times each entry was dropped by an event
         self._lock = threading.Lock()
 
     @property
@@ -96,6 +102,14 @@ class SlackAccess:
     def members(self, group: str) -> frozenset[str]:
         return self._cached("usergroup", group, self._read_members)
 
+    def forget_conversation(self, channel: str) -> None:
+        """Slack said the conversation's sharing changed: look it up afresh next time."""
+        self._forget("conversation", channel)
+
+    def forget_group(self, group: str) -> None:
+        """Slack said the user group's members changed: read them afresh next time."""
+        self._forget("usergroup", group)
+
     # -- Slack lookups --------------------------------------------------------------------------
 
     def _read_conversation(self, channel: str) -> tuple[Conversation, bool]:
@@ -123,10 +137,19 @@ class SlackAccess:
             hit = self._cache.get((kind, key))
             if hit is not None and hit[0] > now:
                 return hit[1]
+            forgotten = self._forgotten.get((kind, key), 0)
         value, ok = read(key)
         with self._lock:
-            self._cache[(kind, key)] = (now + (self.ttl if ok else min(self.ttl, FAILURE_SECONDS)), value)
+            # A lookup that was under way when an event dropped the entry may have read the old
+            # state: use it for this question, but do not keep it.
+            if self._forgotten.get((kind, key), 0) == forgotten:
+                self._cache[(kind, key)] = (now + (self.ttl if ok else min(self.ttl, FAILURE_SECONDS)), value)
         return value
+
+    def _forget(self, kind: str, key: str) -> None:
+        with self._lock:
+            self._cache.pop((kind, key), None)
+            self._forgotten[(kind, key)] = self._forgotten.get((kind, key), 0) + 1
 
 
 def _reason(exc: Exception) -> str:

@@ -190,6 +190,19 @@ def build_app(
     def message(event, context, client, body):
         answers.submit(on_message, docent, event, context, client, shared_hint=ext_shared(body))
 
+    @app.event("channel_shared")
+    @app.event("channel_unshared")
+    def sharing_changed(event):
+        docent.access.forget_conversation(event.get("channel") or "")
+
+    @app.event("subteam_members_changed")
+    def members_changed(event):
+        docent.access.forget_group(event.get("subteam_id") or "")
+
+    @app.event("subteam_updated")
+    def group_updated(event):
+        docent.access.forget_group((event.get("subteam") or {}).get("id") or "")
+
     @app.command(COMMAND)
     def kb(ack, command, respond):
         on_kb_command(docent, ack, command, respond)

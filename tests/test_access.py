@@ -35,6 +35,7 @@ from test_slack import (  # noqa: E402
     mention,
     message,
     new_channel,
+    new_ts,
     posts_in,
     query_rows,
     running_bot,
@@ -415,6 +416,67 @@ def test_share_of_an_answer_without_restricted_pages_works_anywhere(bot, slack):
     assert not leaks(*posts_in(slack, channel))
 
 
+# -- changes Slack tells us about ---------------------------------------------------------------
+
+
+def _thread_post(slack, bot, channel: str, user: str):
+    """Ask QUESTION in `channel` and return the threaded answer."""
+    event = mention(QUESTION, channel, user=user)
+    bot.event(event)
+    return slack.wait_for(lambda: [c for c in posts_in(slack, channel) if c.params.get("thread_ts") == event["ts"]])[0]
+
+
+def _slack_event(event: dict) -> dict:
+    return envelope({**event, "event_ts": new_ts()})
+
+
+def test_a_channel_turned_slack_connect_is_restricted_as_soon_as_slack_says_so(slack, index, restricted_synced,
+                                                                                 access_files):
+    """Within the cache's minute the channel's old details would still be trusted; Slack's
+    `channel_shared` event drops them, so the very next question is answered public-only."""
+    with running_bot(bot_settings(slack, kb_sources=access_files["public"]), index) as fresh:
+        assert answered_with_the_page(_thread_post(slack, fresh, HR_CHANNEL, OUTSIDER))  # details now cached
+        slack.share_channel(HR_CHANNEL)
+        try:
+            shared = {"type": "channel_shared", "connected_team_id": "T0PARTNER", "channel": HR_CHANNEL}
+            assert fresh.post(json.dumps(_slack_event(shared)).encode(), "application/json").status_code == 200
+            fresh.executor.wait_idle()
+            post = _thread_post(slack, fresh, HR_CHANNEL, OUTSIDER)
+            assert not leaks(post) and not answered_with_the_page(post)
+        finally:
+            del slack.conversations[HR_CHANNEL]
+        unshared = {"type": "channel_unshared", "previously_connected_team_id": "T0PARTNER", "channel": HR_CHANNEL,
+                    "is_ext_shared": False}
+        assert fresh.post(json.dumps(_slack_event(unshared)).encode(), "application/json").status_code == 200
+        fresh.executor.wait_idle()
+        assert answered_with_the_page(_thread_post(slack, fresh, HR_CHANNEL, OUTSIDER))
+
+
+def test_a_user_added_to_a_group_sees_its_scope_as_soon_as_slack_says_so(slack, index, restricted_synced,
+                                                                          access_files):
+    newcomer, dm = "U0HRCAROL", new_channel("D")
+    slack.add_im(dm, newcomer)
+
+    def ask_in_dm(bot):
+        before = len(posts_in(slack, dm))
+        bot.event(message(QUESTION, dm, channel_type="im", user=newcomer))
+        return slack.wait_for(lambda: posts_in(slack, dm)[before:])[0]
+
+    with running_bot(bot_settings(slack, kb_sources=access_files["public"]), index) as fresh:
+        post = ask_in_dm(fresh)
+        assert not leaks(post)  # not a member yet (and the group's members are now cached)
+        slack.set_usergroup(HR_GROUP, [GROUP_MEMBER, newcomer])
+        try:
+            changed = {"type": "subteam_members_changed", "subteam_id": HR_GROUP, "team_id": "T0ACME",
+                       "date_previous_update": 1700000000, "date_update": 1700000100,
+                       "added_users": [newcomer], "added_users_count": "1", "removed_users": [], "removed_users_count": "0"}
+            assert fresh.post(json.dumps(_slack_event(changed)).encode(), "application/json").status_code == 200
+            fresh.executor.wait_idle()
+            assert answered_with_the_page(ask_in_dm(fresh))
+        finally:
+            slack.set_usergroup(HR_GROUP, [GROUP_MEMBER])
+
+
 # -- kb ask --as-channel / --as-user -------------------------------------------------------------
 
 
@@ -570,6 +632,32 @@ def test_slack_lookups_are_cached_and_fail_closed(slack):
     before = len(slack.calls)
     assert idle.scopes(new_channel(), "U1") == ["public"] and len(slack.calls) == before, "nothing to look up"
 
+
+
+def test_an_event_during_a_lookup_keeps_that_lookup_out_of_the_cache(slack):
+    """`channel_shared` arriving while `conversations.info` is in flight: the answer read before
+    the change serves the question that asked, but is not kept for the next one."""
+    from slack_sdk import WebClient
+
+    client = WebClient(token="xoxb-test", base_url=slack.api_url)
+    access = SlackAccess(CONFIG, client, ttl=60)
+    channel = new_channel()
+
+    class EventMidLookup:
+        reads = 0
+
+        def conversations_info(self, channel):
+            reply = client.conversations_info(channel=channel)
+            EventMidLookup.reads += 1
+            if EventMidLookup.reads == 1:
+                slack.share_channel(channel)
+                access.forget_conversation(channel)
+            return reply
+
+    access.client = EventMidLookup()
+    assert access.conversation(channel).shared is False  # read before the change
+    assert access.conversation(channel).shared is True and EventMidLookup.reads == 2
+    assert access.conversation(channel).shared is True and EventMidLookup.reads == 2, "this one is cached"
 
 # -- the sources file ----------------------------------------------------------------------------
 
