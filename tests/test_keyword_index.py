@@ -52,7 +52,8 @@ def test_an_edit_tokenises_only_its_new_chunks_and_scores_as_a_fresh_build(index
 
     _sync(index, wiki_copy, "kw-inc")
     page = wiki_copy / "it" / "vpn.md"
-    page.write_text(page.read_text() + "\n\n## Zebra gateway\n\nThe zebra gateway is quokka-7 on port 4411.\n")
+    # Text no other test adds: a chunk another source already has is not tokenised again.
+    page.write_text(page.read_text() + "\n\n## Ocelot relay\n\nThe ocelot relay is marmot-3 on port 5522.\n")
     report = _sync(index, wiki_copy, "kw-inc")
     assert report.updated == 1
     assert 1 <= index.bm25.last_tokenised <= 3  # of every chunk of every source in the index
