@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +80,14 @@ class TokenisedCorpus:
             if meta.get("version") != TERMS_VERSION:
                 return None
             with np.load(directory / _IDS) as arrays:
-                return cls(meta["fingerprints"], meta["vocab"], arrays["ids"], arrays["offsets"])
-        except (OSError, ValueError, KeyError):
+                corpus = cls(meta["fingerprints"], meta["vocab"], arrays["ids"], arrays["offsets"])
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             return None  # missing or unreadable: tokenise everything, as on a first build
+        consistent = (
+            len(corpus.offsets) == len(corpus.fingerprints) + 1
+            and (len(corpus.ids) == 0 or (corpus.offsets[-1] == len(corpus.ids) and corpus.ids.max() < len(corpus.vocab)))
+        )
+        return corpus if consistent else None
 
 
 def tokenise_corpus(

@@ -87,10 +87,11 @@ def test_a_stale_or_broken_term_cache_means_tokenising_everything(index, sample_
     with index.session() as s:
         total = len(index.store.keyword_rows(s))
 
-    published = index.bm25.dir / index.bm25._published_version()
-    (published / "terms.json").write_text("{not json")
-    index.bm25.rebuild()
-    assert index.bm25.last_tokenised == total
+    for broken_file, content in (("terms.json", "{not json"), ("terms.npz", "not a zip file")):
+        published = index.bm25.dir / index.bm25._published_version()
+        (published / broken_file).write_text(content)
+        index.bm25.rebuild()
+        assert index.bm25.last_tokenised == total, broken_file
 
     monkeypatch.setattr(bm25_terms, "TERMS_VERSION", "next")  # what a release with a new analyzer sets
     index.bm25.rebuild()
