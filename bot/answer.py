@@ -14,10 +14,10 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from bot.llm import NOT_FOUND, says_not_found
 from indexing.index import Index
 from indexing.retrieval import Hit, retrieve
 
-NOT_FOUND = "I could not find this in the knowledge base."
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
 QUOTE_CHARS = 500
@@ -106,14 +106,17 @@ def answer_question(
     clock = time.perf_counter()
     answer = Answer(question=question, found=retrieval.found, text="", sources=sources,
                     timings_ms=timings, signals=retrieval.signals)
-    if not retrieval.found:
-        answer.text = NOT_FOUND + (" The nearest pages are listed below." if sources else "")
-    elif llm is not None:
+    if retrieval.found and llm is not None:
         try:
             answer.text = llm.answer(question, retrieval.hits, numbers)
             answer.llm_used = True
         except Exception as exc:  # any model failure falls back, with a note, never silence
             answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
+        if answer.llm_used and says_not_found(answer.text):
+            answer.found = False  # the passages were near, but the model found no answer in them
+            answer.signals = {**answer.signals, "llm_not_found": True}
+    if not answer.found:
+        answer.text = NOT_FOUND + (" The nearest pages are listed below." if sources else "")
     if answer.found and not answer.text:
         answer.text = extractive_text(retrieval.hits, numbers)
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)

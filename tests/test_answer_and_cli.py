@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 
 from openai_server import FakeOpenAI  # noqa: E402
 
+from bot import blocks  # noqa: E402
 from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
 
@@ -65,6 +66,18 @@ def test_llm_failure_falls_back_to_extractive_with_a_note(index, sample_synced, 
     assert not answer.llm_used and answer.found
     assert "did not answer" in answer.note and "[1]" in answer.text
 
+
+def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, sample_synced, openai_server):
+    """The gate let the question through (a near page), but the model, reading the passages,
+    found no answer in them: the asker is told so, with the pages as nearest, not as sources."""
+    openai_server.reply('"I could not find this in the knowledge base."')
+    llm = LLMClient(openai_server.base_url, "local", timeout=5)
+    answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
+    assert answer.llm_used and not answer.found
+    assert answer.text == NOT_FOUND + " The nearest pages are listed below."
+    assert answer.sources and answer.signals["llm_not_found"] is True
+    assert "Nearest pages" in json.dumps(blocks.answer_blocks(answer)) and "*Sources*" not in json.dumps(
+        blocks.answer_blocks(answer))
 
 def _kb(*args, env=None, stdin=None, timeout=120):
     full_env = {**os.environ, **(env or {})}
