@@ -188,11 +188,20 @@ class Bm25Index:
             stats = {"num_docs": dict(Counter(r.access for r in rows)),
                      "doc_freq": terms.doc_freq([r.access for r in rows])}
             (target / _STATS).write_text(json.dumps(stats, ensure_ascii=False))
+            bm25.corpus = _retriever_corpus(nodes)
+            built = _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"])
+        else:
+            version = f"empty-{version}"
+            built = _Loaded(version=version, bm25=None)
         log.info("BM25 %s: %d chunks, %d tokenised", version, len(rows), tokenised)
         with Session(self.engine) as session:
-            session.merge(IndexState(key=VERSION_KEY, value=version if rows else f"empty-{version}"))
+            session.merge(IndexState(key=VERSION_KEY, value=version))
             session.merge(IndexState(key=BUILT_FROM_KEY, value=generation))
             session.commit()
+        # This process searches the new version at once: its next question does not wait to load
+        # it (0.2-0.4 s at 12,000 chunks). Other processes load it from disk when they see it.
+        with self._lock:
+            self._loaded = built
         self._prune(keep={version})
         self.last_tokenised = tokenised
         return version
@@ -294,23 +303,29 @@ class Bm25Index:
 
     def _load(self, version: str) -> _Loaded:
         import bm25s
-        from llama_index.core.schema import TextNode
-        from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
         if version.startswith("empty-"):
             return _Loaded(version=version, bm25=None)
         path = self.dir / version
         stats = json.loads((path / _STATS).read_text())
         bm25 = bm25s.BM25.load(str(path), load_corpus=False)
-        # BM25Retriever reads hits and filters from the corpus: one node per chunk, text left out.
-        bm25.corpus = [
-            node_to_metadata_dict(
-                TextNode(id_=node_id, text="", metadata={"doc_id": doc_id, "parent_id": parent_id, "access": access}),
-                flat_metadata=True,
-            ) | {"node_id": node_id}
-            for node_id, doc_id, parent_id, access in json.loads((path / _NODES).read_text())
-        ]
+        bm25.corpus = _retriever_corpus(json.loads((path / _NODES).read_text()))
         return _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"])
+
+
+def _retriever_corpus(nodes: list[list[str]]) -> list[dict]:
+    """What BM25Retriever reads hits and filters from: one node per chunk ([node_id, doc_id,
+    parent_id, access]), its text left out."""
+    from llama_index.core.schema import TextNode
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+    return [
+        node_to_metadata_dict(
+            TextNode(id_=node_id, text="", metadata={"doc_id": doc_id, "parent_id": parent_id, "access": access}),
+            flat_metadata=True,
+        ) | {"node_id": node_id}
+        for node_id, doc_id, parent_id, access in nodes
+    ]
 
 
 def _state(session: Session, key: str, default: str) -> str:

@@ -99,6 +99,14 @@ def test_a_stale_or_broken_term_cache_means_tokenising_everything(index, sample_
     assert index.bm25.search("vpn", ["sample"], 1)[0].metadata["doc_id"] == "sample:it/vpn.md"
 
 
+def test_the_syncing_process_searches_the_new_version_without_loading_it(index, sample_synced):
+    version = index.bm25.rebuild()
+    built = index.bm25._loaded
+    assert built is not None and built.version == version  # swapped in by the rebuild itself
+    assert index.bm25.search("vpn", ["sample"], 1)[0].metadata["doc_id"] == "sample:it/vpn.md"
+    assert index.bm25._loaded is built, "the question did not load anything"
+
+
 @pytest.mark.parametrize("groups", [["a", "b", "a"], ["only", "only", "only"]])
 def test_document_frequencies_count_each_chunk_once_per_term(groups):
     def tokenise(texts):
