@@ -322,11 +322,14 @@ def evaluate(
     calibrate: Annotated[bool, typer.Option("--calibrate", help="Sweep the not-found threshold: P/R curve, best value (fit on half, checked on the other)")] = False,
     write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write KB_GATE_MIN_COSINE=<best> into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
+    use_llm: Annotated[bool, typer.Option("--llm", help="Answer with the configured LLM (KB_LLM_BASE_URL): its 'not found' counts as a refusal; --compare's other modes and --calibrate stay retrieval-only")] = False,
 ) -> None:
     """Score retrieval and the not-found gate on labelled questions (hit@k, MRR@10, P/R, latency)."""
     from bot.evaluation import load_questions, run_eval
 
     settings = _settings()
+    if use_llm and not settings.kb_llm_base_url:
+        fail("--llm needs an LLM endpoint: set KB_LLM_BASE_URL (and KB_LLM_MODEL)")
     try:
         items = load_questions(questions)
     except (OSError, ValueError) as exc:
@@ -339,7 +342,9 @@ def evaluate(
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
     modes = ["hybrid", "hybrid-rrf", "vector", "bm25"] if compare else ["hybrid"]
-    results = {mode: run_eval(index, items, scopes=list(scope) or None, mode=mode) for mode in modes}
+    llm = _llm(settings) if use_llm else None
+    results = {mode: run_eval(index, items, scopes=list(scope) or None, mode=mode, llm=llm if mode == "hybrid" else None)
+               for mode in modes}
     result = results["hybrid"]
     if compare:
         result["compare"] = {mode: r["metrics"]["overall"] for mode, r in results.items()}

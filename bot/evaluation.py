@@ -50,8 +50,13 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None, mode: str = "hybrid") -> dict:
-    """Answer every question (extractive) and score it; returns {"metrics", "questions"}."""
+def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None, mode: str = "hybrid",
+             llm=None) -> dict:
+    """Answer every question and score it; returns {"metrics", "questions"}.
+
+    Extractive unless `llm` (a `bot.llm.LLMClient`) is given: then the model writes the answers,
+    its "not found" counts as a refusal (`bot.answer`), and keyword coverage is of its text.
+    """
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
     rows = []
@@ -59,7 +64,7 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
     try:
         for q in questions:
             started = time.perf_counter()
-            answer = answer_question(index, q.question, scopes=scopes, mode=mode)
+            answer = answer_question(index, q.question, scopes=scopes, mode=mode, llm=llm)
             latency = (time.perf_counter() - started) * 1000
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
@@ -69,7 +74,7 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
                 "id": q.id, "kind": q.kind, "found": answer.found, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
                 "keywords": [covered, len(q.keywords)], "timings_ms": answer.timings_ms,
-                "signals": answer.signals,
+                "signals": answer.signals, "llm_used": answer.llm_used,
             })
     finally:
         index.config.top_k = saved_top_k

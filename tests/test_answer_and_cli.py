@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
+from conftest import SAMPLE_WIKI  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402
 
 from bot import blocks  # noqa: E402
@@ -118,3 +119,10 @@ def test_ask_json_and_piped_questions(kb_home, sample_synced):
     piped = _kb("ask", "--json", env=env, stdin="how long is an on-call shift?\n\nwhat is the vpn port?\n")
     answers = [json.loads(line) for line in piped.stdout.splitlines()]
     assert len(answers) == 2 and all(a["sources"] for a in answers)
+
+
+def test_eval_llm_without_an_endpoint_is_one_clear_line(tmp_path):
+    result = _kb("eval", str(SAMPLE_WIKI / "QUESTIONS.jsonl"), "--llm",
+                 env={"KB_HOME": str(tmp_path), "KB_LLM_BASE_URL": ""})
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].endswith("--llm needs an LLM endpoint: set KB_LLM_BASE_URL (and KB_LLM_MODEL)")

@@ -36,3 +36,25 @@ def test_eval_over_the_sample_wiki(index, sample_synced):
     row = result["questions"][0]
     assert {"id", "kind", "found", "sources", "hit_rank", "latency_ms"} <= set(row)
     assert index.config.top_k == 5  # the eval's deeper ranking does not leak into later answers
+
+
+def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced):
+    """`kb eval --llm`: the model answers what the gate lets through, and its "not found" is scored
+    as a refusal (here it says so every time)."""
+    from bot.llm import NOT_FOUND, LLMClient
+    from tests.openai_server import FakeOpenAI
+
+    questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
+    extractive = run_eval(index, questions, scopes=["sample"])
+    server = FakeOpenAI().start()
+    try:
+        server.reply(NOT_FOUND)
+        with_llm = run_eval(index, questions, scopes=["sample"], llm=LLMClient(server.base_url, "local", timeout=5))
+    finally:
+        server.stop()
+    passed_gate = [r["id"] for r in extractive["questions"] if r["found"]]
+    assert passed_gate and len(server.requests) == len(passed_gate)
+    assert [r["id"] for r in with_llm["questions"] if r["llm_used"]] == passed_gate
+    assert not any(r["found"] for r in with_llm["questions"])
+    assert with_llm["metrics"]["overall"]["not_found_recall"] == 1.0
+    assert with_llm["metrics"]["overall"]["hit@1"] == extractive["metrics"]["overall"]["hit@1"]  # ranking unchanged
