@@ -1,5 +1,6 @@
 """The BM25 index: what it indexes, and that a rebuild after an edit tokenises only what changed
-yet scores exactly as a build from scratch with LlamaIndex's BM25Retriever would."""
+yet scores exactly as a build from scratch with LlamaIndex's BM25Retriever would (with its own
+metadata filter for a scoped search)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def test_a_page_is_found_by_the_words_of_its_path(index, wiki_copy):
 
 def test_an_edit_tokenises_only_its_new_chunks_and_scores_as_a_fresh_build(index, wiki_copy):
     from llama_index.core.schema import QueryBundle, TextNode
+    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
     from llama_index.retrievers.bm25 import BM25Retriever
 
     _sync(index, wiki_copy, "kw-inc")
@@ -61,14 +63,21 @@ def test_an_edit_tokenises_only_its_new_chunks_and_scores_as_a_fresh_build(index
     # The same chunks, indexed from scratch by the library (no reuse of anything).
     rows = _search_texts(index)
     fresh = BM25Retriever(
-        nodes=[TextNode(id_=node_id, text=text) for node_id, _, text in rows],
+        nodes=[TextNode(id_=node_id, text=text, metadata={"access": access}, excluded_embed_metadata_keys=["access"])
+               for node_id, access, text in rows],
         stemmer=_stemmer(), language="en", token_pattern=TOKEN_PATTERN, similarity_top_k=10,
     )
+    fresh.bm25.corpus = fresh.corpus  # as BM25Retriever.from_persist_dir would have it
+    only_this_source = BM25Retriever(  # the library's own metadata filter, for the scoped search
+        existing_bm25=fresh.bm25, stemmer=_stemmer(), token_pattern=TOKEN_PATTERN, similarity_top_k=10,
+        filters=MetadataFilters(filters=[MetadataFilter(key="access", value=["kw-inc"], operator=FilterOperator.IN)]),
+    )
     for question in QUESTIONS:
-        ours = [(h.node_id, round(h.score, 4)) for h in index.bm25.search(question, None, 10)]
-        theirs = [(h.node.node_id, round(float(h.score), 4))
-                  for h in fresh.retrieve(QueryBundle(query_str=analyze(question))) if h.score > 0]
-        assert ours == theirs, question
+        for scopes, reference in ((None, fresh), (["kw-inc"], only_this_source)):
+            ours = [(h.node_id, round(h.score, 4)) for h in index.bm25.search(question, scopes, 10)]
+            theirs = [(h.node.node_id, round(float(h.score), 4))
+                      for h in reference.retrieve(QueryBundle(query_str=analyze(question))) if h.score > 0]
+            assert ours == theirs, (question, scopes)
 
     # The gate's document frequencies, counted the slow way for the edited source.
     expected: dict[str, int] = {}
