@@ -18,21 +18,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack  # noqa: E402
+from slack_api_server import APP_TOKEN, BOT_TOKEN  # noqa: E402
 from socket_mode_peer import SocketModePeer  # noqa: E402
-from test_slack import (  # noqa: E402
-    PARENTAL, TrackingExecutor, bot_settings, envelope, mention, new_channel, posts_in, query_rows, wait_until,
+from test_slack import (  # noqa: E402, F401 (slack: the local Web API fixture, one per module)
+    PARENTAL, TrackingExecutor, bot_settings, envelope, mention, new_channel, posts_in, query_rows, slack, wait_until,
 )
 
 from bot.serve import StartupError, connect_socket_mode  # noqa: E402
 from bot.slack_app import build_app, web_client  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[FakeSlack]:
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
