@@ -90,23 +90,24 @@ def tokens(text: str) -> list[str]:
 
 
 def _terms(analyzed: str) -> list[str]:
-    import bm25s
-
-    return bm25s.tokenize(
-        [analyzed], token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
-        return_ids=False, show_progress=False,
-    )[0]
+    return _bm25s_tokenize([analyzed], return_ids=False)[0]
 
 
 def _tokenise(analyzed: list[str]) -> tuple[list[list[int]], dict[str, int]]:
     """Term ids of each text and their vocabulary, in one bm25s call: it costs ~0.3 ms per
-    call whatever the text (progress bars, a vocabulary). Same settings as `_terms`."""
+    call whatever the text (progress bars, a vocabulary)."""
+    result = _bm25s_tokenize(analyzed, return_ids=True)
+    return result.ids, result.vocab
+
+
+def _bm25s_tokenize(analyzed: list[str], *, return_ids: bool):
+    """The one place the index's tokenizer settings are spelled out (questions and chunks alike)."""
     import bm25s
 
-    result = bm25s.tokenize(
-        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(), show_progress=False,
+    return bm25s.tokenize(
+        analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
+        return_ids=return_ids, show_progress=False,
     )
-    return result.ids, result.vocab
 
 
 def chunk_search_text(text: str, title: str | None, heading_path: str | None, path: str | None) -> str:

@@ -219,9 +219,7 @@ def _parents(
         sections = {p.id: p for p in s.exec(select(ParentSection).where(ParentSection.id.in_(best)))}
         doc_ids = {p.doc_id for p in sections.values()}
         docs = {d.id: d for d in s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(doc_ids)))}
-        table = index.store.table
-        kid_ids = [c for pid in best for c in by_parent[pid]]
-        texts = dict(s.execute(select(table.node_id, table.text).where(table.node_id.in_(kid_ids))).all())
+        texts = index.store.texts(s, [c for pid in best for c in by_parent[pid]])
     hits = []
     for pid in best:
         section, kids = sections.get(pid), by_parent[pid]
