@@ -351,6 +351,9 @@ NAVIGATION_MACROS = {
 }
 
 
+_MARKED_SECTION = re.compile(r"<!\[(?!CDATA\[)")
+
+
 def storage_to_markdown(storage: str, users: dict[str, str] | None = None,
                         page_link: Callable[[str, str | None], str | None] | None = None,
                         deadline: Deadline | None = None) -> str:
@@ -368,6 +371,9 @@ def storage_to_markdown(storage: str, users: dict[str, str] | None = None,
     """
     deadline = deadline or Deadline(None)
     check_markup(storage)
+    # Python's HTML parser rejects a "<![" that opens no CDATA section ("<![i](x.png)", a Markdown
+    # image written after a "<"); as text it is what the author meant.
+    storage = _MARKED_SECTION.sub("&lt;![", storage)
     soup = BeautifulSoup(storage, "html.parser")
     check_depth(soup)
     for macro in reversed(soup.find_all(["ac:structured-macro", "ac:macro"])):
