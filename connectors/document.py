@@ -3,7 +3,9 @@
 Connectors know nothing about indexes. Whatever the source (a Markdown folder, a Confluence
 export), the rest of Docent sees `SourceDocument`s whose `text` is Markdown with `#` headings.
 A page that could not be read is still a `SourceDocument`, with `error` set, so the sync can
-record it as FAILED with the reason and go on with the others.
+record it as FAILED with the reason and go on with the others. A page that was read but holds
+nothing to index (an empty file, a Confluence page that is only a children macro) has `skipped`
+set instead: SKIPPED is not broken, and a handbook with placeholder pages syncs cleanly.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class SourceDocument:
     updated_at: datetime | None = None
     access: str = PUBLIC  # access scope; "public" is visible everywhere
     metadata: dict = field(default_factory=dict)  # tags, author, space, attachments, ...
-    error: str | None = None
+    error: str | None = None  # could not be read: FAILED, its previous version keeps serving
+    skipped: str | None = None  # read fine, but nothing to index (an empty page): SKIPPED, with the reason
 
     @property
     def doc_id(self) -> str:

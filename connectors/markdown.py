@@ -3,8 +3,9 @@
 Every `.md`, `.markdown`, `.mdx` and `.txt` file under the root becomes one `SourceDocument`.
 YAML front matter (`title`, `url`, `tags`) is parsed and removed; the title comes from front
 matter, else the first `# H1`, else the file name. A file that cannot be read (bad encoding,
-binary, empty, too big, broken front matter) becomes a document with `error` set: the sync
-records it as FAILED and carries on.
+binary, too big, broken front matter) becomes a document with `error` set: the sync records it
+as FAILED and carries on. An empty file (or one with only front matter) is `skipped`: nothing to
+index, nothing broken.
 
 Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
 never end), never more than `max_bytes`, and never through a link that leaves the root. Front
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
-import fnmatch
 import os
 import re
 import stat
@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from connectors.document import PUBLIC, SourceDocument
+from connectors.globs import GlobFilter
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
@@ -42,14 +43,15 @@ class MarkdownFolder:
 
     root: Path
     source: str = "wiki"
-    include: list[str] = field(default_factory=list)  # globs; empty means every Markdown file
-    exclude: list[str] = field(default_factory=list)  # globs, e.g. "SOURCE.md", "drafts/**"
+    include: list[str] = field(default_factory=list)  # gitignore-style globs; empty means every Markdown file
+    exclude: list[str] = field(default_factory=list)  # e.g. "SOURCE.md", "drafts/**" (connectors.globs)
     url_template: str | None = None  # e.g. "https://github.com/acme/handbook/blob/main/{path}"
     access: str = PUBLIC
     max_bytes: int = DEFAULT_MAX_BYTES
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
+        self.globs = GlobFilter(tuple(self.include), tuple(self.exclude))
 
     def documents(self) -> Iterator[SourceDocument]:
         """Every wanted file under the root, read (or failed) one at a time.
@@ -80,9 +82,7 @@ class MarkdownFolder:
             return False
         if pure.suffix.lower() not in MARKDOWN_SUFFIXES:
             return False
-        if self.include and not _matches_any(rel, self.include):
-            return False
-        return not _matches_any(rel, self.exclude)
+        return self.globs.wants(rel)
 
     def read(self, rel: str) -> SourceDocument:
         """Read one file into a document; problems become the document's `error`."""
@@ -97,7 +97,8 @@ class MarkdownFolder:
             doc.updated_at = datetime.fromtimestamp(mtime, tz=timezone.utc)
             meta, body = _split_front_matter(_decode(raw))
             if not body.strip():
-                raise ValueError("empty document: no text after front matter" if meta else "empty document")
+                doc.skipped = "empty page: no text after front matter" if meta else "empty page"
+                return doc
             doc.text = body
             doc.title = _meta_text(meta, "title") or _first_h1(body) or _title_from_name(rel)
             doc.url = _meta_text(meta, "url") or doc.url
@@ -147,17 +148,6 @@ class MarkdownFolder:
             return full.resolve(strict=True).is_relative_to(self.root)
         except (OSError, RuntimeError):
             return False
-
-
-def _matches_any(rel: str, patterns: list[str]) -> bool:
-    """Glob match against the whole relative path, or the file name for slash-free patterns."""
-    name = PurePosixPath(rel).name
-    for pattern in patterns:
-        if fnmatch.fnmatch(rel, pattern) or ("/" not in pattern and fnmatch.fnmatch(name, pattern)):
-            return True
-        if pattern.endswith("/**") and rel.startswith(pattern[:-2]):
-            return True
-    return False
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -12,6 +12,7 @@
     base_url = "https://acme.atlassian.net/wiki"                          # confluence
     access = "public"                 # access scope of every document of this source
     schedule = "every 30m"            # "every 90s|15m|6h|1d", or a 5-field cron "0 3 * * *"
+    max_delete = "50%"                # most one sync may delete: a share (default 50%, from 10 pages) or pages
 
     [[source]]
     name = "confluence"
@@ -28,17 +29,27 @@
 any other scope only where a `[scopes.NAME]` table says so. Paths in `location` are relative to
 the sources file's folder. A YAML file has the same shape: a `sources:` list, a `scopes:`
 mapping and `shared_channels`. (In TOML, top-level keys go before the first table.)
+
+Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
+type coercion): a typo, a number where text belongs or a bare string where a list belongs
+(`exclude = "drafts/**"`, which as a list of characters would exclude every file) stops Docent
+at start with the file, the table and the key. Globs follow gitignore rules (`connectors.globs`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
+from connectors.globs import GlobFilter
 
 KINDS = ("markdown", "confluence-html", "confluence-xml")
 CONFLUENCE_KINDS = ("confluence-html", "confluence-xml")
@@ -50,11 +61,67 @@ _SLACK_IDS = {
     "users": (re.compile(r"^[UW][A-Z0-9]+$"), "a Slack user id such as U0123ABCD (not a @name)"),
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
-_TOP_LEVEL = {"source", "sources", "scopes", "shared_channels"}
+_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels")
+# Deletion guard defaults: a sync may not delete more than half of a source's pages when that is
+# 10 pages or more (a vanished mount or a wrong glob), nor every page of a source (any number).
+DEFAULT_DELETE_SHARE = 0.5
+DELETE_FLOOR = 10
 
 
 class SourcesError(ValueError):
     """The sources file is missing, unreadable or wrong; the message says where."""
+
+
+@dataclass(frozen=True)
+class DeletionLimit:
+    """How much of its pages one sync of a source may delete (`max_delete` in the sources file):
+    `pages` (at most that many) or `share` (at most that share, once it is `DELETE_FLOOR` pages
+    or more). Whatever the limit, a sync that finds no page at all where there were some deletes
+    nothing: that is what an unmounted share or a half-finished clone looks like."""
+
+    share: float | None = DEFAULT_DELETE_SHARE
+    pages: int | None = None
+
+    def refusal(self, deleting: int, indexed: int, found: int) -> str | None:
+        """Why deleting `deleting` of `indexed` pages (having found `found`) is refused; None: allowed."""
+        if deleting == 0:
+            return None
+        if found == 0 and indexed > 0:
+            return (f"found no pages where {indexed} were indexed (an empty or unmounted folder, or "
+                    f"include/exclude globs that match nothing?); deleting none of them")
+        if self.pages is not None:
+            if deleting > self.pages:
+                return f"would delete {deleting} of {indexed} pages, more than max_delete = {self.pages}; deleting none"
+            return None
+        share = self.share if self.share is not None else DEFAULT_DELETE_SHARE
+        if deleting >= DELETE_FLOOR and deleting > share * indexed:
+            return (f"would delete {deleting} of {indexed} pages, more than {share:.0%} of the source; "
+                    f"deleting none")
+        return None
+
+    def __str__(self) -> str:
+        return f"{self.pages} pages" if self.pages is not None else f"{self.share:.0%}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A re-sync schedule, parsed when the sources file is read: "every 30m" or a 5-field cron (UTC)."""
+
+    text: str
+    interval_seconds: int | None = None  # None: `text` is a cron expression
+
+    def trigger(self):
+        """The apscheduler trigger for it."""
+        if self.interval_seconds is not None:
+            from apscheduler.triggers.interval import IntervalTrigger
+
+            return IntervalTrigger(seconds=self.interval_seconds, timezone="UTC")
+        from apscheduler.triggers.cron import CronTrigger
+
+        return CronTrigger.from_crontab(self.text, timezone="UTC")
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass
@@ -67,7 +134,13 @@ class SourceConfig:
     url_template: str | None = None
     base_url: str | None = None
     access: str | dict[str, str] = PUBLIC  # a scope; for Confluence also {space key: scope, "*": the rest}
-    schedule: str | None = None
+    schedule: Schedule | None = None
+    max_delete: DeletionLimit = field(default_factory=DeletionLimit)
+    adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
+
+    def __post_init__(self) -> None:
+        if isinstance(self.schedule, str):
+            self.schedule = parse_schedule(self.schedule)
 
     @property
     def scopes(self) -> set[str]:
@@ -87,6 +160,10 @@ class SourceConfig:
         """Folder sources can be watched; a .zip export changes as a whole."""
         return self.location.is_dir()
 
+    @property
+    def globs(self) -> GlobFilter:
+        return GlobFilter(tuple(self.include), tuple(self.exclude))
+
 
 @dataclass
 class SourcesFile:
@@ -94,6 +171,60 @@ class SourcesFile:
 
     sources: list[SourceConfig]
     access: AccessConfig
+
+
+# -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _SourceTable(_Table):
+    name: str = ""
+    location: str | None = None
+    kind: str | None = None
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    url_template: str | None = None
+    base_url: str | None = None
+    access: str | dict[str, str] = PUBLIC
+    schedule: str | None = None
+    max_delete: int | str | None = None
+
+
+class _ScopeTable(_Table):
+    channels: list[str] = Field(default_factory=list)
+    users: list[str] = Field(default_factory=list)
+    usergroups: list[str] = Field(default_factory=list)
+
+
+_EXPECTED = {
+    "name": "a name such as \"handbook\"",
+    "location": "a folder or .zip path in quotes",
+    "kind": f"one of {', '.join(KINDS)}",
+    "include": "a list of globs, e.g. include = [\"**/*.md\"] (a single glob too goes in [ ])",
+    "exclude": "a list of globs, e.g. exclude = [\"drafts/**\"] (a single glob too goes in [ ])",
+    "url_template": "text with {path}, e.g. \"https://github.com/acme/handbook/blob/main/{path}\"",
+    "base_url": "a URL in quotes",
+    "access": "a scope name, or for Confluence { SPACEKEY = \"scope\", \"*\" = \"default\" }",
+    "schedule": "text: \"every 30m\" or a 5-field cron such as \"0 3 * * *\"",
+    "max_delete": "a number of pages (e.g. 25) or a share such as \"50%\"",
+}
+
+
+def _shape_error(exc: ValidationError, where: str, ids_hint: bool = False) -> SourcesError:
+    """One line for the first thing pydantic found wrong: the table, the key and what it must be."""
+    errors = exc.errors()
+    extra = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+    if extra:
+        allowed = ", ".join(_SLACK_IDS) if ids_hint else ", ".join(_SourceTable.model_fields)
+        return SourcesError(f"{where}: unknown setting(s) {', '.join(extra)} (expected {allowed})")
+    key = str(errors[0]["loc"][0])
+    if ids_hint:
+        return SourcesError(f"{where}: {key} must be a list of ids, e.g. {key} = [\"{_example(key)}\"]")
+    got = type(errors[0]["input"]).__name__.replace("str", "text").replace("dict", "table")
+    return SourcesError(f"{where}: {key} must be {_EXPECTED.get(key, 'as documented')}, not {got}")
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -126,14 +257,14 @@ def read_sources_file(path: Path) -> SourcesFile:
         raise SourcesError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise SourcesError(f"{path}: expected a mapping with a sources list (and optionally scopes)")
-    unknown = set(data) - _TOP_LEVEL
+    unknown = set(data) - set(_TOP_LEVEL)
     if unknown:
         raise SourcesError(f"{path}: unknown top-level setting(s) {', '.join(sorted(map(str, unknown)))} "
                            f"(expected source, scopes, shared_channels)")
     entries = data.get("sources") or data.get("source") or []
     if not isinstance(entries, list) or not entries:
         raise SourcesError(f"{path}: no sources defined (expected [[source]] tables)")
-    sources = [_source(entry, path.parent, f"{path}: source #{n}") for n, entry in enumerate(entries, start=1)]
+    sources = [_source(entry, path.parent, f"{path}: [[source]] #{n}") for n, entry in enumerate(entries, start=1)]
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
@@ -158,28 +289,32 @@ def parse_access(data: dict, where: str) -> AccessConfig:
                                f"(use another scope name to restrict pages)")
         if not isinstance(table, dict):
             raise SourcesError(f"{here}: expected a table with channels, users and/or usergroups")
-        unknown = set(table) - set(_SLACK_IDS)
-        if unknown:
-            raise SourcesError(f"{here}: unknown setting(s) {', '.join(sorted(map(str, unknown)))} "
-                               f"(expected channels, users, usergroups)")
-        scopes[name] = ScopeRule(**{key: frozenset(_slack_ids(table.get(key, []), key, here)) for key in _SLACK_IDS})
+        try:
+            parsed = _ScopeTable.model_validate(table)
+        except ValidationError as exc:
+            raise _shape_error(exc, here, ids_hint=True) from None
+        scopes[name] = ScopeRule(**{key: frozenset(_slack_ids(getattr(parsed, key), key, here)) for key in _SLACK_IDS})
     return AccessConfig(scopes=scopes, shared_channels=shared)
 
 
-def _slack_ids(value, key: str, where: str) -> list[str]:
-    if not isinstance(value, list):
-        raise SourcesError(f"{where}: {key} must be a list of ids, e.g. {key} = [\"{_example(key)}\"]")
+def _slack_ids(value: list[str], key: str, where: str) -> list[str]:
     pattern, what = _SLACK_IDS[key]
     for item in value:
         if item == WILDCARD and key in ("channels", "users"):
             continue
-        if not isinstance(item, str) or not pattern.match(item):
+        if not pattern.match(item):
             raise SourcesError(f"{where}: {key}: {item!r} is not {what}")
     return value
 
 
 def _example(key: str) -> str:
-    return {"channels": "C0123ABCD", "users": "U0123ABCD", "usergroups": "S0123ABCD"}[key]
+    return {"channels": "C0123ABCD", "users": "U0123ABCD", "usergroups": "S0123ABCD"}.get(key, "…")
+
+
+def check_source_name(name: str, where: str = "source") -> None:
+    """Source names become document ids ("name:path"): letters, digits, '.', '_', '-'."""
+    if not _NAME.match(name):
+        raise SourcesError(f"{where}: name {name!r} must be letters, digits, '.', '_' or '-'")
 
 
 def _check_scope_name(name, where: str) -> None:
@@ -187,14 +322,11 @@ def _check_scope_name(name, where: str) -> None:
         raise SourcesError(f"{where}: access scope {name!r} must be letters, digits, '.', '_', ':' or '-'")
 
 
-def _access(value, kind: str | None, where: str) -> str | dict[str, str]:
+def _access(value: str | dict[str, str], kind: str | None, where: str) -> str | dict[str, str]:
     """A source's `access`: one scope, or for Confluence a mapping of space keys to scopes."""
     if isinstance(value, str):
         _check_scope_name(value, f"{where}: access")
         return value
-    if not isinstance(value, dict):
-        raise SourcesError(f"{where}: access must be a scope name, or for Confluence "
-                           f"{{ SPACEKEY = \"scope\", \"*\" = \"default\" }}")
     if kind is not None and kind not in CONFLUENCE_KINDS:
         raise SourcesError(f"{where}: access per space is only for confluence-html and confluence-xml sources; "
                            f"a {kind} source has one access scope")
@@ -202,33 +334,34 @@ def _access(value, kind: str | None, where: str) -> str | dict[str, str]:
         raise SourcesError(f"{where}: access per space needs a \"*\" entry: the scope of pages in other spaces")
     seen: dict[str, str] = {}
     for space, scope in value.items():
-        if not isinstance(space, str) or not space.strip():
+        if not space.strip():
             raise SourcesError(f"{where}: access: space keys must be non-empty strings")
         if space.casefold() in seen:
             raise SourcesError(f"{where}: access: space {space!r} is listed twice (as {seen[space.casefold()]!r})")
         seen[space.casefold()] = space
-        if not isinstance(scope, str):
-            raise SourcesError(f"{where}: access: the scope of space {space!r} must be a scope name")
         _check_scope_name(scope, f"{where}: access of space {space!r}")
     return dict(value)
 
 
-def _source(entry: dict, base: Path, where: str) -> SourceConfig:
+def _source(entry, base: Path, where: str) -> SourceConfig:
     if not isinstance(entry, dict):
         raise SourcesError(f"{where}: expected a table of settings")
-    unknown = set(entry) - {f for f in SourceConfig.__dataclass_fields__}
-    if unknown:
-        raise SourcesError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
-    name = str(entry.get("name", ""))
-    if not _NAME.match(name):
-        raise SourcesError(f"{where}: name {name!r} must be letters, digits, '.', '_' or '-'")
-    if "location" not in entry:
-        raise SourcesError(f"{where} ({name}): location is required")
-    kind = entry.get("kind")
+    named = f"{where} ({entry['name']})" if isinstance(entry.get("name"), str) else where
+    try:
+        table = _SourceTable.model_validate(entry)
+    except ValidationError as exc:
+        raise _shape_error(exc, named) from None
+    name = table.name
+    check_source_name(name, where)
+    if table.location is None:
+        raise SourcesError(f"{named}: location is required")
+    kind = table.kind
     if kind is not None and kind not in KINDS:
-        raise SourcesError(f"{where} ({name}): kind must be one of {', '.join(KINDS)}")
-    access = _access(entry.get("access", PUBLIC), kind, f"{where} ({name})")
-    location = Path(entry["location"]).expanduser()
+        raise SourcesError(f"{named}: kind must be one of {', '.join(KINDS)}")
+    if kind in CONFLUENCE_KINDS and (table.include or table.exclude):
+        raise SourcesError(f"{named}: include and exclude apply to Markdown folders; a {kind} export is read whole")
+    access = _access(table.access, kind, named)
+    location = Path(table.location).expanduser()
     if not location.is_absolute():
         location = (base / location).resolve()
     if isinstance(access, dict) and kind is None and location.exists():
@@ -239,33 +372,73 @@ def _source(entry: dict, base: Path, where: str) -> SourceConfig:
         except (OSError, ValueError, zipfile.BadZipFile):
             detected = None  # unreadable now: the sync will say why
         if detected == "markdown":
-            raise SourcesError(f"{where} ({name}): access per space is only for Confluence exports, "
+            raise SourcesError(f"{named}: access per space is only for Confluence exports, "
                                f"and {location} is not one")
-    schedule = entry.get("schedule")
-    if schedule is not None:
-        parse_schedule(str(schedule), where=f"{where} ({name})")
+    schedule = parse_schedule(table.schedule, where=f"{named}: schedule") if table.schedule is not None else None
     return SourceConfig(
-        name=name, location=location, kind=kind,
-        include=list(entry.get("include", [])), exclude=list(entry.get("exclude", [])),
-        url_template=entry.get("url_template"), base_url=entry.get("base_url"),
-        access=access, schedule=schedule,
+        name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
+        url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
+        max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"),
     )
 
 
 _INTERVAL = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
+_SHARE = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
 
 
-def parse_schedule(text: str, where: str = "schedule") -> dict:
-    """"every 15m" → {"interval": seconds}; a 5-field cron → {"cron": text}."""
+def parse_schedule(text: str, where: str = "schedule") -> Schedule:
+    """"every 15m" (s, m, h, d) or a 5-field cron (UTC), checked now by apscheduler itself, so a
+    schedule that could never fire stops Docent at start rather than when it first comes due."""
     text = text.strip()
     if match := _INTERVAL.match(text):
         seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
         if seconds <= 0:
             raise SourcesError(f"{where}: the interval must be positive")
-        return {"interval": seconds}
+        return Schedule(text=text, interval_seconds=seconds)
     if len(text.split()) == 5:
-        return {"cron": text}
-    raise SourcesError(f"{where}: schedule {text!r} is neither 'every <n>s|m|h|d' nor a 5-field cron")
+        schedule = Schedule(text=text)
+        try:
+            schedule.trigger()
+        except ValueError as exc:
+            raise SourcesError(f"{where}: cron {text!r} is not valid: {exc}") from None
+        return schedule
+    raise SourcesError(f"{where}: {text!r} is neither 'every <n>s|m|h|d' nor a 5-field cron")
+
+
+def parse_max_delete(value: int | str | None, where: str = "max_delete") -> DeletionLimit:
+    """`max_delete = 25` (pages), `"50%"` (a share of the source's pages), or unset: the default."""
+    if value is None:
+        return DeletionLimit()
+    if isinstance(value, bool):
+        raise SourcesError(f"{where}: must be {_EXPECTED['max_delete']}, not true/false")
+    if isinstance(value, int):
+        if value < 0:
+            raise SourcesError(f"{where}: must not be negative")
+        return DeletionLimit(share=None, pages=value)
+    if match := _SHARE.match(value.strip()):
+        share = float(match.group(1)) / 100
+        if share > 1:
+            raise SourcesError(f"{where}: a share is at most 100%")
+        return DeletionLimit(share=share)
+    raise SourcesError(f"{where}: must be {_EXPECTED['max_delete']}, not {value!r}")
+
+
+def adhoc_name(location: Path, taken: dict[str, str]) -> str:
+    """The source name `kb sync PATH` gives a folder or export of its own: the file or folder
+    name as a source name ("exports/html-space" → "html-space"), with a short hash of the full
+    path when that name already belongs to another location (`taken`: name → location).
+    The same path always gets the same name, so re-syncing it updates the same pages."""
+    location = Path(location).resolve()
+    stem = location.stem if location.is_file() or location.suffix.lower() == ".zip" else location.name
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-._")[:48] or "wiki"
+    if not base[0].isalnum():
+        base = f"s{base}"
+    for name, where in taken.items():
+        if where == str(location):
+            return name
+    if base not in taken:
+        return base
+    return f"{base}-{hashlib.sha1(str(location).encode()).hexdigest()[:6]}"
 
 
 def open_connector(source: SourceConfig):

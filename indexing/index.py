@@ -39,7 +39,8 @@ class Index:
             return self.store.count(s)
 
     def status(self, scopes: list[str] | None = None) -> dict:
-        """Counts for `kb status`: documents by status, chunks, last sync per source.
+        """Counts for `kb status`: documents by status, chunks, failed and skipped pages with their
+        reasons, last sync per source (with its result: ok, refused, aborted).
 
         With `scopes` (what `/kb status` may show where it is asked), documents, chunks and
         failures are those of these access scopes only. Sync runs belong to a source, not a
@@ -50,6 +51,7 @@ class Index:
         with self.session() as s:
             by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
             failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
+            skips = s.exec(select(Record).where(Record.status == registry.Status.SKIPPED, *visible)).all()
             runs = s.exec(select(registry.SyncRun).order_by(registry.SyncRun.id.desc()).limit(50)).all()
             chunks = self.store.count(s, None if scopes is None else list(scopes))
         last_runs: dict[str, registry.SyncRun] = {}
@@ -59,6 +61,7 @@ class Index:
             "documents": {str(k.value if hasattr(k, "value") else k): v for k, v in by_status.items()},
             "chunks": chunks,
             "failed": [(d.id, d.error) for d in failures],
+            "skipped": [(d.id, d.error) for d in skips],
             "last_runs": list(last_runs.values()),
             "database": self.location,
             "home": str(self.config.home),
@@ -74,4 +77,5 @@ _TABLES = [
     registry.EmbeddingCache,
     registry.SyncRun,
     registry.IndexState,
+    registry.SourceRecord,
 ]

@@ -3,7 +3,9 @@
 - `documents`: one row per source document — the registry that makes sync incremental.
 - `parent_sections`: the parents' text (our docstore): what answers read and cite.
 - `embedding_cache`: vectors by hash of (model, text), so identical text is never re-embedded.
-- `sync_runs`: one row per sync, for `kb status`.
+- `sync_runs`: one row per sync, for `kb status`, with its result (ok, refused, aborted).
+- `sources`: one row per source ever synced (kind, location, its settings when synced ad hoc),
+  so `kb sources` can list them and `kb sync PATH` gives the same folder the same name.
 - `index_state`: small key/values, e.g. the BM25 version readers compare against.
 
 Child chunks live in PGVectorStore's own table (`data_docent_chunks`).
@@ -32,7 +34,15 @@ class Status(str, Enum):
     PENDING = "PENDING"
     PROCESSING = "PROCESSING"
     SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
+    FAILED = "FAILED"  # could not be read or indexed; the previous version (if any) keeps serving
+    SKIPPED = "SKIPPED"  # read fine, nothing to index (an empty page); `error` holds the reason
+
+
+class RunResult(str, Enum):
+    RUNNING = "running"
+    OK = "ok"
+    REFUSED = "refused"  # the deletion guard stopped it: nothing was deleted (`reason` says why)
+    ABORTED = "aborted"  # the source could not be read at all: nothing was deleted
 
 
 class DocumentRecord(SQLModel, table=True):
@@ -84,7 +94,25 @@ class SyncRun(SQLModel, table=True):
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    skipped: int = 0
+    result: str = RunResult.RUNNING.value
+    reason: str | None = Field(default=None, sa_column=Column(Text))
     errors: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+
+
+class SourceRecord(SQLModel, table=True):
+    """A source as last synced. `origin` is "config" (the sources file or KB_WIKI) or "adhoc"
+    (`kb sync PATH`); an ad-hoc source's settings are kept so a re-sync reads it the same way."""
+
+    __tablename__ = "sources"
+
+    name: str = Field(primary_key=True)
+    kind: str = ""
+    location: str = ""
+    origin: str = "config"
+    settings: dict = Field(default_factory=dict, sa_column=Column(JSON))  # include, exclude, access, ...
+    first_synced_at: datetime = Field(default_factory=utcnow)
+    last_synced_at: datetime = Field(default_factory=utcnow)
 
 
 class IndexState(SQLModel, table=True):

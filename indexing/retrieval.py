@@ -1,7 +1,10 @@
 """Hybrid retrieval: vector ∥ BM25 over child chunks → fused per parent section → top sections.
 
 Both legs filter by the asker's access scopes inside the search (SQL filter; BM25 weight mask),
-so a restricted page can neither be returned nor influence ranking or the not-found gate.
+so a restricted page can neither be returned nor influence ranking or the not-found gate. And
+every section is checked against its document's *current* scope (the registry row, read in the
+same query as the section) before it is returned: a keyword index built before a scope change
+can rank a page, but never show it where it is no longer visible.
 
 Fusion is a weighted sum of each parent's best cosine and its best BM25 score (normalised by
 the question's top BM25 score); reciprocal-rank fusion (k=60) remains as the `hybrid-rrf` mode
@@ -96,7 +99,7 @@ def retrieve(
     else:
         alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(question) else cfg.vector_weight)
         parent_score, by_parent = score_parents(dense, keyword, alpha)
-    hits = _parents(index, parent_score, by_parent, dense, keyword, top_k)
+    hits = _parents(index, parent_score, by_parent, dense, keyword, top_k, scopes)
     signals = gate_signals(index, question, scopes, dense, keyword, hits)
     found = bool(hits) and is_found(signals, cfg.min_cosine, cfg.agree_min_cosine)
     lap("fuse")
@@ -207,9 +210,10 @@ def is_found(signals: dict, min_cosine: float, agree_min_cosine: float = 0.42) -
 
 def _parents(
     index: Index, parent_score: dict[str, float], by_parent: dict[str, list[str]],
-    dense: list[ChunkHit], keyword: list[ChunkHit], top_k: int,
+    dense: list[ChunkHit], keyword: list[ChunkHit], top_k: int, scopes: list[str] | None = None,
 ) -> list[Hit]:
-    """The top parents with their text, document details and raw signals."""
+    """The top parents with their text, document details and raw signals — only of documents whose
+    current access scope is among `scopes` (None: all)."""
     cosine = {h.node_id: h.score for h in dense}
     bm25 = {h.node_id: h.score for h in keyword}
     best = sorted(parent_score, key=parent_score.get, reverse=True)[:top_k]
@@ -226,6 +230,8 @@ def _parents(
         if section is None or section.doc_id not in docs:
             continue  # deleted between the search and now
         doc = docs[section.doc_id]
+        if scopes is not None and doc.access not in scopes:
+            continue  # its scope changed since a leg's index was built: not visible here any more
         hits.append(
             Hit(
                 parent_id=pid,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from connectors.sources import SourceConfig, parse_schedule
+from connectors.sources import SourceConfig
 from indexing.locks import LeaderLock
 from indexing.runner import SyncRunner
 
@@ -19,18 +19,14 @@ log = logging.getLogger(__name__)
 def start_scheduler(runner: SyncRunner, sources: list[SourceConfig]):
     """Start a background scheduler with one job per source that has a schedule; returns it."""
     from apscheduler.schedulers.background import BackgroundScheduler
-    from apscheduler.triggers.cron import CronTrigger
-    from apscheduler.triggers.interval import IntervalTrigger
 
     leader = LeaderLock(runner.index.engine, "scheduler")
     scheduler = BackgroundScheduler(timezone="UTC")
     for source in sources:
         if not source.schedule:
             continue
-        spec = parse_schedule(source.schedule)
-        trigger = IntervalTrigger(seconds=spec["interval"]) if "interval" in spec else CronTrigger.from_crontab(spec["cron"], timezone="UTC")
         scheduler.add_job(
-            scheduled_sync, trigger, args=[runner, leader, source.name], id=f"sync:{source.name}",
+            scheduled_sync, source.schedule.trigger(), args=[runner, leader, source.name], id=f"sync:{source.name}",
             max_instances=1, coalesce=True, misfire_grace_time=60,
         )
     scheduler.start()
@@ -49,7 +45,10 @@ def scheduled_sync(runner: SyncRunner, leader: LeaderLock, name: str) -> None:
         return
     try:
         report = runner.sync(name, trigger="schedule", wait=False)
-        if report is not None:
+        if report is not None and report.refused:
+            log.error("scheduled sync of %s refused, nothing deleted: %s (run `kb sync --source %s --allow-deletes` "
+                      "if the pages are meant to go)", name, report.refused, name)
+        elif report is not None:
             log.info("scheduled sync of %s: %s", name, report)
     except Exception:
         log.exception("scheduled sync of %s failed", name)

@@ -132,6 +132,21 @@ class ChunkStore:
         )
         return len(rows)
 
+    def set_access(self, session: Session, doc_id: str, access: str) -> int:
+        """Give every child of a document another access scope, in the caller's transaction; returns
+        how many. Used when a page's scope changes but its new version cannot be indexed: its old
+        chunks must not stay visible where the page no longer is."""
+        from sqlalchemy import cast, literal, update
+        from sqlalchemy.dialects.postgresql import JSONB
+
+        metadata = self.table.metadata_
+        result = session.execute(
+            update(self.table)
+            .where(metadata["ref_doc_id"].astext == doc_id, metadata["access"].astext != access)
+            .values(metadata_=func.jsonb_set(cast(metadata, JSONB), "{access}", func.to_jsonb(literal(access))))
+        )
+        return result.rowcount or 0
+
     def delete_document(self, session: Session, doc_id: str) -> None:
         session.execute(delete(self.table).where(self.table.metadata_["ref_doc_id"].astext == doc_id))
         session.execute(delete(ParentSection).where(ParentSection.doc_id == doc_id))

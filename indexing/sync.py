@@ -7,7 +7,17 @@
 - A document that cannot be read or embedded is marked FAILED with the reason; its previous
   version (if any) stays searchable, and the sync goes on. A failed embedding batch is retried
   one document at a time, so only the documents the model cannot take fail.
-- With `prune`, documents of the source that were not seen are deleted from every store.
+- A document with nothing to index (an empty page) is SKIPPED with the reason; a previous version
+  of it is withdrawn, since the page itself is now empty.
+- A page's access scope is applied even when its new version FAILS or is SKIPPED: the registry row
+  and the vector chunks of the version still serving take the new scope at once, so a page moved
+  to a restricted scope never stays visible where it no longer is because its new text is broken
+  (retrieval checks every hit against the registry row, whatever the keyword index still holds).
+- With `prune`, documents of the source that were not seen are deleted from every store — unless
+  the deletion guard refuses: a sync that found nothing where there were pages, or that would
+  delete more than the source's `max_delete`, deletes (and withdraws) nothing, is recorded as
+  refused with the reason, and says so in its report. `allow_deletes` lets a deliberate mass
+  deletion through.
 - BM25 is rebuilt once at the end if anything changed.
 
 No one document can stop or stall a sync. Whatever a connector yields is made storable first (NUL
@@ -32,11 +42,12 @@ from dataclasses import dataclass, field
 from sqlmodel import col, select
 
 from connectors.document import SourceDocument
+from connectors.sources import DeletionLimit
 from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.memory import release_free_memory
-from indexing.registry import RUNNER_ID, DocumentRecord, Status, SyncRun, bump_generation, utcnow
+from indexing.registry import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, bump_generation, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +65,16 @@ class SyncReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
-    deleted: int = 0
+    deleted: int = 0  # pages removed, and previous versions of pages now SKIPPED withdrawn
     failed: int = 0
+    skipped: int = 0
     chunks: int = 0  # children written
     embedded: int = 0  # texts that reached the model (cache misses)
+    relabelled: int = 0  # pages whose old chunks took a new access scope (their new version failed)
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)  # "path: reason" of each SKIPPED page
+    refused: str | None = None  # why the deletion guard deleted nothing (None: not refused)
 
     @property
     def changed(self) -> bool:
@@ -85,10 +100,14 @@ def sync_documents(
     delete_ids: Iterable[str] = (),
     trigger: str = "cli",
     progress: Progress | None = None,
+    limit: DeletionLimit | None = None,
+    allow_deletes: bool = False,
 ) -> SyncReport:
     """Bring the index in line with `documents` (all of `source`'s documents when `prune`).
 
-    `delete_ids` names documents known to be gone (the watcher's deletes and renames).
+    `delete_ids` names documents known to be gone (the watcher's deletes and renames). Every
+    deletion goes through the guard (`limit`, default `DeletionLimit()`), unless `allow_deletes`;
+    a refused sync still adds and updates what it read, deletes nothing, and sets `refused`.
     """
     started = time.perf_counter()
     report = SyncReport(source=source)
@@ -97,23 +116,36 @@ def sync_documents(
         s.add(run)
         s.commit()
         s.refresh(run)
-        known = {r.id: (r.content_hash, r.status) for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == source))}
+        known = {r.id: _Known(r.content_hash, r.status, r.chunk_count)
+                 for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == source))}
     embedded_before = index.embedder.texts_embedded
     seen: set[str] = set()
+    skips: list[tuple[SourceDocument, str]] = []
     failures = _Failures(index, report)
     try:
-        _sync_all(index, documents, known, seen, report, progress, failures)
+        _sync_all(index, documents, known, seen, skips, report, progress, failures)
     except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
         failures.finish()
+        _record_skips(index, skips, report, withdraw=False)
         if report.changed:
             index.bm25.rebuild()
         report.errors.insert(0, f"sync aborted: {exc}")
         report.seconds = time.perf_counter() - started
-        _finish_run(index, run, report)
+        _finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
         raise
     failures.finish()
-    gone = (set(known) - seen if prune else set()) | (set(delete_ids) - seen)
-    report.deleted += _delete(index, sorted(gone))
+    gone = sorted(((set(known) - seen) if prune else set()) | (set(delete_ids) - seen))
+    withdrawn = [doc for doc, _ in skips if known.get(doc.doc_id) and known[doc.doc_id].chunk_count]
+    deleting = len([d for d in gone if d in known]) + len(withdrawn)
+    if not allow_deletes:
+        report.refused = (limit or DeletionLimit()).refusal(deleting, indexed=len(known),
+                                                            found=len(seen) if prune else None)
+    if report.refused:
+        log.info("sync of %s refused: %s", source, report.refused)  # the caller says so, once
+        _record_skips(index, skips, report, withdraw=False)
+    else:
+        _record_skips(index, skips, report, withdraw=True)
+        report.deleted += _delete(index, gone) + len(withdrawn)
 
     if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
@@ -121,36 +153,55 @@ def sync_documents(
         index.store.analyze(index.engine)  # a large change: the planner's scope sizes now, not in a minute
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
-    _finish_run(index, run, report)
+    _finish_run(index, run, report, RunResult.REFUSED if report.refused else RunResult.OK, reason=report.refused)
     if report.changed:
         release_free_memory()  # embedding batches and the BM25 build are freed, but glibc keeps the pages
     return report
 
 
-def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, seen: set[str],
-              report: SyncReport, progress: Progress | None, failures: _Failures) -> None:
-    """The main loop: skip unchanged, fail unreadable, batch the rest for embedding."""
+@dataclass(frozen=True)
+class _Known:
+    """What the registry says of a document before this sync."""
+
+    content_hash: str
+    status: Status
+    chunk_count: int
+
+
+def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict[str, _Known], seen: set[str],
+              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: Progress | None,
+              failures: _Failures) -> None:
+    """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding."""
     pending: list[_Pending] = []
     for doc in documents:
         doc = storable(doc)
         seen.add(doc.doc_id)
+        before = known.get(doc.doc_id)
+        current = indexed_hash(doc, index.embedder.name)
         if doc.error:
             failures.add(doc, doc.error)
+        elif doc.skipped:
+            skips.append((doc, doc.skipped))
         elif len(doc.text) > MAX_TEXT_CHARS:
             failures.add(doc, f"document is {len(doc.text):,} characters of text, over the limit of {MAX_TEXT_CHARS:,}")
-        elif known.get(doc.doc_id) == (indexed_hash(doc, index.embedder.name), Status.SUCCESS):
-            report.unchanged += 1
+        elif before is not None and before.content_hash == current and before.status in (Status.SUCCESS, Status.SKIPPED):
+            if before.status == Status.SKIPPED:
+                report.skipped += 1
+                report.skips.append(f"{doc.path}: nothing to index (unchanged)")
+            else:
+                report.unchanged += 1
         else:
             try:
                 chunking_started = time.perf_counter()
                 parents = chunk_document(doc)
                 if (took := time.perf_counter() - chunking_started) > SLOW_CHUNKING_SECONDS:
                     log.warning("chunking %s took %.1f s (%d characters)", doc.doc_id, took, len(doc.text))
-                if not parents:
-                    raise ValueError("no indexable text (only headings or whitespace)")
             except Exception as exc:  # a parser bug must fail one document, not the sync
                 failures.add(doc, f"could not chunk: {exc}")
             else:
+                if not parents:
+                    skips.append((doc, "no indexable text (only headings, macros or whitespace)"))
+                    continue
                 pending.append(_Pending(doc, parents, is_new=doc.doc_id not in known))
                 if sum(len(p.children) for item in pending for p in item.parents) >= index.config.sync_batch_children:
                     failures.flush()
@@ -160,6 +211,30 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict, se
             progress(doc)
     failures.flush()
     _flush(index, pending, report)
+
+
+def _record_skips(index: Index, skips: list[tuple[SourceDocument, str]], report: SyncReport, *, withdraw: bool) -> None:
+    """SKIPPED rows with their reasons, `FAILED_BATCH` to a transaction (10,000 placeholder files
+    cost seconds). With `withdraw`, a previous version is removed (the page is empty now);
+    without (the deletion guard refused), it keeps serving, under the page's current scope."""
+    for start in range(0, len(skips), FAILED_BATCH):
+        batch = skips[start : start + FAILED_BATCH]
+        with index.session() as s, s.begin():
+            ids = [doc.doc_id for doc, _ in batch]
+            rows = {r.id: r for r in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids)))}
+            for doc, reason in batch:
+                record = rows.get(doc.doc_id)
+                if withdraw:
+                    if record is not None and record.chunk_count:
+                        index.store.delete_document(s, doc.doc_id)
+                        bump_generation(s)
+                    _upsert_record(s, doc, status=Status.SKIPPED, error=reason, chunk_count=0, record=record,
+                                   content_hash=indexed_hash(doc, index.embedder.name))
+                else:
+                    _upsert_record(s, doc, status=Status.SKIPPED, error=reason, keep_version=True, record=record,
+                                   store=index.store, report=report)
+                report.skipped += 1
+                report.skips.append(f"{doc.path}: {reason}")
 
 
 _NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
@@ -224,7 +299,7 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
         return
     with index.session() as s, s.begin():
         for item in pending:
-            _upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True)
+            _upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True, store=index.store, report=report)
     for item, doc_vectors in _embed(index, pending, report):
         try:
             with index.session() as s, s.begin():
@@ -273,15 +348,29 @@ def _embed(index: Index, pending: list[_Pending], report: SyncReport) -> list[tu
 def _upsert_record(
     s, doc: SourceDocument, *, status: Status, chunk_count: int | None = None, content_hash: str = "",
     error: str | None = None, keep_version: bool = False, record: DocumentRecord | None = None,
+    store=None, report: SyncReport | None = None,
 ) -> None:
-    """Write a document's registry row. `keep_version` leaves hash and chunk count as they were;
-    otherwise `content_hash` is the `indexed_hash` of the version just indexed.
+    """Write a document's registry row. `keep_version` leaves hash and chunk count as they were
+    (the indexed version keeps serving) — but not its access scope: if the page's scope changed,
+    the serving chunks take the new one in this transaction (`store` must then be given).
+    Otherwise `content_hash` is the `indexed_hash` of the version just indexed.
     `record`: the row already loaded (None: looked up here)."""
     record = record or s.get(DocumentRecord, doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
     record.status = status
     record.error = error
     record.title = record.title or doc.title
-    if not keep_version:
+    if keep_version:
+        if record.access != doc.access and record.chunk_count:
+            # The vector leg filters on the chunks' scope: relabel them now. The keyword index is not
+            # rebuilt for this (it learns the new scope at its next rebuild); until then retrieval
+            # checks every hit against this row's scope, so a stale keyword row is never shown.
+            store.set_access(s, doc.doc_id, doc.access)
+            log.warning("%s: access scope %s -> %s applied to the version still serving", doc.doc_id,
+                        record.access, doc.access)
+            if report is not None:
+                report.relabelled += 1
+        record.access = doc.access
+    else:
         record.title = doc.title
         record.url = doc.url
         record.access = doc.access
@@ -330,13 +419,15 @@ class _Failures:
                     rows = {r.id: r for r in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids)))}
                     for doc, reason in batch:
                         record = rows.get(doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
-                        _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True, record=record)
+                        _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True, record=record,
+                                       store=self.index.store, report=self.report)
             except Exception:  # one record the database refuses must not lose the others
                 log.exception("could not record %d failures in one batch; recording them one by one", len(batch))
                 for doc, reason in batch:
                     try:
                         with self.index.session() as s, s.begin():
-                            _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True)
+                            _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True,
+                                           store=self.index.store, report=self.report)
                     except Exception:
                         log.exception("could not record the failure of %s", doc.doc_id)
 
@@ -347,10 +438,12 @@ class _Failures:
             self.unlogged = 0
 
 
-def _finish_run(index: Index, run: SyncRun, report: SyncReport) -> None:
+def _finish_run(index: Index, run: SyncRun, report: SyncReport, result: RunResult, reason: str | None = None) -> None:
     with index.session() as s, s.begin():
         row = s.get(SyncRun, run.id)
         row.finished_at = utcnow()
-        for name in ("added", "updated", "unchanged", "deleted", "failed"):
+        for name in ("added", "updated", "unchanged", "deleted", "failed", "skipped"):
             setattr(row, name, getattr(report, name))
+        row.result = result.value
+        row.reason = reason
         row.errors = report.errors[:100]

@@ -3,16 +3,22 @@
 Events are collected per source and flushed after a quiet period (`debounce`, default 0.3 s) or
 at the latest `max_delay` after the first one, so an editor's save burst or a `git pull` of 200
 files becomes one incremental sync of exactly the changed paths. Creates, edits, deletes and
-renames (both sides of a move) all count; a change to a directory itself (moved, deleted) is
-safest answered by a full sync of that source.
+renames (both sides of a move) all count; a directory moved or deleted stands for the pages
+indexed under it and the files now in it.
+
+Saves the source would not index start nothing: other extensions, excluded paths, editor swap
+and backup files (`foo.md~`, `.#foo.md`, `.foo.md.swp`, vim's `4913` probe), build output such
+as MkDocs' `site/` — no sync, no keyword-index rebuild, no `sync_runs` row. Every sync the
+watcher starts obeys the source's deletion guard, like any other.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from connectors.sources import SourceConfig
 from indexing.runner import SyncRunner
@@ -21,9 +27,12 @@ log = logging.getLogger(__name__)
 
 
 class _Pending:
+    """Changes of one source waiting for the quiet period to end."""
+
     def __init__(self) -> None:
         self.paths: set[str] = set()
-        self.full = False
+        self.folders: set[str] = set()  # moved or deleted directories
+        self.full = False  # something only a full sync can answer (a non-folder connector)
         self.first = 0.0
         self.last = 0.0
 
@@ -60,16 +69,19 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
-    def note(self, source: SourceConfig, path: str | None) -> None:
-        """Record a change: a relative path, or None for 'something structural, sync it all'."""
+    def note(self, source: SourceConfig, path: str | None, folder: bool = False) -> None:
+        """Record a change: a relative path (`folder`: a directory moved or deleted), or None for
+        'something structural, sync it all'."""
         now = time.monotonic()
         with self._lock:
             pending = self._pending.setdefault(source.name, _Pending())
-            if not pending.paths and not pending.full:
+            if not pending.paths and not pending.folders and not pending.full:
                 pending.first = now
             pending.last = now
             if path is None:
                 pending.full = True
+            elif folder:
+                pending.folders.add(path)
             else:
                 pending.paths.add(path)
 
@@ -79,10 +91,14 @@ class Watcher:
             for name, pending in self._due():
                 try:
                     if pending.full:
-                        self.runner.sync(name, trigger="watcher")
+                        report = self.runner.sync(name, trigger="watcher")
                     else:
-                        report = self.runner.sync_paths(name, pending.paths, trigger="watcher")
-                        log.info("watcher synced %d path(s) of %s: %s", len(pending.paths), name, report)
+                        report = self.runner.sync_paths(name, pending.paths, trigger="watcher", folders=pending.folders)
+                        if report is not None:
+                            log.info("watcher synced %d path(s) of %s: %s", len(pending.paths), name, report)
+                    if report is not None and report.refused:
+                        log.error("watcher: sync of %s refused, nothing deleted: %s (run `kb sync --source %s "
+                                  "--allow-deletes` if the pages are meant to go)", name, report.refused, name)
                 except Exception:  # a failed sync must not kill the watcher
                     log.exception("watcher sync of %s failed", name)
 
@@ -104,20 +120,31 @@ def _handler_base():
 
 class _Handler(_handler_base()):
     def __init__(self, watcher: Watcher, source: SourceConfig) -> None:
+        from connectors.sources import open_connector
+
         self.watcher = watcher
         self.source = source
         self.root = Path(source.location).resolve()
+        connector = open_connector(source)
+        self.wants = getattr(connector, "wants", None)  # None: a connector that reads its folder whole
 
     def on_any_event(self, event) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
         if event.is_directory:
             if event.event_type in ("moved", "deleted"):
-                self.watcher.note(self.source, None)
+                for raw in (event.src_path, getattr(event, "dest_path", "")):
+                    rel = self._relative(raw)
+                    if rel is not None:
+                        self.watcher.note(self.source, rel, folder=True)
             return
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             rel = self._relative(raw)
-            if rel is not None:
+            if rel is None or is_editor_noise(rel):
+                continue
+            if self.wants is None:
+                self.watcher.note(self.source, None)
+            elif self.wants(rel):
                 self.watcher.note(self.source, rel)
 
     def _relative(self, raw) -> str | None:
@@ -131,3 +158,11 @@ class _Handler(_handler_base()):
         if any(part.startswith(".") for part in rel.parts):
             return None  # editors' swap files, .git internals
         return rel.as_posix()
+
+
+_EDITOR_NOISE = re.compile(r"(~|\.sw[a-p]|\.swx|\.tmp|\.bak|\.orig)$|^(\.#|#.*#$)|^\d+$")
+
+
+def is_editor_noise(rel: str) -> bool:
+    """Editors' backup, swap and lock files, and vim's numbered write probe (`4913`)."""
+    return bool(_EDITOR_NOISE.search(PurePosixPath(rel).name))

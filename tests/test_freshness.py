@@ -49,7 +49,8 @@ def test_sources_file_toml_and_yaml(tmp_path):
     assert conf.kind == "confluence-html" and conf.base_url.endswith("/wiki") and not conf.watchable
     (tmp_path / "kb.yaml").write_text("sources:\n  - name: handbook\n    location: wiki\n")
     assert load_sources(tmp_path / "kb.yaml")[0].name == "handbook"
-    assert parse_schedule("every 90s") == {"interval": 90} and parse_schedule("every 2h") == {"interval": 7200}
+    assert parse_schedule("every 90s").interval_seconds == 90 and parse_schedule("every 2h").interval_seconds == 7200
+    assert str(handbook.schedule) == "every 15m" and conf.schedule.interval_seconds is None
 
 
 @pytest.mark.parametrize(

@@ -443,8 +443,8 @@ def test_hostile_files_each_fail_alone_or_are_read_and_nothing_leaves_the_folder
     assert failed["huge.md"] == "file is 209.7 MB, over the 10 MB limit"
     assert "not a regular file" in failed["pipe.md"]
     assert failed["bad-\ufffd-name.md"] == "file name is not valid UTF-8; rename the file"
-    assert failed["empty.md"] == "empty document"
-    assert len(failed) == report.failed == 9 and report.added == len(ok)
+    assert rows["empty.md"].status == Status.SKIPPED and rows["empty.md"].error == "empty page"
+    assert len(failed) == report.failed == 8 and report.added == len(ok) and report.skipped == 1
     # Loops, dangling links and links out of the folder are not documents at all.
     assert not {"loop-a.md", "loop-b.md", "self.md", "outside.md", "dangling.md"} & set(rows)
     assert not any(p.startswith(("loop-dir/", "outside-dir/")) for p in rows)
@@ -481,26 +481,28 @@ def test_huge_file_is_refused_without_reading_it(tmp_path):
     assert doc.error == "file is 209.7 MB, over the 10 MB limit"
 
 
-def test_ten_thousand_empty_files_fail_fast_in_a_real_sync(index, tmp_path, caplog):
+def test_ten_thousand_unreadable_or_empty_files_are_recorded_fast_in_a_real_sync(index, tmp_path, caplog):
     source = "hostile-10k"
-    for n in range(10_000):
+    for n in range(5_000):
         (tmp_path / f"empty-{n:05d}.md").touch()
-    (tmp_path / "real.md").write_text("# Real\n\nThe one real page among ten thousand empty ones.\n")
+        (tmp_path / f"binary-{n:05d}.md").write_bytes(b"\x00")
+    (tmp_path / "real.md").write_text("# Real\n\nThe one real page among ten thousand empty or binary ones.\n")
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="indexing.sync"):
         report = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
     first = time.monotonic() - started
     lines = [r for r in caplog.records if r.name == "indexing.sync"]
     again = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
-    assert (report.added, report.failed, again.failed, again.unchanged) == (1, 10_000, 10_000, 1)
-    assert first < 25, f"10,000 failures took {first:.1f} s"
+    assert (report.added, report.failed, report.skipped) == (1, 5_000, 5_000)
+    assert (again.failed, again.skipped, again.unchanged) == (5_000, 5_000, 1)
+    assert first < 25, f"10,000 failed and skipped files took {first:.1f} s"
     with index.session() as s:
-        failed = s.exec(select(DocumentRecord).where(DocumentRecord.source == source,
-                                                     DocumentRecord.status == Status.FAILED)).all()
+        rows = s.exec(select(DocumentRecord).where(DocumentRecord.source == source)).all()
         run = s.exec(select(SyncRun).where(SyncRun.source == source).order_by(SyncRun.id)).all()[0]
-    assert len(failed) == 10_000 and {r.error for r in failed} == {"empty document"}
-    assert run.failed == 10_000 and len(run.errors) == 100  # the run keeps a sample, not 10,000 lines
-    assert len(lines) == 21 and "9980 more documents of hostile-10k failed" in lines[-1].getMessage()
+    assert {r.error for r in rows if r.status == Status.FAILED} == {"binary content (NUL bytes), not a text file"}
+    assert {r.error for r in rows if r.status == Status.SKIPPED} == {"empty page"}
+    assert (run.failed, run.skipped, len(run.errors)) == (5_000, 5_000, 100)  # the run keeps a sample, not 10,000 lines
+    assert len(lines) == 21 and "4980 more documents of hostile-10k failed" in lines[-1].getMessage()
 
 
 def test_folder_export_skips_fifos_and_links(tmp_path):

@@ -315,11 +315,22 @@ def test_access_defaults_to_public_and_honours_the_access_argument(tmp_path):
 BAD_FILES = {
     "invalid-utf8.md": (b"# Caf\xe9\n\nLatin-1, not UTF-8.\n", "not valid UTF-8"),
     "binary.md": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00", "binary"),
-    "empty.md": (b"", "empty document"),
-    "whitespace.md": (b"  \n\t\n   \r\n\n", "empty document"),
     "broken-yaml.md": (b"---\ntitle: [unclosed\n---\nbody\n", "front matter"),
-    "only-front-matter.md": (b"---\ntitle: Nothing else\n---\n\n", "no text after front matter"),
 }
+
+EMPTY_FILES = {
+    "empty.md": (b"", "empty page"),
+    "whitespace.md": (b"  \n\t\n   \r\n\n", "empty page"),
+    "only-front-matter.md": (b"---\ntitle: Nothing else\n---\n\n", "empty page: no text after front matter"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_FILES))
+def test_an_empty_page_is_skipped_with_the_reason_not_failed(tmp_path, name):
+    content, reason = EMPTY_FILES[name]
+    write(tmp_path, name, content)
+    [doc] = read_all(MarkdownFolder(tmp_path, source="wiki")).values()
+    assert (doc.error, doc.skipped, doc.text) == (None, reason, "")
 
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))

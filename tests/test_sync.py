@@ -87,13 +87,19 @@ def test_bad_files_fail_alone_and_the_sync_goes_on(index, wiki_copy):
     (wiki_copy / "binary.md").write_bytes(b"\x00\x01\x02PNG\x00" * 100)
     (wiki_copy / "empty.md").write_text("")
     (wiki_copy / "bad-front-matter.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    (wiki_copy / "placeholder.md").write_text("---\ntitle: To be written\n---\n")
     report = _sync(index, wiki_copy, "inc-bad")
-    assert report.added == 16 and report.failed == 4
+    assert (report.added, report.failed, report.skipped) == (16, 3, 2)
     with index.session() as s:
-        failed = {r.path: r.error for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == "inc-bad", DocumentRecord.status == Status.FAILED)).scalars()}
-    assert set(failed) == {"broken.md", "binary.md", "empty.md", "bad-front-matter.md"}
-    assert "UTF-8" in failed["broken.md"] and "binary" in failed["binary.md"]
-    assert "empty" in failed["empty.md"] and "front matter" in failed["bad-front-matter.md"]
+        rows = s.exec(select(DocumentRecord).where(DocumentRecord.source == "inc-bad")).scalars().all()
+    failed = {r.path: r.error for r in rows if r.status == Status.FAILED}
+    skipped = {r.path: r.error for r in rows if r.status == Status.SKIPPED}
+    assert set(failed) == {"broken.md", "binary.md", "bad-front-matter.md"}
+    assert "UTF-8" in failed["broken.md"] and "binary" in failed["binary.md"] and "front matter" in failed["bad-front-matter.md"]
+    # Empty is not broken: placeholder pages are SKIPPED with the reason, and stay so for free.
+    assert skipped == {"empty.md": "empty page", "placeholder.md": "empty page: no text after front matter"}
+    again = _sync(index, wiki_copy, "inc-bad")
+    assert (again.unchanged, again.skipped, again.failed, again.embedded) == (16, 2, 3, 0)
 
 
 def test_a_page_that_breaks_keeps_serving_its_previous_version(index, wiki_copy):
