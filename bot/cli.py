@@ -178,7 +178,7 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
 
     index = index or _open_index(settings)
     runner = SyncRunner(index, sources)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
     reports = []
     for source in sources:
         if not source.location.exists():

@@ -41,25 +41,27 @@ class Resyncs:
     def names(self) -> list[str]:
         return list(self.runner.sources)
 
-    def start(self, name: str, progress: Progress, finished: Finished) -> bool:
-        """Start syncing source `name`; False if this process is already syncing it."""
+    def start(self, name: str, progress: Progress, finished: Finished, allow_deletes: bool = False) -> bool:
+        """Start syncing source `name`; False if this process is already syncing it. The sync obeys
+        the source's deletion guard unless `allow_deletes` (`/kb resync NAME --allow-deletes`)."""
         self.runner.source(name)  # KeyError for an unknown source, before any thread starts
         with self._lock:
             if name in self._running:
                 return False
             self._running.add(name)
-        threading.Thread(target=self._run, args=(name, progress, finished),
+        threading.Thread(target=self._run, args=(name, progress, finished, allow_deletes),
                          name=f"docent-resync-{name}", daemon=True).start()
         return True
 
-    def _run(self, name: str, progress: Progress, finished: Finished) -> None:
+    def _run(self, name: str, progress: Progress, finished: Finished, allow_deletes: bool = False) -> None:
         report, error = None, None
         try:
             source = self.runner.source(name)
             if not source.location.exists():
                 raise FileNotFoundError(f"{source.location} does not exist")
             total = sum(1 for _ in open_connector(source).paths())
-            report = self.runner.sync(name, trigger="admin", wait=False, progress=_throttled(progress, total))
+            report = self.runner.sync(name, trigger="admin", wait=False, progress=_throttled(progress, total),
+                                      allow_deletes=allow_deletes)
         except BaseException as exc:  # reported to the admin, not lost on a background thread
             log.exception("resync of %s failed", name)
             error = exc
@@ -86,8 +88,10 @@ def _throttled(progress: Progress, total: int) -> Callable[[object], None]:
 
 def summary(report: SyncReport) -> str:
     """One line per sync, as `kb sync` prints it, plus the first failures."""
+    skipped = f", {report.skipped} skipped" if report.skipped else ""
     line = (f"`{report.source}`: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.deleted} deleted, {report.failed} failed — {report.chunks} chunks written, {report.seconds:.1f} s")
+            f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks written, "
+            f"{report.seconds:.1f} s")
     failures = "".join(f"\n• failed: {error}" for error in report.errors[:5])
     more = f"\n…and {len(report.errors) - 5} more (see `kb status`)" if len(report.errors) > 5 else ""
     return line + failures + more

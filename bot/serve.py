@@ -54,6 +54,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         check_app_token(settings)
     sock = bind(host, port)
     index = open_index(settings)
+    warn_unconfigured_sources(index, sources)
     warm_up(index)
     runner = SyncRunner(index, sources)
     app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode)
@@ -71,6 +72,20 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         stop_indexing()
         if handler is not None:
             handler.close()
+
+
+def warn_unconfigured_sources(index, sources: list) -> list[str]:
+    """Say at start which sources in the index the configuration no longer names: they keep
+    answering (nothing is deleted because a table vanished from the sources file) until an
+    operator runs `kb forget NAME`. Returns their names."""
+    from indexing import catalog
+
+    with index.session() as s:
+        names = [row.name for row in catalog.unconfigured(s, sources)]
+    for name in names:
+        log.warning("source %r is in the index but not in the configuration: its pages still answer; "
+                    "`kb forget %s` removes them", name, name)
+    return names
 
 
 def configured_sources(settings: Settings) -> list:

@@ -67,7 +67,7 @@ HELP = """*Docent* answers questions from the company wiki, with links to the pa
 • Send me a direct message.
 • `/kb ask <question>` — a private answer, with a button to share it in the channel.
 • `/kb status` — what is indexed, and when it was last synced.
-• `/kb resync [source]` — re-read the wiki now (admins only).
+• `/kb resync [source] [--allow-deletes]` — re-read the wiki now (admins only; a sync that would delete most of a source deletes nothing unless `--allow-deletes`).
 • `/kb help` — this message.
 Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
 
@@ -456,8 +456,20 @@ def kb_status(docent: Docent, command: dict, respond) -> None:
         shown = {name for name, source in docent.resyncs.runner.sources.items() if source.scopes <= visible}
         info["last_runs"] = [run for run in info["last_runs"] if run.source in shown]
         info["failed"] = [(doc_id, error) for doc_id, error in info["failed"] if doc_id.split(":", 1)[0] in shown]
+        info["skipped"] = [(doc_id, why) for doc_id, why in info["skipped"] if doc_id.split(":", 1)[0] in shown]
+        info["unconfigured"] = unconfigured_here(docent, visible)
         text = status_text(info, visible_here=True)
         respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")
+
+
+def unconfigured_here(docent: Docent, visible: set[str]) -> list[str]:
+    """Sources still answering although the configuration no longer names them — only those whose
+    every page is in a scope visible here (naming one tells no more than its answers would)."""
+    from indexing import catalog
+
+    with docent.index.session() as s:
+        rows = catalog.unconfigured(s, list(docent.resyncs.runner.sources.values()))
+        return [row.name for row in rows if catalog.scopes_of(s, row.name) <= visible]
 
 
 def status_text(info: dict, visible_here: bool = False) -> str:
@@ -468,21 +480,29 @@ def status_text(info: dict, visible_here: bool = False) -> str:
     for run in info["last_runs"]:
         when = run.finished_at or run.started_at
         state = "" if run.finished_at else " (still running)"
+        refused = f" — *refused, nothing deleted*: {escape((run.reason or '')[:300])}" if run.result == "refused" else ""
         lines.append(
             f"Last sync of `{escape(run.source)}` ({escape(run.trigger)}) {when:%Y-%m-%d %H:%M} UTC{state}: "
             f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, {run.deleted} deleted, "
-            f"{run.failed} failed"
+            f"{run.failed} failed, {run.skipped} skipped{refused}"
         )
-    failed = info["failed"]
-    if failed:
-        lines.append(f"*Failed documents* ({len(failed)}):")
-        lines += [f"• `{escape(doc_id)}`: {escape((error or '')[:200])}" for doc_id, error in failed[:10]]
+    for name in info.get("unconfigured", []):
+        lines.append(f"Source `{escape(name)}` is no longer configured; its pages still answer until an admin "
+                     f"runs `kb forget {escape(name)}`.")
+    for title, rows in (("Failed documents", info["failed"]), ("Skipped pages (nothing to index)", info.get("skipped", []))):
+        if rows:
+            lines.append(f"*{title}* ({len(rows)}):")
+            lines += [f"• `{escape(doc_id)}`: {escape((why or '')[:200])}" for doc_id, why in rows[:10]]
     return "\n".join(lines)
 
 
 def kb_resync(docent: Docent, ack, command: dict, respond, source: str) -> None:
-    """Admins only: a real sync in the background; progress and a summary through the response URL."""
+    """Admins only: a real sync in the background; progress and a summary through the response URL.
+    `--allow-deletes` after the source name lets a deliberate mass deletion through the guard."""
     user = command["user_id"]
+    words = source.split()
+    allow_deletes = "--allow-deletes" in words
+    source = " ".join(w for w in words if w != "--allow-deletes")
     index = docent.index
     if user not in docent.settings.admin_users:
         ack(text="Sorry, `/kb resync` is for Docent admins only. Ask one of them, or a wiki owner, to run it.",
@@ -499,8 +519,10 @@ def kb_resync(docent: Docent, ack, command: dict, respond, source: str) -> None:
         ack(text=f"There is no source `{neutralise(escape(name[:80]))}`. Known sources: {names}.", response_type="ephemeral")
         _record_admin(index, user, "resync", name, allowed=True, result="refused: unknown source")
         return
-    ack(text=f"🔄 Starting a resync of `{escape(name)}`…", response_type="ephemeral")
-    action_id = _record_admin(index, user, "resync", name, allowed=True, result="started")
+    ack(text=f"🔄 Starting a resync of `{escape(name)}`" + (" (deletions allowed)" if allow_deletes else "") + "…",
+        response_type="ephemeral")
+    action_id = _record_admin(index, user, "resync", name + (" --allow-deletes" if allow_deletes else ""),
+                              allowed=True, result="started")
 
     def progress(done: int, total: int) -> None:
         respond(text=f"🔄 Resync of `{escape(name)}`: {done} of {total} documents so far…", response_type="ephemeral",
@@ -511,6 +533,11 @@ def kb_resync(docent: Docent, ack, command: dict, respond, source: str) -> None:
             result = "refused: another sync of this source was running"
             respond(text=f"Another sync of `{escape(name)}` is running right now (the watcher, the schedule or "
                          f"another admin); its changes will be indexed when it ends.",
+                    response_type="ephemeral", replace_original=False)
+        elif error is None and report.refused:
+            result = f"refused: {report.refused}"
+            respond(text=f"⚠️ The resync of `{escape(name)}` deleted nothing: {neutralise(escape(report.refused))}. "
+                         f"If those pages are meant to go, run `/kb resync {escape(name)} --allow-deletes`.",
                     response_type="ephemeral", replace_original=False)
         elif error is not None:
             ref = reference_id()
@@ -526,7 +553,7 @@ def kb_resync(docent: Docent, ack, command: dict, respond, source: str) -> None:
             _quietly(records.finish_admin_action, index, action_id, result)
 
     with apology_on_error("/kb resync", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
-        if not docent.resyncs.start(name, progress, finished):
+        if not docent.resyncs.start(name, progress, finished, allow_deletes=allow_deletes):
             respond(text=f"A resync of `{escape(name)}` is already running; you will see its summary when it ends.",
                     response_type="ephemeral", replace_original=False)
             if action_id is not None:

@@ -108,6 +108,11 @@ def unconfigured(session: Session, configured: list[SourceConfig]) -> list[Sourc
     return [s for s in summaries(session, configured) if not s.configured and s.origin != ADHOC and s.pages]
 
 
+def scopes_of(session: Session, name: str) -> set[str]:
+    """The access scopes a source's pages carry now."""
+    return set(session.exec(select(DocumentRecord.access).where(DocumentRecord.source == name).distinct()))
+
+
 def forget(index, name: str) -> int:
     """Remove every page of one source from every store, and its record; returns the pages removed.
 

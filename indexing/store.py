@@ -136,14 +136,13 @@ class ChunkStore:
         """Give every child of a document another access scope, in the caller's transaction; returns
         how many. Used when a page's scope changes but its new version cannot be indexed: its old
         chunks must not stay visible where the page no longer is."""
-        from sqlalchemy import cast, literal, update
-        from sqlalchemy.dialects.postgresql import JSONB
+        from sqlalchemy import text
 
-        metadata = self.table.metadata_
         result = session.execute(
-            update(self.table)
-            .where(metadata["ref_doc_id"].astext == doc_id, metadata["access"].astext != access)
-            .values(metadata_=func.jsonb_set(cast(metadata, JSONB), "{access}", func.to_jsonb(literal(access))))
+            text(f"UPDATE {self.table.__tablename__} SET metadata_ = jsonb_set(metadata_, '{{access}}', "
+                 f"to_jsonb(CAST(:access AS text))) WHERE metadata_->>'ref_doc_id' = :doc "
+                 f"AND metadata_->>'access' IS DISTINCT FROM :access"),
+            {"access": access, "doc": doc_id},
         )
         return result.rowcount or 0
 

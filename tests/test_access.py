@@ -56,8 +56,8 @@ from connectors.sources import (  # noqa: E402
     open_connector,
     read_sources_file,
 )
+from indexing import catalog  # noqa: E402
 from indexing.runner import SyncRunner  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
 
 SCOPE = "hr-private"
 SOURCE = "access-test-hr"
@@ -127,7 +127,7 @@ def restricted_synced(index, sample_synced, access_files):
     assert report.added + report.unchanged == 1 and not report.failed
     assert document_access(index, [DOC_ID]) == {DOC_ID: SCOPE}
     yield
-    sync_documents(index, [], SOURCE)
+    catalog.forget(index, SOURCE)
 
 
 @pytest.fixture(scope="module")
@@ -760,4 +760,4 @@ def test_confluence_pages_take_their_space_scope(index):
             hits = retrieve(index, record.title, scopes=[ops]).hits
             assert not people_docs & {h.doc_id for h in hits}
     finally:
-        sync_documents(index, [], name)
+        catalog.forget(index, name)

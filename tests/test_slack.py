@@ -359,7 +359,7 @@ def test_share_button_posts_the_answer_in_the_channel(bot, slack):
 
 def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sample_synced, wiki_copy):
     from indexing.registry import DocumentRecord, SyncRun
-    from indexing.sync import sync_documents
+    from indexing import catalog
 
     source = "slack-resync-" + uuid.uuid4().hex[:6]
     (wiki_copy / "people" / "pets.md").write_text("# Pets\n\nDogs are welcome in the Lisbon office on Fridays.\n")
@@ -381,7 +381,7 @@ def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sampl
         assert run.trigger == "admin" and run.finished_at is not None and run.added == pages
         assert action.user_id == ADMIN and action.allowed and action.finished_at and f"{pages} added" in action.result
     finally:
-        sync_documents(index, [], source)  # remove the test's documents from the shared index
+        catalog.forget(index, source)  # remove the test's documents from the shared index
 
 
 def test_non_admin_resync_is_refused_and_the_attempt_is_logged(bot, slack, index):
