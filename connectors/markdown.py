@@ -97,6 +97,7 @@ class MarkdownFolder:
             doc.updated_at = datetime.fromtimestamp(mtime, tz=timezone.utc)
             meta, body = _split_front_matter(_decode(raw))
             if not body.strip():
+                doc.title = _meta_text(meta, "title") or _title_from_name(rel)
                 doc.skipped = "empty page: no text after front matter" if meta else "empty page"
                 return doc
             doc.text = body

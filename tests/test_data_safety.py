@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 from conftest import SAMPLE_WIKI  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
 from test_slack import (  # noqa: E402
+    ADMIN,
     all_text,
     bot_settings,
     button,
@@ -231,6 +232,32 @@ def test_the_watcher_and_the_schedule_refuse_the_same_way(index, tmp_path):
     assert {r.result for r in scheduled} == {"refused"} and "found no pages" in scheduled[0].reason
     assert len(pages(index, name)) == 12
     assert runner.sync(name, allow_deletes=True).deleted == 12 and not pages(index, name)
+
+
+def test_an_admin_resync_from_slack_obeys_the_guard_until_allow_deletes(index, tmp_path):
+    name, folder, _ = guarded_source(tmp_path)
+    slack = FakeSlack().start()
+    try:
+        settings = bot_settings(slack, kb_wiki=folder, kb_source_name=name)
+        with running_bot(settings, index) as bot:
+            def resync(text: str, tag: str) -> str:
+                bot.command(f"resync {text}", user=ADMIN, response_url=slack.response_url(tag))
+                calls = slack.wait_for(lambda: [c for c in slack.calls_to("response:" + tag)
+                                                if "finished" in c.params["text"] or "deleted nothing" in c.params["text"]],
+                                       timeout=90)
+                return calls[0].params["text"]
+
+            assert "12 added" in resync(name, "first")
+            empty_the_folder(folder, folder)
+            refused = resync(name, "refused")
+            assert "deleted nothing" in refused and f"/kb resync {name} --allow-deletes" in refused
+            assert len(pages(index, name)) == 12
+            bot.command("status", user=ADMIN, response_url=slack.response_url("status"))
+            status = slack.wait_for(lambda: slack.calls_to("response:status"))[0].params["text"]
+            assert f"Last sync of `{name}` (admin)" in status and "refused, nothing deleted" in status
+            assert "12 deleted" in resync(f"{name} --allow-deletes", "allowed") and not pages(index, name)
+    finally:
+        slack.stop()
 
 
 def test_max_delete_sets_how_much_one_sync_may_delete(index, tmp_path):

@@ -78,11 +78,14 @@ def timed(what: str, limit: float = EXAMPLE_SECONDS):
 
 
 def check_document(doc) -> None:
-    """What every document a connector yields must be: failed with a reason, or indexable text —
-    and, either way, something the sync can store and the chunker can split."""
+    """What every document a connector yields must be: failed with a reason, skipped with a reason
+    (an empty page), or indexable text — and, either way, something the sync can store and the
+    chunker can split."""
     if doc.error is not None:
         assert isinstance(doc.error, str) and doc.error.strip()
-    else:  # empty text is allowed: the sync fails it as "no indexable text"
+    elif doc.skipped is not None:
+        assert doc.skipped.strip() and not doc.text.strip() and doc.title.strip()
+    else:  # empty text is allowed: the sync skips it as "no indexable text"
         assert isinstance(doc.text, str) and isinstance(doc.title, str) and doc.title.strip()
     ready = storable(doc)
     json.dumps(ready.metadata, default=str).encode("utf-8")  # no lone surrogates, JSON-able

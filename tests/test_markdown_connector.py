@@ -330,7 +330,7 @@ def test_an_empty_page_is_skipped_with_the_reason_not_failed(tmp_path, name):
     content, reason = EMPTY_FILES[name]
     write(tmp_path, name, content)
     [doc] = read_all(MarkdownFolder(tmp_path, source="wiki")).values()
-    assert (doc.error, doc.skipped, doc.text) == (None, reason, "")
+    assert (doc.error, doc.skipped, doc.text) == (None, reason, "") and doc.title
 
 
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
