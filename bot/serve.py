@@ -35,7 +35,8 @@ from indexing.index import Index
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
-HEALTH_PATH = "/healthz"
+HEALTH_PATH = "/healthz"  # ready: the index can be read (503 while the database is away)
+LIVE_PATH = "/livez"  # alive: the process answers HTTP (a database outage is not a reason to restart it)
 
 
 class StartupError(RuntimeError):
@@ -202,7 +203,8 @@ def llm_client(settings: Settings):
 
 
 def web_app(bolt_app: App | None, index: Index) -> Starlette:
-    """The ASGI app: Slack's requests (if `bolt_app`) and the health check.
+    """The ASGI app: Slack's requests (if `bolt_app`), the readiness check (`/healthz`) and the
+    liveness check (`/livez`, which touches nothing but the event loop).
 
     Bolt's `SlackRequestHandler.handle` calls the synchronous `App.dispatch` inside the event
     loop, so one slow step (a database claim, the wait for a listener's ack) would stall every
@@ -218,7 +220,10 @@ def web_app(bolt_app: App | None, index: Index) -> Starlette:
             return JSONResponse({"ok": False, "error": "index not readable"}, status_code=503)
         return JSONResponse({"ok": True, "chunks": chunks})
 
-    routes = [Route(HEALTH_PATH, healthz, methods=["GET"])]
+    async def livez(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"])]
     if bolt_app is not None:
 
         async def slack_events(request: Request) -> Response:
