@@ -54,7 +54,7 @@ def _open_index(settings):
 
     try:
         return Index(settings.index_config())
-    except DatabaseUnavailable as exc:
+    except (DatabaseUnavailable, ValueError) as exc:  # ValueError: a setting that cannot work (KB_EMBED_*)
         fail(str(exc))
 
 

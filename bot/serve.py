@@ -182,14 +182,20 @@ def open_index(settings: Settings) -> Index:
 
     try:
         return Index(settings.index_config())
-    except DatabaseUnavailable as exc:
+    except (DatabaseUnavailable, ValueError) as exc:  # ValueError: a setting that cannot work (KB_EMBED_*)
         raise StartupError(str(exc)) from None
 
 
 def warm_up(index: Index) -> None:
-    """Load the embedding model now (~10 s), not on the first question someone asks."""
+    """Load the embedding model now (~10 s), not on the first question someone asks. With an
+    embedding service, its first reply also checks the vectors' size: a wrong model stops `kb
+    serve` here, in one line; a service that is only down is retried at the first question."""
+    from indexing.embedding_service import EmbeddingDimensionError
+
     try:
         index.embedder.embed_query("warm-up")
+    except EmbeddingDimensionError as exc:
+        raise StartupError(str(exc)) from None
     except Exception:
         log.warning("could not load the embedding model at start; the first question will try again", exc_info=True)
 

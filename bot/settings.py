@@ -35,7 +35,10 @@ class Settings(BaseSettings):
     kb_url_template: str | None = None  # e.g. https://github.com/acme/handbook/blob/main/{path}
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
-    kb_embed_model: str | None = None
+    kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
+    kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
+    kb_embed_api_key: SecretStr | None = None
+    kb_embed_in_flight: int = 4
     kb_sync_batch: int = 256
     kb_top_k: int = 5
     kb_gate_min_cosine: float = 0.47
@@ -56,6 +59,9 @@ class Settings(BaseSettings):
             home=self.kb_home,
             database_url=self.database_url,
             embed_model=self.kb_embed_model,
+            embed_url=self.kb_embed_url,
+            embed_api_key=self.kb_embed_api_key.get_secret_value() if self.kb_embed_api_key else None,
+            embed_in_flight=self.kb_embed_in_flight,
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
             min_cosine=self.kb_gate_min_cosine,

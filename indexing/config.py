@@ -13,8 +13,12 @@ from pathlib import Path
 class IndexConfig:
     home: Path  # Docent's data directory: embedded Postgres, BM25 files
     database_url: str | None = None  # None: start the embedded Postgres in home/pgdata
-    embed_model: str | None = None  # a sentence-transformers folder; None: bundled all-MiniLM-L6-v2
+    embed_model: str | None = None  # a sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name
     embed_batch_size: int = 32
+    embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
+    embed_api_key: str | None = None
+    embed_in_flight: int = 4  # requests to the service at a time
+    embed_service_batch: int = 64  # texts per request
     sync_batch_children: int = 256  # children embedded together across documents during a sync
     vector_candidates: int = 100  # children taken from each leg before fusion
     bm25_candidates: int = 100
@@ -27,3 +31,6 @@ class IndexConfig:
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()
+        if self.embed_url and not self.embed_model:
+            raise ValueError("KB_EMBED_URL needs KB_EMBED_MODEL: the model name the embedding service expects "
+                             "(it also keys the vector cache, so vectors of different models never mix)")

@@ -13,6 +13,18 @@ from indexing.migrations import migrate
 from indexing.store import ChunkStore
 
 
+def make_embedder(config: IndexConfig):
+    """The bundled (or a local) sentence-transformers model, or an embedding service when
+    `embed_url` is set (`indexing.embedding_service`); both embed lazily, on first use."""
+    if config.embed_url:
+        from indexing.embedding import EMBED_DIM
+        from indexing.embedding_service import ServiceEmbedder
+
+        return ServiceEmbedder(config.embed_url, config.embed_model, config.embed_api_key, dimensions=EMBED_DIM,
+                               batch_size=config.embed_service_batch, in_flight=config.embed_in_flight)
+    return Embedder(config.embed_model, config.embed_batch_size)
+
+
 class Index:
     """Open (creating if needed) Docent's index. Heavy parts (the model) load on first use."""
 
@@ -25,7 +37,7 @@ class Index:
         migrate(self.engine)
         self.store = ChunkStore(self.engine, self.url)
         self.bm25 = Bm25Index(config.home, self.engine, self.store)
-        self.embedder = embedder or Embedder(config.embed_model, config.embed_batch_size)
+        self.embedder = embedder or make_embedder(config)
 
     @property
     def location(self) -> str:

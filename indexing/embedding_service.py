@@ -1,0 +1,146 @@
+"""Vectors from an embedding service that speaks OpenAI's `/v1/embeddings` wire format — OpenAI
+itself, vLLM, Hugging Face TEI and Ollama all do — instead of the bundled model (`KB_EMBED_URL`).
+
+The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_query`, `name`,
+`texts_embedded`), so the sync, its vector cache and retrieval do not know which one they have:
+
+- texts go out in batches of `batch_size`, up to `in_flight` requests at a time (a service
+  embeds faster with several requests queued; Docent's own CPU is then free);
+- a rate-limited (429) or failing (5xx, connection lost, timeout) request is retried with
+  exponential backoff, honouring the service's `Retry-After`; other errors fail at once, with
+  the service's message;
+- the vectors' size is checked against the index's (`EMBED_DIM`) on the first reply: a model of
+  another size cannot share an index built for this one, and says so in one line.
+
+`name` is the model name sent to the service. It keys the vector cache and the registry's
+"which model embedded this" hash, so a service that serves the bundled model under its usual name
+("all-MiniLM-L6-v2") reuses vectors the local path cached, and any other name re-embeds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger(__name__)
+
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class EmbeddingServiceError(RuntimeError):
+    """The embedding service refused, failed after its retries, or sent vectors that cannot be used."""
+
+
+class EmbeddingDimensionError(EmbeddingServiceError):
+    """The service's vectors are not the size this index holds: a configuration mistake, not an outage."""
+
+
+class ServiceEmbedder:
+    def __init__(self, url: str, model: str, api_key: str | None = None, *, dimensions: int, batch_size: int = 64,
+                 in_flight: int = 4, timeout: float = 60.0, retries: int = 5, backoff: float = 0.5) -> None:
+        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/embeddings") else "/embeddings")
+        self.model = model
+        self.api_key = api_key
+        self.dimensions = dimensions
+        self.batch_size = max(1, batch_size)
+        self.in_flight = max(1, in_flight)
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.texts_embedded = 0
+        self._client = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors in the order of `texts`, `in_flight` batches at a time."""
+        if not texts:
+            return []
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        if len(batches) == 1 or self.in_flight == 1:
+            vectors = [v for batch in batches for v in self._request(batch)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.in_flight, len(batches)), thread_name_prefix="docent-embed") as pool:
+                vectors = [v for result in pool.map(self._request, batches) for v in result]
+        with self._lock:
+            self.texts_embedded += len(texts)
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._request([text])[0]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    # -- one request, with retries ---------------------------------------------------------------
+
+    def _http(self):
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+                limits = httpx.Limits(max_connections=self.in_flight, max_keepalive_connections=self.in_flight)
+                self._client = httpx.Client(timeout=self.timeout, headers=headers, limits=limits)
+            return self._client
+
+    def _request(self, batch: list[str]) -> list[list[float]]:
+        import httpx
+
+        body = {"model": self.model, "input": batch, "encoding_format": "float"}
+        for attempt in range(self.retries + 1):
+            wait = self.backoff * 2**attempt
+            try:
+                response = self._http().post(self.url, json=body)
+            except httpx.TransportError as exc:  # refused, reset, timed out
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    return self._vectors(response, len(batch))
+                if response.status_code not in RETRIED_STATUSES:
+                    raise EmbeddingServiceError(f"the embedding service at {self.url} answered {response.status_code}: "
+                                                f"{_message(response)}")
+                problem = f"HTTP {response.status_code}"
+                wait = max(wait, _retry_after(response))
+            if attempt < self.retries:
+                log.warning("embedding service: %s; retrying in %.1f s (%d of %d)", problem, wait, attempt + 1, self.retries)
+                time.sleep(wait)
+        raise EmbeddingServiceError(f"the embedding service at {self.url} failed {self.retries + 1} times: {problem}")
+
+    def _vectors(self, response, expected: int) -> list[list[float]]:
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingServiceError(f"the embedding service at {self.url} sent no usable embeddings ({exc!r})") from None
+        if len(vectors) != expected:
+            raise EmbeddingServiceError(f"the embedding service sent {len(vectors)} vectors for {expected} texts")
+        sizes = {len(v) for v in vectors}
+        if sizes != {self.dimensions}:
+            raise EmbeddingDimensionError(
+                f"model {self.model!r} at {self.url} gives {', '.join(map(str, sorted(sizes)))}-dimensional vectors; "
+                f"this index holds {self.dimensions}-dimensional ones (use a model of that size, or a fresh KB_HOME "
+                f"and database)")
+        return vectors
+
+
+def _retry_after(response) -> float:
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "0")))
+    except ValueError:
+        return 0.0
+
+
+def _message(response) -> str:
+    try:
+        error = response.json().get("error")
+        return (error.get("message") if isinstance(error, dict) else str(error or "")) or response.text[:200]
+    except ValueError:
+        return response.text[:200]
