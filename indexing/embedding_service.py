@@ -59,15 +59,22 @@ class ServiceEmbedder:
         return self.model
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors in the order of `texts`, `in_flight` batches at a time."""
+        """Vectors in the order of `texts`, `in_flight` batches at a time. Texts are batched
+        shortest first (by characters), as the local path does by word-pieces: a service pads each
+        batch to its longest text, so batches of like lengths cost it less."""
         if not texts:
             return []
-        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [[texts[i] for i in order[start : start + self.batch_size]]
+                   for start in range(0, len(order), self.batch_size)]
         if len(batches) == 1 or self.in_flight == 1:
-            vectors = [v for batch in batches for v in self._request(batch)]
+            results = [self._request(batch) for batch in batches]
         else:
             with ThreadPoolExecutor(max_workers=min(self.in_flight, len(batches)), thread_name_prefix="docent-embed") as pool:
-                vectors = [v for result in pool.map(self._request, batches) for v in result]
+                results = list(pool.map(self._request, batches))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for i, vector in zip(order, (v for result in results for v in result)):
+            vectors[i] = vector
         with self._lock:
             self.texts_embedded += len(texts)
         return vectors
