@@ -7,9 +7,10 @@ level-1 heading (`# Title`, or `Title` over `=====`; never a `#` line inside cod
 name. A page's `url` in front matter is its citation link (its sections link to their anchors on
 it). Its "updated" time is its front matter date (`updated`, `last_modified`, `lastmod` or
 `date`, in that order), else the last commit that touched it when the folder is a Git work tree
-(`connectors.git_dates`: one `git log` for the folder), else the file's modification time. A file that cannot be read (bad encoding,
-binary, empty, too big, broken front matter) becomes a document with `error` set: the sync
-records it as FAILED and carries on.
+(`connectors.git_dates`: one `git log` for the folder), else the file's modification time.
+A file that cannot be read (bad encoding, binary, empty, too big, broken front matter, a date
+that is no date) becomes a document with `error` set: the sync records it as FAILED and carries
+on.
 
 Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
 never end), never more than `max_bytes`, and never through a link that leaves the root. Front
@@ -101,14 +102,14 @@ class MarkdownFolder:
         try:
             doc.url = self.url_for(rel)
             raw, mtime = self._read_bytes(rel)
+            doc.updated_at = datetime.fromtimestamp(mtime, tz=timezone.utc)
             meta, body, page = _split_front_matter(_decode(raw))
             if not body.strip():
                 raise ValueError("empty document: no text after front matter" if meta else "empty document")
             doc.text = body
             doc.title = _meta_text(meta, "title") or page.title or _title_from_name(rel)
             doc.url = _meta_text(meta, "url") or doc.url
-            doc.updated_at = (_meta_date(meta) or self._git.last_change(rel)
-                              or datetime.fromtimestamp(mtime, tz=timezone.utc))
+            doc.updated_at = _meta_date(meta) or self._git.last_change(rel) or doc.updated_at
             doc.metadata["tags"] = _meta_tags(meta.get("tags"))
         except (OSError, ValueError) as exc:
             doc.text, doc.title = "", ""
