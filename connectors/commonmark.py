@@ -59,14 +59,32 @@ class Page:
         return next((h.text for h in self.headings if h.level == 1 and h.top_level), "")
 
 
+# Inline markup is parsed only where Docent reads it, in headings: paragraphs and table cells are
+# kept as source text, and inline parsing is most of markdown-it's work (~80 us per `[` on a busy
+# 2-core machine, and quadratic in a run of `[` before a `]`: a page of brackets would stall a sync
+# for minutes). A heading is parsed from at most this many characters of its source (the chunker
+# clips heading paths to as many), and one of plain words needs no inline parse at all.
+MAX_HEADING_SOURCE_CHARS = 2_000
+MAX_HEADING_BRACKETS = 16  # more `[`s than this in a heading are read as text, not tried as links
+
+
 @lru_cache(maxsize=1)
 def _parser():
+    """Blocks only: front matter, headings, fences, HTML blocks, tables, lists, quotes."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
 
     md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     front_matter_plugin(md)
+    md.core.ruler.disable(["inline", "text_join"])
     return md
+
+
+@lru_cache(maxsize=1)
+def _inline_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["strikethrough"])
 
 
 def normalise(markdown: str) -> str:
@@ -77,28 +95,28 @@ def normalise(markdown: str) -> str:
 def parse(markdown: str) -> Page:
     """Read a page: its front matter, headings (with unique GitHub anchors) and content blocks."""
     source = normalise(markdown)
-    tokens = _parser().parse(source)
+    env: dict = {}
+    tokens = _parser().parse(source, env)  # env collects link reference definitions, used in headings
     lines = source.split("\n")
     front_matter, body_start = None, 0
     headings: list[Heading] = []
-    content: set[int] = set()
+    blocks: set[int] = set()
     slugs = _Slugger()
     for n, token in enumerate(tokens):
         if token.type == "front_matter" and _opens_front_matter(lines[0]):
             front_matter, body_start = token.content, token.map[1]
         elif token.type == "front_matter":  # `---x` on line 1: the plugin's reading, not YAML's
-            content.add(token.map[0])
+            blocks.add(token.map[0])
         elif token.type == "heading_open":
-            inline = tokens[n + 1]
-            shown, slugged = _inline_text(inline.children or [])
+            shown, slugged = _heading_text(tokens[n + 1].content, env)
             headings.append(Heading(
                 level=int(token.tag[1]), text=shown, anchor=slugs.slug(slugged),
                 start=token.map[0], end=token.map[1], top_level=token.level == 0,
             ))
         elif token.level == 0 and token.map is not None and token.nesting >= 0:
-            content.add(token.map[0])
+            blocks.add(token.map[0])
     return Page(lines=lines, front_matter=front_matter, body_start=body_start, headings=headings,
-                content_lines=content)
+                content_lines=blocks)
 
 
 def _opens_front_matter(first_line: str) -> bool:
@@ -106,7 +124,28 @@ def _opens_front_matter(first_line: str) -> bool:
     return first_line.rstrip() == "-" * len(first_line.rstrip()) and len(first_line.rstrip()) >= 3
 
 
-def _inline_text(children) -> tuple[str, str]:
+_INLINE_MARKUP = frozenset("\\`*_[]!<>&~")  # characters that can start inline markup in a heading
+
+
+def _heading_text(source: str, env: dict) -> tuple[str, str]:
+    """A heading's text as shown and as slugged, from at most MAX_HEADING_SOURCE_CHARS of its
+    source; plain words (most headings) need no inline parse at all."""
+    clipped = source[:MAX_HEADING_SOURCE_CHARS]
+    cut = len(clipped) < len(source)  # a cut heading keeps the spaces it was cut in
+    markup = set(_INLINE_MARKUP.intersection(clipped))
+    if "]" not in markup:  # no link or image can close: `[` and `!` are text (and `[[[[` is slow to try)
+        markup -= {"[", "!"}
+    if ">" not in markup:  # no HTML tag or autolink can close
+        markup.discard("<")
+    if not markup:
+        return (clipped.lstrip() if cut else clipped.strip()), clipped
+    if clipped.count("[") > MAX_HEADING_BRACKETS:  # no real heading has this many links; trying each is quadratic
+        clipped = clipped.replace("[", "\\[")
+    inline = _inline_parser().parseInline(clipped, env)
+    return _inline_text(inline[0].children or [] if inline else [], cut)
+
+
+def _inline_text(children, cut: bool = False) -> tuple[str, str]:
     """A heading's text as shown (with image alt text) and as GitHub slugs it (the element's
     text content: no alt text, no HTML tags)."""
     shown: list[str] = []
@@ -120,7 +159,8 @@ def _inline_text(children) -> tuple[str, str]:
             slugged.append("\n")
         elif child.type == "image":
             shown.append(child.content)
-    return "".join(shown).strip(), "".join(slugged)
+    text = "".join(shown)
+    return (text.lstrip() if cut else text.strip()), "".join(slugged)
 
 
 # --- GitHub's anchors -----------------------------------------------------------------------
