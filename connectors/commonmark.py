@@ -36,6 +36,17 @@ class Heading:
     start: int  # first source line (0-based, in `Page.lines`)
     end: int  # the line after its last (a setext heading has two or more)
     top_level: bool  # a heading of the page itself, not one inside a list item or a quote
+    source: str = ""  # its inline Markdown as written, without the `#`s or the setext underline
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block (``` or ~~~, any length) outside quotes: its fence lines and whether
+    it was closed (an unclosed fence runs to the end of the page, as CommonMark says)."""
+
+    start: int  # the opening fence's line
+    end: int  # the line after the block (the closing fence's line + 1 when closed)
+    closed: bool
 
 
 @dataclass
@@ -47,6 +58,7 @@ class Page:
     body_start: int  # first line after the front matter (0 without any)
     headings: list[Heading]
     content_lines: set[int]  # first line of every top-level block that is not a heading
+    fences: list[Fence]
 
     @property
     def body(self) -> str:
@@ -101,6 +113,7 @@ def parse(markdown: str) -> Page:
     front_matter, body_start = None, 0
     headings: list[Heading] = []
     blocks: set[int] = set()
+    fences: list[Fence] = []
     slugs = _Slugger()
     for n, token in enumerate(tokens):
         if token.type == "front_matter" and _opens_front_matter(lines[0]):
@@ -111,12 +124,23 @@ def parse(markdown: str) -> Page:
             shown, slugged = _heading_text(tokens[n + 1].content, env)
             headings.append(Heading(
                 level=int(token.tag[1]), text=shown, anchor=slugs.slug(slugged),
-                start=token.map[0], end=token.map[1], top_level=token.level == 0,
+                start=token.map[0], end=token.map[1], top_level=token.level == 0, source=tokens[n + 1].content,
             ))
+        elif token.type == "fence" and lines[token.map[0]].lstrip().startswith(token.markup):
+            fences.append(_fence(token, lines))
+            if token.level == 0:
+                blocks.add(token.map[0])
         elif token.level == 0 and token.map is not None and token.nesting >= 0:
             blocks.add(token.map[0])
     return Page(lines=lines, front_matter=front_matter, body_start=body_start, headings=headings,
-                content_lines=blocks)
+                content_lines=blocks, fences=fences)
+
+
+def _fence(token, lines: list[str]) -> Fence:
+    start, end = token.map
+    last = lines[end - 1].strip() if end - 1 > start else ""
+    closed = len(last) >= len(token.markup) and set(last) == {token.markup[0]}
+    return Fence(start=start, end=end, closed=closed)
 
 
 def _opens_front_matter(first_line: str) -> bool:

@@ -177,3 +177,16 @@ def test_closing_hashes_go_but_a_hash_glued_to_a_word_stays():
 def test_strip_headings_drops_heading_lines_but_not_code_comments():
     passage = "## Steps\n\n```bash\n# log in\nkubectl login\n```\n\n\n\nSetext\n------\nDone.\n"
     assert strip_headings(passage) == "```bash\n# log in\nkubectl login\n```\n\nDone."
+
+
+def test_slack_rendering_reads_fences_and_headings_as_the_chunker_does():
+    from bot.mrkdwn import to_mrkdwn
+
+    text = (FIXTURES / "four-backtick-fence.md").read_text() + "\nTravel\n======\n\n~~~\n# tilde <code>\n"
+    assert to_mrkdwn(text) == (
+        "*Writing docs*\n\nHow to show a code block inside a code block.\n\n*Nesting fences*\n\n"
+        "Use four backticks around an example that itself has a fence:\n\n"
+        "```\nHere is a script:\n\n```bash\n# install the tools\nmake setup\n```\n\n## Not a heading, still the example\n```\n\n"
+        "*After the example*\n\nThe section after the four-backtick block is its own section.\n\n"
+        "*Travel*\n\n```\n# tilde &lt;code&gt;\n```"  # an unclosed fence is closed for Slack
+    )
