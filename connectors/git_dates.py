@@ -84,8 +84,11 @@ class GitDates:
             log.warning("git %s in %s failed (%s); page dates are file times", args[0], self.root, exc)
             return None
         if result.returncode != 0:
-            if args[0] != "rev-parse":  # "not a git repository" is the ordinary case, not worth a line
-                reason = result.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
-                log.info("git %s in %s: %s; page dates are file times", args[0], self.root, reason[0] if reason else result.returncode)
+            reason = result.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
+            if not reason or "not a git repository" not in reason[0]:  # the ordinary case: not worth a line
+                # e.g. "detected dubious ownership" (the folder belongs to another user: see git's
+                # safe.directory) or a repository without commits
+                log.warning("git %s in %s: %s; page dates are file times", args[0], self.root,
+                            reason[0] if reason else f"exit status {result.returncode}")
             return None
         return result.stdout
