@@ -74,8 +74,9 @@ class Page:
 # Inline markup is parsed only where Docent reads it, in headings: paragraphs and table cells are
 # kept as source text, and inline parsing is most of markdown-it's work (~80 us per `[` on a busy
 # 2-core machine, and quadratic in a run of `[` before a `]`: a page of brackets would stall a sync
-# for minutes). A heading is parsed from at most this many characters of its source (the chunker
-# clips heading paths to as many), and one of plain words needs no inline parse at all.
+# for minutes). A heading is parsed from at most this many characters of its source (real ones are
+# under ~250; the chunker clips heading paths to 300), and one of plain words needs no inline
+# parse at all.
 MAX_HEADING_SOURCE_CHARS = 2_000
 MAX_HEADING_BRACKETS = 16  # more `[`s than this in a heading are read as text, not tried as links
 
