@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")  # closing #s go in `_heading_text` (a regex for them backtracks)
+from connectors.commonmark import parse
+
+FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")  # a fence line of mrkdwn we wrote (blocks.py splits messages at them)
 _RULE = re.compile(r"^\s{0,3}([-*_])(?:\s*\1){2,}\s*$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$")
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")
@@ -67,25 +68,30 @@ def link(url: str, label: str) -> str:
 def to_mrkdwn(markdown: str, citation_urls: dict[int, str] | None = None) -> str:
     """Markdown → Slack mrkdwn. Code stays verbatim (escaped); tables, which Slack lacks, become
     one line per row with cells joined by " · "; `[n]` citations become links to source n when
-    its URL is given."""
+    its URL is given. Fences and headings are where the CommonMark parser finds them (a `#` line
+    in a ```` block is code, `Title` over `===` is a heading), as on the wiki page itself."""
     citations = citation_urls or {}
-    lines = markdown.replace("\r\n", "\n").split("\n")
+    page = parse(markdown)
+    lines = page.lines
+    fences = {fence.start: fence for fence in page.fences}
+    headings = {h.start: h for h in page.headings if h.top_level}
     out: list[str] = []
-    fence: str | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        marker = FENCE.match(line)
-        if fence is not None:
-            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
-                out.append("```")
-                fence = None
-            else:
-                out.append(escape(line))
-        elif marker:
-            fence = marker.group(1)
+        if (fence := fences.get(i)) is not None:
+            body_end = fence.end - 1 if fence.closed else fence.end
             out.append("```")
-        elif _table_row(line) is not None:
+            out.extend(escape(code) for code in lines[i + 1 : body_end])
+            out.append("```")  # an unterminated fence would swallow everything after it
+            i = fence.end
+            continue
+        if (heading := headings.get(i)) is not None:
+            text = " ".join(heading.source.split()).replace("**", "").replace("__", "")
+            out.append(f"*{inline(text, citations)}*" if text else "")
+            i = heading.end
+            continue
+        if _table_row(line) is not None:
             prefix = _table_row(line)[0]
             rows = []
             while i < len(lines) and (row := _table_row(lines[i])) is not None and row[0] == prefix:
@@ -93,11 +99,8 @@ def to_mrkdwn(markdown: str, citation_urls: dict[int, str] | None = None) -> str
                 i += 1
             out.extend(prefix + row for row in _table(rows, citations))
             continue
-        else:
-            out.append(_block_line(line, citations))
+        out.append(_block_line(line, citations))
         i += 1
-    if fence is not None:
-        out.append("```")  # an unterminated fence would swallow everything after it
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
 
 
@@ -133,9 +136,6 @@ def _block_line(line: str, citations: dict[int, str]) -> str:
         return ""
     if quoted := _QUOTE.match(line):
         return "> " + _block_line(quoted.group(1), citations) if quoted.group(1).strip() else ">"
-    if heading := _HEADING.match(line):
-        text = _heading_text(heading.group(1)).replace("**", "").replace("__", "")
-        return f"*{inline(text, citations)}*" if text else ""
     if _RULE.match(line):
         return "──────────"
     if bullet := _BULLET.match(line):
@@ -146,15 +146,6 @@ def _block_line(line: str, citations: dict[int, str]) -> str:
         indent, number, rest = ordered.groups()
         return "    " * (len(indent) // 2) + f"{number}. " + inline(rest, citations)
     return inline(line, citations)
-
-
-def _heading_text(text: str) -> str:
-    """A heading's text without its optional closing `#`s (kept when glued to a word: `C#`)."""
-    text = text.strip()
-    bare = text.rstrip("#")
-    if bare != text and (not bare or bare[-1].isspace()):
-        text = bare.rstrip()
-    return text
 
 
 def inline(text: str, citations: dict[int, str] | None = None) -> str:

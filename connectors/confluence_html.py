@@ -10,6 +10,8 @@ From each page file:
 - ancestors (root first, the space itself excluded) from the breadcrumbs;
 - author, last editor and last-modified date from the free-text metadata line (a date only, in
   the server's locale and zone, hence the `timezone` setting);
+- the ids Confluence rendered on the body's headings (`DeployingtheQuokkaAPI-Steps`), so a
+  section is cited as `<page URL>#<id>`, which the page view resolves (no id: the page itself);
 - body from `#main-content`, cleaned and converted to Markdown: code panels become fenced code
   with their language, info/tip/note/warning panels a bold label and their text, expand sections
   their title and body, Jira macros the issue key; the children macro, TOC, attachment list and
@@ -103,7 +105,8 @@ class ConfluenceHtmlExport:
     def read_page(self, files: ExportFiles, name: str, page_id: str, space: _Space) -> SourceDocument:
         """One page file into a document; problems become the document's `error`."""
         url = page_url(self.base_url, page_id) if self.base_url else files.uri(name)
-        doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url)
+        doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url,
+                             heading_ids=[])
         doc.metadata = {
             "page_id": page_id, "file": PurePosixPath(name).name, "space": space.key or space.name,
             "space_name": space.name, "ancestors": [], "ancestor_ids": [], "attachments": [], "tags": [],
@@ -119,7 +122,9 @@ class ConfluenceHtmlExport:
             if main is None:
                 raise ValueError("no #main-content: not a Confluence page, or a truncated file")
             doc.metadata["attachments"] = _attachments(soup, main)
-            doc.text = to_markdown(self._clean(soup, main, deadline), deadline)
+            cleaned = self._clean(soup, main, deadline)
+            doc.heading_ids = _heading_ids(cleaned)
+            doc.text = to_markdown(cleaned, deadline)
         except Exception as exc:  # a bad page (or a parser bug) fails that page, not the export
             doc.error = str(exc) or type(exc).__name__
         return doc
@@ -228,6 +233,13 @@ def _matcher(selector: str) -> Callable[[Tag], bool]:
         return not classes or classes <= set(tag.get("class") or ())
 
     return test
+
+
+def _heading_ids(main: Tag) -> list[tuple[str, str]]:
+    """(text, id) of the body's headings that carry an id, in page order: the ids Confluence gave
+    them when it rendered the page (`Pagetitle-Headingtext`), which its page view resolves too."""
+    return [(_text(h), h["id"]) for h in main.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+            if isinstance(h.get("id"), str) and h["id"].strip()]
 
 
 def _page_files(files: ExportFiles) -> list[tuple[str, str]]:

@@ -114,7 +114,10 @@ class ConfluenceXmlExport:
         """One page row into a document; problems become the document's `error`."""
         page_id = page["id"]
         url = page_url(self.base_url, page_id) if self.base_url else f"{entities_uri}#page-{page_id}"
-        doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url)
+        # Storage format has no heading ids (Confluence makes them when it renders a page, and
+        # Cloud and Server make them differently): its sections cite the page itself.
+        doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url,
+                             heading_ids=[])
         doc.metadata = {"page_id": page_id}
         try:
             space = export.spaces.get(page.get("space", ""), {})

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import unicodedata
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+from connectors.commonmark import github_slug
+
+if TYPE_CHECKING:
+    from connectors.commonmark import Heading
 
 PUBLIC = "public"
 
@@ -34,6 +39,10 @@ class SourceDocument:
     metadata: dict = field(default_factory=dict)  # tags, author, space, attachments, ...
     error: str | None = None  # could not be read: FAILED, its previous version keeps serving
     skipped: str | None = None  # read fine, but nothing to index (an empty page): SKIPPED, with the reason
+    # The page's own heading ids, (heading text, id) in page order, where its source has them
+    # (a Confluence HTML export); an empty list where sections have no id the source would resolve
+    # (a Confluence storage export); None for Markdown, linked by GitHub's anchors.
+    heading_ids: list[tuple[str, str]] | None = None
 
     @property
     def doc_id(self) -> str:
@@ -51,18 +60,40 @@ class SourceDocument:
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    def section_url(self, heading: str | None) -> str:
-        """The citation URL pointing at one section (GitHub-style anchor), or the page itself."""
-        if not heading or not self.url or "#" in self.url:
+    def section_url(self, anchor: str | None) -> str:
+        """The citation URL pointing at one section, or the page itself (no anchor, no URL, or a
+        URL that already has a fragment, such as `entities.xml#page-12`)."""
+        if not anchor or not self.url or "#" in self.url:
             return self.url
-        return f"{self.url}#{heading_anchor(heading)}"
+        return f"{self.url}#{anchor}"
+
+    def section_anchors(self, headings: list[Heading]) -> list[str | None]:
+        """Each heading's anchor: GitHub's for Markdown; for a page whose source gives heading ids,
+        the id of the same heading text, taken in page order (None for a heading it has no id for:
+        its sections link to the page)."""
+        if self.heading_ids is None:
+            return [h.anchor or None for h in headings]
+        places: dict[str, list[int]] = {}  # heading text -> its positions in heading_ids
+        for n, (text, _) in enumerate(self.heading_ids):
+            places.setdefault(_same_text(text), []).append(n)
+        anchors: list[str | None] = []
+        at = 0  # ids are matched in page order: never one before the last id used
+        for heading in headings:
+            candidates = places.get(_same_text(heading.text), [])
+            found = bisect_left(candidates, at)
+            if found < len(candidates):
+                anchors.append(self.heading_ids[candidates[found]][1])
+                at = candidates[found] + 1
+            else:
+                anchors.append(None)
+        return anchors
 
 
 def heading_anchor(heading: str) -> str:
-    """GitHub's anchor for a heading: lower-case, punctuation dropped, spaces to hyphens.
+    """GitHub's anchor for one heading's text, before it is numbered to be unique on its page
+    (`connectors.commonmark.parse` numbers them: `#example`, `#example-1`)."""
+    return github_slug(heading)
 
-    CJK and other letters are kept, as GitHub does, so Chinese headings get working anchors.
-    """
-    text = unicodedata.normalize("NFC", heading).strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
+
+def _same_text(text: str) -> str:
+    return " ".join(text.split()).casefold()

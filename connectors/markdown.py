@@ -1,11 +1,16 @@
 """Markdown folders: Git wikis, MkDocs and Obsidian vaults, handbooks.
 
-Every `.md`, `.markdown`, `.mdx` and `.txt` file under the root becomes one `SourceDocument`.
-YAML front matter (`title`, `url`, `tags`) is parsed and removed; the title comes from front
-matter, else the first `# H1`, else the file name. A file that cannot be read (bad encoding,
-binary, too big, broken front matter) becomes a document with `error` set: the sync records it
-as FAILED and carries on. An empty file (or one with only front matter) is `skipped`: nothing to
-index, nothing broken.
+Every `.md`, `.markdown`, `.mdx` and `.txt` file under the root becomes one `SourceDocument`,
+read by the one CommonMark parser (`connectors.commonmark`). YAML front matter (`title`, `url`,
+`tags`, and a date) is parsed and removed; the title comes from front matter, else the first
+level-1 heading (`# Title`, or `Title` over `=====`; never a `#` line inside code), else the file
+name. A page's `url` in front matter is its citation link (its sections link to their anchors on
+it). Its "updated" time is its front matter date (`updated`, `last_modified`, `lastmod` or
+`date`, in that order), else the last commit that touched it when the folder is a Git work tree
+(`connectors.git_dates`: one `git log` for the folder), else the file's modification time.
+A file that cannot be read (bad encoding, binary, too big, broken front matter, a date that is
+no date) becomes a document with `error` set: the sync records it as FAILED and carries on. An
+empty file (or one with only front matter) is `skipped`: nothing to index, nothing broken.
 
 Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
 never end), never more than `max_bytes`, and never through a link that leaves the root. Front
@@ -26,15 +31,16 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from connectors.commonmark import Page, parse
 from connectors.document import PUBLIC, SourceDocument
 from connectors.globs import GlobFilter
+from connectors.git_dates import GitDates
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_H1 = re.compile(r"^#\s+(.*)$")  # the closing #s are stripped in Python: `(.+?)\s*#*\s*$` backtracks cubically
+DATE_KEYS = ("updated", "last_modified", "lastmod", "date")  # front matter dates, the first present wins
 
 
 @dataclass
@@ -52,6 +58,7 @@ class MarkdownFolder:
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
         self.globs = GlobFilter(tuple(self.include), tuple(self.exclude))
+        self._git = GitDates(self.root)  # read once per connector: one `git log` for all its pages
 
     def documents(self) -> Iterator[SourceDocument]:
         """Every wanted file under the root, read (or failed) one at a time.
@@ -95,14 +102,15 @@ class MarkdownFolder:
             doc.url = self.url_for(rel)
             raw, mtime = self._read_bytes(rel)
             doc.updated_at = datetime.fromtimestamp(mtime, tz=timezone.utc)
-            meta, body = _split_front_matter(_decode(raw))
+            meta, body, page = _split_front_matter(_decode(raw))
             if not body.strip():
                 doc.title = _meta_text(meta, "title") or _title_from_name(rel)
                 doc.skipped = "empty page: no text after front matter" if meta else "empty page"
                 return doc
             doc.text = body
-            doc.title = _meta_text(meta, "title") or _first_h1(body) or _title_from_name(rel)
+            doc.title = _meta_text(meta, "title") or page.title or _title_from_name(rel)
             doc.url = _meta_text(meta, "url") or doc.url
+            doc.updated_at = _meta_date(meta) or self._git.last_change(rel) or doc.updated_at
             doc.metadata["tags"] = _meta_tags(meta.get("tags"))
         except (OSError, ValueError) as exc:
             doc.text, doc.title = "", ""
@@ -173,21 +181,20 @@ def _decode(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _split_front_matter(text: str) -> tuple[dict, str]:
-    """Split off YAML front matter (python-frontmatter finds it); broken front matter is an error.
+def _split_front_matter(text: str) -> tuple[dict, str, Page]:
+    """The page parsed, its YAML front matter (as the parser finds it) and the body after it;
+    broken front matter is an error.
 
-    The YAML is parsed here rather than by `frontmatter.loads`, which silently drops front
-    matter that is not a mapping (a list, a bare string) instead of reporting it.
+    The YAML is parsed with `yaml.safe_load` rather than by a front matter library that silently
+    drops front matter that is not a mapping (a list, a bare string) instead of reporting it. An
+    opening `---` with no closing one is a horizontal rule, not front matter.
     """
-    if not text.startswith("---"):
-        return {}, text
+    page = parse(text)
+    if page.front_matter is None:
+        return {}, text, page
     import yaml
-    from frontmatter.default_handlers import YAMLHandler
 
-    try:
-        raw, body = YAMLHandler().split(text)
-    except ValueError:  # an opening "---" with no closing one: a horizontal rule, not front matter
-        return {}, text
+    raw, body = page.front_matter, page.body
     if len(raw.encode("utf-8", "replace")) > MAX_FRONT_MATTER_BYTES:
         raise ValueError(f"broken front matter: over {MAX_FRONT_MATTER_BYTES // 1024} KB of YAML")
     try:
@@ -199,12 +206,11 @@ def _split_front_matter(text: str) -> tuple[dict, str]:
         raise ValueError("broken YAML front matter: nested too deeply") from None
     except (ValueError, OverflowError) as exc:  # a value YAML recognises but Python cannot hold (2001-02-30)
         raise ValueError(f"broken YAML front matter: {str(exc).split(';')[0]}") from None
-    body = body.lstrip("\n")
     if meta is None:
-        return {}, body
+        return {}, body, page
     if not isinstance(meta, dict):
         raise ValueError("broken front matter: expected key: value pairs")
-    return meta, body
+    return meta, body, page
 
 
 _SCALARS = (str, int, float, dt.date)  # bool is an int; dt.datetime is a dt.date
@@ -244,23 +250,25 @@ def _yaml_kind(value) -> str:
     return {list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
 
 
-def _first_h1(body: str) -> str:
-    in_fence = False
-    for line in body.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence and (match := _H1.match(line)):
-            return heading_text(match.group(1))
-    return ""
-
-
-def heading_text(text: str) -> str:
-    """An ATX heading's text without its optional closing `#`s (kept when glued to a word: `C#`)."""
-    text = text.strip()
-    bare = text.rstrip("#")
-    if bare != text and (not bare or bare[-1].isspace()):
-        text = bare.rstrip()
-    return text
+def _meta_date(meta: dict) -> datetime | None:
+    """The first front matter date of `DATE_KEYS`, in UTC (a date is its midnight, a time without
+    a zone is UTC); a value that is no date is broken front matter, not a silent file time."""
+    for key in DATE_KEYS:
+        value = meta.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, str):
+            try:
+                value = dt.datetime.fromisoformat(value.strip())
+            except ValueError:
+                raise ValueError(f"broken front matter: `{key}` is not a date ({value[:40]!r}; "
+                                 "write e.g. 2024-03-01 or 2024-03-01T10:00:00Z)") from None
+        if isinstance(value, dt.datetime):
+            return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        if isinstance(value, dt.date):
+            return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        raise ValueError(f"broken front matter: `{key}` must be a date, not a {_yaml_kind(value)}")
+    return None
 
 
 def _title_from_name(rel: str) -> str:

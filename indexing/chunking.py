@@ -11,19 +11,21 @@ chosen by a sweep of 96-256 tokens anyway (docs/tuning.md §6).
 Children are embedded and BM25-indexed with the page title and heading path in front of their
 text, so a chunk that says "15 days" is still found by a question about "vacation".
 
-Every line of a page is tried as a heading, so reading one must cost time linear in the line,
-whatever it holds (a page is untrusted input): headings are read with `str` methods, not a
-backtracking pattern, and a heading's text is clipped to `MAX_HEADING_CHARS`, because it is
-repeated in front of every child of its sections.
+Sections, heading paths and anchors come from the one CommonMark reading of the page
+(`connectors.commonmark`): a `#` line inside a fence of any kind is code, setext headings are
+headings, the front matter is no section, and each section links to its own anchor as GitHub
+renders it (or, for a Confluence page, to the heading id the export gave it). A heading's text
+is clipped to `MAX_HEADING_CHARS`, because it is repeated in front of every child of its sections.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from connectors.commonmark import parse
 from connectors.document import SourceDocument
 
 # Token counts use llama-index's default tokenizer (tiktoken cl100k); MiniLM's word-pieces run
@@ -36,9 +38,7 @@ PARENT_TOKENS = 900
 MAX_HEADING_CHARS = 300
 # Bump whenever a change here cuts the same page differently: every page is then re-chunked on
 # the next sync (unchanged child texts keep their cached vectors), not only the pages that change.
-CHUNKING_VERSION = "2"  # 2: children of 200 tokens (were 160)
-
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+CHUNKING_VERSION = "3"  # 3: sections from CommonMark tokens, unique anchors; 2: children of 200 tokens
 
 
 @dataclass
@@ -67,14 +67,16 @@ class Parent:
 class _Section:
     headings: list[str]
     lines: list[str]
+    anchor: str | None  # the section's anchor in the page's URL; None: link the page itself
+    has_content: bool
 
 
 def chunk_document(doc: SourceDocument) -> list[Parent]:
     """Split one document into parents (sections) and their children."""
     parents: list[Parent] = []
-    for section in _sections(doc.text, doc.title):
+    for section in _sections(doc):
         body = "\n".join(section.lines).strip()
-        if not _has_content(body):
+        if not section.has_content:
             continue
         for part in _split(body, PARENT_TOKENS, 0):
             position = len(parents)
@@ -83,7 +85,7 @@ def chunk_document(doc: SourceDocument) -> list[Parent]:
                 doc_id=doc.doc_id,
                 position=position,
                 heading_path=section.headings,
-                url=doc.section_url(section.headings[-1] if section.headings else None),
+                url=doc.section_url(section.anchor),
                 text=part,
             )
             # Confluence pages carry their place in the page tree: ancestors › page › section.
@@ -96,88 +98,37 @@ def chunk_document(doc: SourceDocument) -> list[Parent]:
     return parents
 
 
-def _sections(text: str, title: str) -> list[_Section]:
-    """Cut Markdown at headings (outside code fences), tracking the heading stack."""
-    sections = [_Section(headings=[], lines=[])]
+def _sections(doc: SourceDocument) -> list[_Section]:
+    """Cut a page at its top-level headings (as CommonMark reads them), tracking the heading stack.
+
+    The front matter is no section; a heading inside a list item or a quote belongs to the
+    section around it (GitHub still gives it an anchor, so it counts for the others' numbering).
+    """
+    page = parse(doc.text)
+    anchors = doc.section_anchors(page.headings)
+    cuts = [(h, a) for h, a in zip(page.headings, anchors) if h.top_level]
+    starts = sorted(page.content_lines)
+    first = cuts[0][0].start if cuts else len(page.lines)
+    sections = [_Section([], page.lines[page.body_start:first], None, _has_content(starts, page.body_start, first))]
     stack: list[tuple[int, str]] = []
-    in_fence = False
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        found = None if in_fence else _heading(line)
-        if found is None:
-            sections[-1].lines.append(line)
-            continue
-        level, heading = found[0], _plain(found[1])[:MAX_HEADING_CHARS]
-        while stack and stack[-1][0] >= level:
+    for n, (heading, anchor) in enumerate(cuts):
+        end = cuts[n + 1][0].start if n + 1 < len(cuts) else len(page.lines)
+        while stack and stack[-1][0] >= heading.level:
             stack.pop()
-        stack.append((level, heading))
+        stack.append((heading.level, heading.text[:MAX_HEADING_CHARS]))
         headings = [h for _, h in stack]
-        if headings and headings[0].casefold() == title.casefold():
+        if headings and headings[0].casefold() == doc.title.casefold():
             headings = headings[1:]  # the page's own H1 repeats the title
-        sections.append(_Section(headings=headings, lines=[line]))
+        sections.append(_Section(headings, page.lines[heading.start:end], anchor,
+                                 _has_content(starts, heading.end, end)))
     return sections
 
 
-def _heading(line: str) -> tuple[int, str] | None:
-    r"""An ATX heading's level and raw text (`## Time off ##` → `(2, "Time off")`), or None.
-
-    `line` is one line of `str.splitlines`. This reads a line exactly as the pattern
-    `^(#{1,6})\s+(.+?)\s*#*\s*$` did, but in time linear in the line: that pattern backtracked
-    cubically on a long run of whitespace and quadratically on a run of `#`s, and a single
-    regex match cannot be interrupted. So: 1-6 `#`s, then whitespace, then the text, minus a
-    closing run of `#`s (even one with no space before it: `## C#` reads as "C") and the
-    whitespace around it, but never less than one character. Quirks included, so that no
-    existing page's sections change.
-    """
-    level = len(line) - len(line.lstrip("#"))
-    if not 1 <= level <= 6 or not line[level : level + 1].isspace():
-        return None
-    start = len(line) - len(line[level:].lstrip())  # the text's first character
-    if start == len(line):
-        # Nothing but whitespace after the #s: the pattern's `\s+` gave its last character to
-        # the text when it had two or more (an empty heading once stripped); one it could not.
-        return (level, line[-1]) if len(line) - level >= 2 else None
-    end = len(line.rstrip().rstrip("#").rstrip())  # where the closing #s and whitespace start
-    return level, line[start : max(end, start + 1)]
-
-
-def _plain(heading: str) -> str:
-    """Heading text without Markdown emphasis, links or inline code markers."""
-    return re.sub(r"[*_`]", "", _unlink(heading)).strip()
-
-
-def _unlink(text: str) -> str:
-    r"""`[label](target)` → `label`, in one left-to-right pass.
-
-    Exactly what `re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)` did, which is quadratic on a
-    line of `[`s (every `[` scanned to the end for a `]`). Here no character is scanned twice: a
-    `[` whose first `]` is not followed by `(` fails for every `[` before that `]` too, and with
-    no `]` (or no `)`) left, nothing later can match.
-    """
-    out: list[str] = []
-    done = 0  # text[:done] is already in `out`
-    while (opening := text.find("[", done)) != -1:
-        closing = text.find("]", opening + 1)
-        if closing == -1:
-            break
-        if not text.startswith("(", closing + 1):
-            out.append(text[done : closing + 1])
-            done = closing + 1
-            continue
-        end = text.find(")", closing + 2)
-        if end == -1:
-            break
-        out += [text[done:opening], text[opening + 1 : closing]]
-        done = end + 1
-    out.append(text[done:])
-    return "".join(out)
-
-
-def _has_content(body: str) -> bool:
-    """A section with nothing but its heading line is not worth a parent of its own."""
-    lines = [line for line in body.splitlines() if line.strip()]
-    return any(_heading(line) is None for line in lines)
+def _has_content(block_starts: list[int], start: int, end: int) -> bool:
+    """Whether any block other than a heading starts in lines [start, end): a section with
+    nothing but its heading is not worth a parent of its own."""
+    at = bisect_left(block_starts, start)
+    return at < len(block_starts) and block_starts[at] < end
 
 
 def _split(text: str, tokens: int, overlap: int) -> list[str]:

@@ -17,6 +17,32 @@ MIGRATIONS: list[str] = [
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS skipped INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS result VARCHAR NOT NULL DEFAULT 'ok'",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS reason TEXT",
+    # 2: every timestamp column is timestamptz. Older tables stored UTC wall times without a zone
+    # (the embedded server runs in UTC), so they are read as UTC. Only columns still without a zone
+    # change, so this is a no-op once done; the advisory lock makes a second process starting at
+    # the same moment wait, then find nothing left to change (re-reading a timestamptz "AT TIME
+    # ZONE 'UTC'" would shift it by the session's offset). Tables created later (the bot's) are
+    # made with timestamptz from the start and skipped while they do not exist.
+    """
+    DO $$
+    DECLARE col record;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('docent:migration:timestamptz'));
+        FOR col IN
+            SELECT table_name::text AS tab, column_name::text AS name FROM information_schema.columns
+            WHERE table_schema = current_schema() AND data_type = 'timestamp without time zone'
+              AND (table_name::text, column_name::text) IN (
+                  ('documents', 'updated_at'), ('documents', 'indexed_at'),
+                  ('sync_runs', 'started_at'), ('sync_runs', 'finished_at'),
+                  ('query_log', 'created_at'), ('feedback', 'created_at'), ('feedback', 'updated_at'),
+                  ('admin_actions', 'created_at'), ('admin_actions', 'finished_at'),
+                  ('slack_deliveries', 'seen_at'))
+        LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE timestamptz USING %I AT TIME ZONE ''UTC''',
+                           col.tab, col.name, col.name);
+        END LOOP;
+    END $$
+    """,
 ]
 
 

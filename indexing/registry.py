@@ -18,7 +18,7 @@ import socket
 from datetime import datetime, timezone
 from enum import Enum
 
-from sqlalchemy import JSON, Column, LargeBinary, Text, text
+from sqlalchemy import JSON, Column, DateTime, LargeBinary, Text, text
 from sqlalchemy.orm import Session
 from sqlmodel import Field, SQLModel
 
@@ -28,6 +28,11 @@ GENERATION_KEY = "generation"  # bumped by every committed document change
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _when(**kwargs) -> Column:
+    """A timestamptz column: times are stored with their zone and read back aware."""
+    return Column(DateTime(timezone=True), **kwargs)
 
 
 class Status(str, Enum):
@@ -58,8 +63,8 @@ class DocumentRecord(SQLModel, table=True):
     status: Status = Field(default=Status.PENDING, index=True)
     error: str | None = Field(default=None, sa_column=Column(Text))
     chunk_count: int = 0
-    updated_at: datetime | None = None  # when the page itself last changed
-    indexed_at: datetime | None = None  # when this version was committed to the index
+    updated_at: datetime | None = Field(default=None, sa_column=_when())  # when the page itself last changed
+    indexed_at: datetime | None = Field(default=None, sa_column=_when())  # when this version was committed to the index
 
 
 class ParentSection(SQLModel, table=True):
@@ -87,8 +92,8 @@ class SyncRun(SQLModel, table=True):
     source: str = Field(index=True)
     trigger: str = "cli"  # cli / watcher / schedule / admin
     runner: str = ""  # host:pid of the process that ran it
-    started_at: datetime = Field(default_factory=utcnow)
-    finished_at: datetime | None = None
+    started_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False))
+    finished_at: datetime | None = Field(default=None, sa_column=_when())
     added: int = 0
     updated: int = 0
     unchanged: int = 0

@@ -549,7 +549,7 @@ def test_html_sample_synced_into_the_index_answers_a_question_about_one_page(sam
     hits = retrieve(index, "Where do I get ROOT.war and how do I stop Tomcat?", scopes=["conf-html"]).hits
     assert hits[0].path == "pages/9273380"
     assert (hits[0].title, hits[0].heading) == ("Zprovoznění", "Postup")
-    assert hits[0].url.startswith(f"{BASE}/pages/viewpage.action?pageId=9273380")
+    assert hits[0].url == f"{BASE}/pages/viewpage.action?pageId=9273380#Zprovoznění-Postup"  # the export's heading id
 
 
 def test_xml_sample_synced_into_the_index_answers_a_question_about_one_page(samples, index):
@@ -564,3 +564,50 @@ def test_xml_sample_synced_into_the_index_answers_a_question_about_one_page(samp
                     scopes=["conf-xml"]).hits
     assert hits[0].path == "pages/1635671"
     assert hits[0].title == "12. Glossar"
+
+
+# --- citation anchors -------------------------------------------------------------------------
+
+
+def section_urls(doc: SourceDocument) -> list[tuple[list[str], str]]:
+    from indexing.chunking import chunk_document
+
+    return [(p.heading_path, p.url) for p in chunk_document(doc)]
+
+
+def test_html_export_sections_cite_the_heading_ids_confluence_rendered():
+    """`<h2 id="DeployingtheQuokkaAPI-Steps">` is the id Confluence's page view has too: the
+    section links there, on the page URL and on the exported file alike."""
+    page = f"{BASE}/pages/viewpage.action?pageId=1006"
+    cited = by_path(ConfluenceHtmlExport(HTML_FIXTURE, base_url=BASE))["pages/1006"]
+    assert [url for _, url in section_urls(cited)] == [
+        f"{page}#DeployingtheQuokkaAPI-Prerequisites", f"{page}#DeployingtheQuokkaAPI-Steps",
+        f"{page}#DeployingtheQuokkaAPI-Regions",
+    ]
+    local = by_path(ConfluenceHtmlExport(HTML_FIXTURE))["pages/1006"]
+    file_uri = (HTML_FIXTURE / "Deploying-the-Quokka-API_1006.html").resolve().as_uri()
+    assert section_urls(local)[1] == (["Steps"], f"{file_uri}#DeployingtheQuokkaAPI-Steps")
+
+
+def test_an_html_export_heading_without_an_id_cites_the_page(tmp_path):
+    export = tmp_path / "export"
+    shutil.copytree(HTML_FIXTURE, export)
+    page_file = export / "Deploying-the-Quokka-API_1006.html"
+    page_file.write_text(page_file.read_text().replace(' id="DeployingtheQuokkaAPI-Steps"', ""))
+
+    doc = by_path(ConfluenceHtmlExport(export, base_url=BASE))["pages/1006"]
+
+    page = f"{BASE}/pages/viewpage.action?pageId=1006"
+    assert section_urls(doc) == [
+        (["Prerequisites"], f"{page}#DeployingtheQuokkaAPI-Prerequisites"),
+        (["Steps"], page),  # never a GitHub-style "#steps", which Confluence would not resolve
+        (["Regions"], f"{page}#DeployingtheQuokkaAPI-Regions"),
+    ]
+
+
+def test_xml_export_sections_cite_the_page_itself():
+    """Storage format carries no heading ids, so no section anchor would resolve in Confluence."""
+    docs = by_path(ConfluenceXmlExport(XML_FIXTURE, base_url=BASE))
+    urls = {doc.path: {url for _, url in section_urls(doc)} for doc in docs.values() if doc.error is None and doc.text}
+    assert urls and all(found == {f"{BASE}/pages/viewpage.action?pageId={path.split('/')[1]}"} for path, found in urls.items())
+    assert any("#" in doc.text for doc in docs.values())  # the fixture does have headings

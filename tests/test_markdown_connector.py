@@ -7,6 +7,8 @@ ours is mocked. No index, no embedding model: this file runs in about a second.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -15,6 +17,7 @@ import pytest
 
 from connectors.document import PUBLIC, SourceDocument, heading_anchor
 from connectors.markdown import DEFAULT_MAX_BYTES, MarkdownFolder
+from indexing.chunking import chunk_document
 
 
 def write(root: Path, rel: str, content: str | bytes) -> Path:
@@ -270,18 +273,26 @@ def test_section_url_appends_a_github_style_anchor(heading, anchor):
     doc = SourceDocument(source="wiki", path="people/leave.md", url="https://wiki.example.com/leave")
 
     assert heading_anchor(heading) == anchor
-    assert doc.section_url(heading) == f"https://wiki.example.com/leave#{anchor}"
+    assert doc.section_url(heading_anchor(heading)) == f"https://wiki.example.com/leave#{anchor}"
 
 
-def test_section_url_without_heading_or_with_an_anchored_url_is_the_page_url():
+def test_section_url_without_anchor_or_with_an_anchored_url_is_the_page_url():
     page = SourceDocument(source="wiki", path="a.md", url="https://wiki.example.com/a")
     anchored = SourceDocument(source="wiki", path="b.md", url="https://wiki.example.com/b#already")
     no_url = SourceDocument(source="wiki", path="c.md", url="")
 
     assert page.section_url(None) == "https://wiki.example.com/a"
     assert page.section_url("") == "https://wiki.example.com/a"
-    assert anchored.section_url("Other heading") == "https://wiki.example.com/b#already"
-    assert no_url.section_url("Heading") == ""
+    assert anchored.section_url("other-heading") == "https://wiki.example.com/b#already"
+    assert no_url.section_url("heading") == ""
+
+
+def test_sections_link_to_anchors_on_the_front_matter_url(tmp_path):
+    write(tmp_path, "leave.md", "---\nurl: https://intranet.example.com/hr/leave\n---\n# Leave\n\n## Annual leave\n\n25 days.\n")
+
+    doc = MarkdownFolder(tmp_path, url_template="https://github.com/acme/h/blob/main/{path}").read("leave.md")
+
+    assert [p.url for p in chunk_document(doc)] == ["https://intranet.example.com/hr/leave#annual-leave"]
 
 
 # --- time stamps and access -------------------------------------------------------------------
@@ -297,6 +308,105 @@ def test_updated_at_is_the_file_mtime_in_utc(tmp_path):
     assert doc.updated_at == when
     assert doc.updated_at.tzinfo is not None
     assert doc.updated_at.utcoffset().total_seconds() == 0
+
+
+@pytest.mark.parametrize(("front_matter", "expected"), [
+    ("updated: 2024-03-01", datetime(2024, 3, 1, tzinfo=timezone.utc)),  # a date: its midnight, UTC
+    ("last_modified: 2024-03-01T10:15:00+02:00", datetime(2024, 3, 1, 8, 15, tzinfo=timezone.utc)),
+    ("date: 2024-03-01 10:15:00", datetime(2024, 3, 1, 10, 15, tzinfo=timezone.utc)),  # no zone: UTC
+    ("date: '2024-03-01T10:15:00Z'", datetime(2024, 3, 1, 10, 15, tzinfo=timezone.utc)),  # quoted: parsed as ISO
+    ("date: 2020-01-01\nupdated: 2024-03-01", datetime(2024, 3, 1, tzinfo=timezone.utc)),  # `updated` wins over `date`
+])
+def test_updated_at_is_the_front_matter_date_when_there_is_one(tmp_path, front_matter, expected):
+    path = write(tmp_path, "a.md", f"---\n{front_matter}\n---\n# A\n\ntext\n")
+    os.utime(path, (1e9, 1e9))
+
+    doc = MarkdownFolder(tmp_path).read("a.md")
+
+    assert doc.error is None
+    assert doc.updated_at == expected and doc.updated_at.utcoffset().total_seconds() == 0
+
+
+@pytest.mark.parametrize("value", ["someday", "[2024, 2025]", "true"])
+def test_a_front_matter_date_that_is_no_date_is_broken_front_matter(tmp_path, value):
+    write(tmp_path, "a.md", f"---\nupdated: {value}\n---\n# A\n\ntext\n")
+
+    doc = MarkdownFolder(tmp_path).read("a.md")
+
+    assert doc.error is not None and doc.error.startswith("broken front matter: `updated`")
+
+
+def git(root: Path, *args: str, when: str | None = None) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    if when:
+        env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+@pytest.fixture
+def git_wiki(tmp_path):
+    """A Git work tree whose wiki folder is a subfolder: pages committed at known times, then one
+    page changed without a commit and one never added. Every file's mtime is the checkout's."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    wiki = repo / "docs"
+    write(wiki, "old.md", "# Old\n\nfirst\n")
+    write(wiki, "people/leave.md", "# Leave\n\n25 days\n")
+    write(repo, "outside.md", "# Not in the wiki folder\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first", when="2023-05-01T12:00:00+00:00")
+    write(wiki, "people/leave.md", "# Leave\n\n26 days\n")
+    git(repo, "commit", "-qam", "more leave", when="2024-02-10T08:00:00+00:00")
+    write(wiki, "old.md", "# Old\n\nfirst, edited and not committed\n")
+    write(wiki, "new.md", "# New\n\nnot added\n")
+    return wiki
+
+
+def test_updated_at_in_a_git_work_tree_is_the_last_commit_touching_the_page(git_wiki):
+    docs = read_all(MarkdownFolder(git_wiki))
+
+    assert docs["people/leave.md"].updated_at == datetime(2024, 2, 10, 8, 0, tzinfo=timezone.utc)
+    # uncommitted changes and untracked pages have no commit that describes them: file time
+    for rel in ("old.md", "new.md"):
+        assert docs[rel].updated_at == datetime.fromtimestamp((git_wiki / rel).stat().st_mtime, tz=timezone.utc)
+
+
+def test_a_front_matter_date_beats_the_commit_time(git_wiki):
+    write(git_wiki, "dated.md", "---\nupdated: 2025-01-01\n---\n# Dated\n\ntext\n")
+    git(git_wiki, "add", "dated.md")
+    git(git_wiki, "commit", "-qm", "dated", when="2025-06-01T00:00:00+00:00")
+
+    assert MarkdownFolder(git_wiki).read("dated.md").updated_at == datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def test_a_whole_folder_costs_one_git_log_not_one_per_page(git_wiki, tmp_path, monkeypatch):
+    """A `git` on PATH that records each call, then runs the real one."""
+    for n in range(20):
+        write(git_wiki, f"many/page-{n}.md", f"# Page {n}\n\ntext\n")
+    git(git_wiki, "add", "-A")
+    git(git_wiki, "commit", "-qm", "many", when="2024-06-01T00:00:00+00:00")
+    calls, shim = tmp_path / "git-calls.txt", tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {shutil.which("git")} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+
+    docs = read_all(MarkdownFolder(git_wiki))
+
+    assert len(docs) == 23
+    assert docs["many/page-7.md"].updated_at == datetime(2024, 6, 1, tzinfo=timezone.utc)
+    logs = [line for line in calls.read_text().splitlines() if " log " in f" {line} "]
+    assert len(logs) == 1
+
+
+def test_a_folder_that_is_no_git_work_tree_uses_file_times(tmp_path):
+    path = write(tmp_path, "a.md", "# A\n\ntext\n")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+
+    assert MarkdownFolder(tmp_path).read("a.md").updated_at == datetime.fromtimestamp(1_700_000_000, tz=timezone.utc)
 
 
 def test_access_defaults_to_public_and_honours_the_access_argument(tmp_path):
