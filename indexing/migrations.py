@@ -13,7 +13,8 @@ MIGRATIONS: list[str] = [
     # 1: which process ran a sync (host:pid), for multi-process deployments
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS runner VARCHAR NOT NULL DEFAULT ''",
     # 2-5: empty pages are SKIPPED, not FAILED; a sync run says whether it was refused, and why
-    "ALTER TYPE status ADD VALUE IF NOT EXISTS 'SKIPPED'",
+    "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_type WHERE typname = 'status') THEN "
+    "ALTER TYPE status ADD VALUE IF NOT EXISTS 'SKIPPED'; END IF; END $$",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS skipped INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS result VARCHAR NOT NULL DEFAULT 'ok'",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS reason TEXT",

@@ -66,3 +66,19 @@ def test_timestamp_columns_become_timestamptz_read_as_utc_and_a_second_run_chang
 
 def test_the_current_models_create_timestamptz_columns(index):
     assert set(column_types(index.engine).values()) == {"timestamp with time zone"}
+
+
+def test_an_older_registry_learns_skipped_pages_and_refused_runs(old_database):
+    engine = create_engine(old_database)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TYPE status AS ENUM ('PENDING', 'PROCESSING', 'SUCCESS', 'FAILED')"))
+            conn.execute(text("ALTER TABLE documents ADD COLUMN status status NOT NULL DEFAULT 'SUCCESS'"))
+        migrate(engine)
+        migrate(engine)  # a second process starting: nothing left to do
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE documents SET status = 'SKIPPED'"))
+            run = conn.execute(text("SELECT skipped, result, reason FROM sync_runs")).one()
+        assert tuple(run) == (0, "ok", None)  # runs recorded before the guard existed read as ok
+    finally:
+        engine.dispose()
