@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     kb_llm_api_key: str = "not-needed"
     kb_llm_timeout: float = 30.0
     kb_log_level: str = "WARNING"
+    kb_query_log_days: int = Field(default=90, ge=0)  # questions are personal data; 0 keeps them forever
     # Slack (`kb serve`): Socket Mode when the app-level token is set, else HTTP with the signing secret
     slack_bot_token: SecretStr | None = None  # xoxb-…
     slack_signing_secret: SecretStr | None = None
