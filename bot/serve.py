@@ -29,8 +29,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.housekeeping import start_housekeeping
-from bot.settings import Settings
-from bot.slack_app import build_app, secret, web_client
+from bot.settings import Settings, secret
+from bot.slack_app import build_app, web_client
 from bot.workers import Workers
 from indexing.index import Index
 
@@ -194,7 +194,8 @@ def llm_client(settings: Settings):
         return None
     from bot.llm import LLMClient
 
-    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, settings.kb_llm_api_key, settings.kb_llm_timeout)
+    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, secret(settings.kb_llm_api_key) or "not-needed",
+                     settings.kb_llm_timeout)
 
 
 def web_app(bolt_app: App | None, index: Index) -> Starlette:

@@ -18,6 +18,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_WIKI = REPO_ROOT / "sample-wiki"
 
 
+def secret(value: SecretStr | None) -> str | None:
+    """A SecretStr setting as a plain string, for the one call that sends it (None when unset or empty)."""
+    if value is None:
+        return None
+    return value.get_secret_value() or None
+
+
 def _default_home() -> Path:
     import platformdirs
 
@@ -41,7 +48,7 @@ class Settings(BaseSettings):
     kb_gate_min_cosine: float = 0.47
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
-    kb_llm_api_key: str = "not-needed"
+    kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
     kb_llm_timeout: float = 30.0
     kb_log_level: str = "WARNING"
     kb_query_log_days: int = Field(default=90, ge=0)  # questions are personal data; 0 keeps them forever

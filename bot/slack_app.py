@@ -47,7 +47,7 @@ from bot.answer import answer_question
 from bot.dedupe import Deduper
 from bot.mrkdwn import escape, mentions, mentions_someone_else, neutralise, slack_to_plain
 from bot.resync import Resyncs, summary
-from bot.settings import Settings
+from bot.settings import Settings, secret
 from bot.workers import Workers
 from indexing.database import is_unreachable
 from indexing.index import Index
@@ -130,13 +130,6 @@ def scopes_for(docent: Docent, channel: str | None, user: str | None, *, is_dm: 
     Slack Connect conversation, public only, or nothing (see `bot.access`).
     """
     return docent.access.scopes(channel, user, is_dm=is_dm, shared_hint=shared_hint)
-
-
-def secret(value) -> str | None:
-    """A SecretStr setting as a plain string (None when unset or empty)."""
-    if value is None:
-        return None
-    return value.get_secret_value() or None
 
 
 RATE_LIMIT_RETRIES = 3  # HTTP 429: wait as long as Slack's Retry-After says, then try again
