@@ -15,7 +15,23 @@ from connectors.sources import SourceConfig, load_access, load_sources
 from indexing.config import IndexConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_WIKI = REPO_ROOT / "sample-wiki"
+
+
+def _sample_wiki() -> Path:
+    """The sample wiki: `sample-wiki/` of a checkout (or an editable install); in an installed wheel,
+    the package data `docent_sample_wiki` (pyproject.toml maps the folder to that name)."""
+    checkout = REPO_ROOT / "sample-wiki"
+    if checkout.is_dir():
+        return checkout
+    import importlib.util
+
+    spec = importlib.util.find_spec("docent_sample_wiki")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return checkout  # not installed either: `kb sync` says this folder does not exist
+
+
+SAMPLE_WIKI = _sample_wiki()
 
 
 def secret(value: SecretStr | None) -> str | None:
