@@ -840,3 +840,16 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
     for name, value in secrets.items():
         for where, text in (("the DEBUG log", log), ("the CLI's output", "\n".join(outputs)), ("Slack or an answer", sent)):
             assert value not in text, f"the {name} appears in {where}"
+
+
+def test_settings_never_show_a_secret():
+    """The LLM key and the Slack tokens are SecretStr: a settings object printed, logged or dumped
+    shows asterisks, and only the call that sends one reads it (`bot.settings.secret`)."""
+    from bot.settings import Settings, secret
+
+    values = {"kb_llm_api_key": "sk-hostile-llm-key", "slack_bot_token": "xoxb-hostile-bot",
+              "slack_signing_secret": "hostile-signing", "slack_app_token": "xapp-hostile-app"}
+    settings = Settings(_env_file=None, **values)
+    shown = repr(settings) + str(settings) + str(settings.model_dump())
+    assert not any(value in shown for value in values.values())
+    assert [secret(getattr(settings, name)) for name in values] == list(values.values())
