@@ -60,7 +60,8 @@ def connected(slack, peer, workers, index, sample_synced):
 def test_the_app_connects_with_its_app_token(connected, slack, peer):
     opened = slack.calls_to("apps.connections.open")
     assert opened and all(call.token == APP_TOKEN for call in opened)
-    assert peer.connections >= 1
+    # the peer counts a socket once its handler resumes after the handshake, which can be just after connect() returns
+    peer.wait_for(lambda: peer.connections >= 1, timeout=10)
 
 
 def test_a_mention_is_acknowledged_on_the_socket_and_answered_in_its_thread(connected, slack, peer, index):
