@@ -4,6 +4,9 @@
 VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
+# On Linux, PyPI's torch is the CUDA build (several GB). `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu`
+# installs PyTorch's CPU build of the pinned version first, as PyTorch documents for pip (see README).
+TORCH_INDEX ?=
 
 .PHONY: install run test clean
 
@@ -12,6 +15,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(VENV)/bin/pip install --quiet 'torch==2.13.0' --index-url $(TORCH_INDEX))
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 

@@ -16,7 +16,9 @@ only for channels Docent is a member of; elsewhere the cache runs out within `CA
 
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
-members cannot be read grants nothing. The reason is logged as a warning. With no `[scopes]`
+members cannot be read grants nothing. The reason is logged as a warning. A rate-limited or
+5xx lookup is first retried by the Web API client itself (`slack_app.retry_handlers`: after the
+`Retry-After` Slack sends), so only a limit that outlasts the retries refuses access. With no `[scopes]`
 configured and `shared_channels = "public"` every answer is public-only anyway, and nothing is
 looked up.
 """
@@ -153,10 +155,18 @@ class SlackAccess:
 
 
 def _reason(exc: Exception) -> str:
+    """Why a lookup failed, for the log: Slack's error code, and for a rate limit that the client's
+    retries (`slack_app.retry_handlers`, honouring Retry-After) did not outlast, that too."""
     response = getattr(exc, "response", None)
     if response is not None:
         try:
-            return str(response.get("error") or type(exc).__name__)
+            error = str(response.get("error") or type(exc).__name__)
+            status = getattr(response, "status_code", None)
+            if status == 429:
+                return f"{error}: Slack's rate limit (HTTP 429), still after retrying as its Retry-After asked"
+            if isinstance(status, int) and status >= 500:
+                return f"{error}: HTTP {status} from Slack, still after retrying"
+            return error
         except Exception:
             pass
     return type(exc).__name__

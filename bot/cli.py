@@ -44,7 +44,13 @@ def _settings():
     from bot.settings import Settings
 
     settings = Settings()
-    logging.basicConfig(level=settings.kb_log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = settings.kb_log_level.upper()
+    # The level on the handler too, not only on the root logger: a library that sets its own logger
+    # to DEBUG (bm25s does, when it is imported) would otherwise print past KB_LOG_LEVEL.
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     return settings
 
 
@@ -62,8 +68,10 @@ def _llm(settings):
     if not settings.kb_llm_base_url:
         return None
     from bot.llm import LLMClient
+    from bot.settings import secret
 
-    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, settings.kb_llm_api_key, settings.kb_llm_timeout)
+    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, secret(settings.kb_llm_api_key) or "not-needed",
+                     settings.kb_llm_timeout)
 
 
 @app.command()
@@ -348,8 +356,8 @@ def _cli_scopes(settings, channel: str | None, user: str | None, shared: bool) -
     return visible_scopes(config, channel, user, [], is_dm, shared)
 
 
-def interactive(settings, as_json: bool = False, scopes: list[str] | None = None) -> None:
-    index, llm = _open_index(settings), _llm(settings)
+def interactive(settings, as_json: bool = False, scopes: list[str] | None = None, index=None) -> None:
+    index, llm = index or _open_index(settings), _llm(settings)
     tty = sys.stdin.isatty()
     if tty:
         typer.echo("Ask a question (Ctrl-D to quit).")
@@ -548,12 +556,22 @@ def print_metrics(metrics: dict) -> None:
 def run() -> None:
     """Index the configured sources (else the sample wiki), then serve Slack if SLACK_BOT_TOKEN is
     set, otherwise answer questions in the terminal."""
+    from bot.settings import secret
+
     settings = _settings()
-    run_sync(settings, _sources(settings))
-    if settings.slack_bot_token is not None:
-        serve_command()
-    else:
-        interactive(settings)
+    sources = _sources(settings)
+    index = _open_index(settings)
+    try:
+        run_sync(settings, sources, index=index)
+        if secret(settings.slack_bot_token):
+            index.close()  # `kb serve` opens its own (and closes it when it stops)
+            index = None
+            serve_command()
+        else:
+            interactive(settings, index=index)
+    finally:
+        if index is not None:
+            index.close()
 
 
 @app.command("serve")

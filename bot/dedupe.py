@@ -2,9 +2,11 @@
 
 Slack redelivers an event when it thinks we missed it (`X-Slack-Retry-Num`: after a slow ack, a
 restart, a deploy), and one channel message can arrive as two events (`app_mention` and
-`message`). Each would become a second answer. So the first delivery *claims* a key — the
-`event_id`, and the question's `channel:ts` — in the database (a primary-key insert, so two
-processes racing for it cannot both win), and any later claim of the same key is refused.
+`message`). Each would become a second answer. So before answering a message the bot *claims*
+its key — `message:<channel>:<ts>`, the same for every delivery of it, whatever the event — in
+the database (a primary-key insert, so two processes racing for it cannot both win), and any
+later claim of the same key is refused. Only messages Docent answers are claimed: the chatter of
+a busy channel (every message there arrives as an event) is never written down.
 
 If the database cannot be reached, claims fall back to this process's memory: a duplicate
 answer is better than the silence of dropping every question while the database is down.
@@ -37,7 +39,7 @@ def utcnow() -> datetime:
 class Delivery(SQLModel, table=True):
     __tablename__ = "slack_deliveries"
 
-    key: str = Field(primary_key=True)  # "event:Ev123" or "message:C123:1700000000.000100"
+    key: str = Field(primary_key=True)  # "message:C123:1700000000.000100"
     seen_at: datetime = Field(default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False, index=True))
 
 
@@ -68,11 +70,11 @@ class Deduper:
                         key, type(exc).__name__)
             return True
 
-    def prune(self, keep: timedelta = KEEP) -> int:
-        """Forget claims older than `keep`; returns how many."""
+    def prune(self, keep: timedelta = KEEP, now: datetime | None = None) -> int:
+        """Forget claims older than `keep`; returns how many (run daily by `bot.housekeeping`)."""
         try:
             with Session(self.engine) as s:
-                result = s.execute(delete(Delivery).where(Delivery.seen_at < utcnow() - keep))
+                result = s.execute(delete(Delivery).where(Delivery.seen_at < (now or utcnow()) - keep))
                 s.commit()
             return result.rowcount or 0
         except SQLAlchemyError:

@@ -43,7 +43,7 @@ class LLMClient:
         text = tidy_reply(self.llm.chat(messages).message.content or "")
         if not text:
             raise ValueError("empty reply")
-        return check_citations(text, set(numbers.values()))
+        return keep_cited_links(check_citations(text, set(numbers.values())), hits, numbers)
 
 
 def says_not_found(reply: str) -> bool:
@@ -105,3 +105,34 @@ def check_citations(text: str, allowed: set[int]) -> str:
         return f"{lead}[{', '.join(valid)}]"
 
     return _CITATION.sub(keep, text).strip()
+
+
+# A link the model wrote: Markdown `[text](url)` (or an image), Slack's `<url|text>` / `<url>`, or a bare URL.
+_LINK = re.compile(
+    r"!?\[(?P<md_text>[^\]\n]*)\]\(\s*<?(?P<md_url>[^\s()<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)"
+    r"|<(?P<slack_url>(?:https?|ftp|file|mailto):[^|>\s]*)(?:\|(?P<slack_text>[^>\n]*))?>"
+    r"|(?P<bare_url>\b(?:https?|ftp|file)://[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"])",
+    re.IGNORECASE,
+)
+
+
+def keep_cited_links(text: str, hits: list[Hit], numbers: dict[str, int]) -> str:
+    """Keep a link the model wrote only when it points to a source the answer cites (`[n]` in the
+    text): the same page as that source's URL, any section of it. Any other link — to a page it
+    was not given, to a source it does not cite, or one a wiki page talked it into — is replaced by
+    its text (a bare URL by nothing), so the answer never sends a reader somewhere unchecked."""
+    cited = {int(n) for match in _CITATION.finditer(text) for n in match.group(1).split(",")}
+    pages = {_page(hit.url) for hit in hits if numbers.get(hit.doc_id) in cited and hit.url}
+
+    def keep(match: re.Match) -> str:
+        url = match.group("md_url") or match.group("slack_url") or match.group("bare_url")
+        if _page(url) in pages:
+            return match.group(0)
+        return (match.group("md_text") or match.group("slack_text") or "").strip()
+
+    return _LINK.sub(keep, text)
+
+
+def _page(url: str) -> str:
+    """A URL without its #section, for comparing pages."""
+    return url.split("#", 1)[0].rstrip("/")

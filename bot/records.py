@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint, func, or_
+from sqlalchemy import Index as SqlIndex
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Field, SQLModel, select
 
@@ -35,6 +36,12 @@ def _when(**kwargs) -> Column:
 
 class QueryLog(SQLModel, table=True):
     __tablename__ = "query_log"
+    # `thread_question` runs for every message in a thread of a channel Docent is in: these let it
+    # find the bot's answer in that thread without reading the whole log.
+    __table_args__ = (
+        SqlIndex("ix_query_log_channel_thread", "channel_id", "thread_ts"),
+        SqlIndex("ix_query_log_channel_message", "channel_id", "message_ts"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
@@ -88,8 +95,19 @@ TABLES = [QueryLog, Feedback, AdminAction]
 
 
 def create_tables(index: Index) -> None:
-    """Create the tables if missing (idempotent; safe from every process at start)."""
+    """Create the tables and their indexes if missing (idempotent; safe from every process at start).
+
+    `create_all` creates a missing table with its indexes, but adds nothing to a table that exists:
+    indexes added to a model later (the thread lookup's) are created here on older databases."""
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
     SQLModel.metadata.create_all(index.engine, tables=[t.__table__ for t in TABLES])
+    for table in TABLES:
+        for table_index in table.__table__.indexes:
+            try:
+                table_index.create(index.engine, checkfirst=True)
+            except (IntegrityError, ProgrammingError):  # another process created it at the same moment
+                pass
 
 
 # -- query log -------------------------------------------------------------------------------
@@ -162,6 +180,19 @@ def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:
     with index.session() as s:
         rows = s.exec(select(DocumentRecord.id, DocumentRecord.access).where(DocumentRecord.id.in_(list(doc_ids))))
         return {doc_id: access for doc_id, access in rows}
+
+
+def prune_query_log(index: Index, before: datetime) -> tuple[int, int]:
+    """Delete the questions logged before `before`, and the votes on their answers (a vote with
+    its 👎 reason is about the question, and as personal); returns (questions, votes) deleted."""
+    from sqlalchemy import delete
+
+    with index.session() as s:
+        old = select(QueryLog.answer_id).where(QueryLog.created_at < before, QueryLog.answer_id.is_not(None))
+        votes = s.execute(delete(Feedback).where(Feedback.answer_id.in_(old))).rowcount or 0
+        questions = s.execute(delete(QueryLog).where(QueryLog.created_at < before)).rowcount or 0
+        s.commit()
+    return questions, votes
 
 
 def thread_question(index: Index, channel_id: str, thread_ts: str) -> str | None:

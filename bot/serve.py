@@ -28,8 +28,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.settings import Settings
-from bot.slack_app import build_app, secret, web_client
+from bot.housekeeping import start_housekeeping
+from bot.settings import Settings, secret
+from bot.slack_app import build_app, web_client
+from bot.workers import Workers
 from indexing.index import Index
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"  # ready: the index can be read (503 while the database is away)
 LIVE_PATH = "/livez"  # alive: the process answers HTTP (a database outage is not a reason to restart it)
+SHUTDOWN_SECONDS = 30  # how long a stopping `kb serve` lets the answers being written finish
 
 
 class StartupError(RuntimeError):
@@ -58,9 +61,12 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     warn_unconfigured_sources(index, sources)
     warm_up(index)
     runner = SyncRunner(index, sources)
-    app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode)
+    workers = Workers()
+    app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode,
+                    workers=workers)
     handler = connect_socket_mode(app, settings) if socket_mode else None
     stop_indexing = start_indexing(runner, sources)
+    stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
     try:
         if handler is not None:
             log.warning("Docent is connected to Slack (Socket Mode); health check on http://%s:%d%s",
@@ -70,9 +76,14 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
             log.warning("Docent is listening on http://%s:%d%s", host, port, EVENTS_PATH)
             run_http(web_app(app, index), sock, settings.kb_log_level)
     finally:
-        stop_indexing()
         if handler is not None:
-            handler.close()
+            handler.close()  # no new questions from here on
+        if not workers.wait_idle(timeout=SHUTDOWN_SECONDS):
+            log.warning("stopping with questions still being answered (waited %d s)", SHUTDOWN_SECONDS)
+        workers.shutdown(wait=False)
+        stop_housekeeping()
+        stop_indexing()
+        index.close()
 
 
 def warn_unconfigured_sources(index, sources: list) -> list[str]:
@@ -156,7 +167,7 @@ def check_slack(settings: Settings) -> WebClient:
 def check_app_token(settings: Settings) -> None:
     """Socket Mode: ask for a WebSocket URL with the app-level token, as the handler will, so a
     wrong token is one line here instead of a logged traceback and a retry loop later."""
-    client = WebClient(token=secret(settings.slack_app_token), base_url=web_client(settings).base_url)
+    client = web_client(settings, token=secret(settings.slack_app_token))
     with _one_line_errors("SLACK_APP_TOKEN", client.base_url):
         client.apps_connections_open(app_token=secret(settings.slack_app_token))
 
@@ -205,7 +216,8 @@ def llm_client(settings: Settings):
         return None
     from bot.llm import LLMClient
 
-    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, settings.kb_llm_api_key, settings.kb_llm_timeout)
+    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, secret(settings.kb_llm_api_key) or "not-needed",
+                     settings.kb_llm_timeout)
 
 
 def web_app(bolt_app: App | None, index: Index) -> Starlette:

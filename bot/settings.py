@@ -15,7 +15,30 @@ from connectors.sources import SourceConfig, load_access, load_sources
 from indexing.config import IndexConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_WIKI = REPO_ROOT / "sample-wiki"
+
+
+def _sample_wiki() -> Path:
+    """The sample wiki: `sample-wiki/` of a checkout (or an editable install); in an installed wheel,
+    the package data `docent_sample_wiki` (pyproject.toml maps the folder to that name)."""
+    checkout = REPO_ROOT / "sample-wiki"
+    if checkout.is_dir():
+        return checkout
+    import importlib.util
+
+    spec = importlib.util.find_spec("docent_sample_wiki")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return checkout  # not installed either: `kb sync` says this folder does not exist
+
+
+SAMPLE_WIKI = _sample_wiki()
+
+
+def secret(value: SecretStr | None) -> str | None:
+    """A SecretStr setting as a plain string, for the one call that sends it (None when unset or empty)."""
+    if value is None:
+        return None
+    return value.get_secret_value() or None
 
 
 def _default_home() -> Path:
@@ -44,9 +67,10 @@ class Settings(BaseSettings):
     kb_gate_min_cosine: float = 0.47
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
-    kb_llm_api_key: str = "not-needed"
+    kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
     kb_llm_timeout: float = 30.0
     kb_log_level: str = "WARNING"
+    kb_query_log_days: int = Field(default=90, ge=0)  # questions are personal data; 0 keeps them forever
     # Slack (`kb serve`): Socket Mode when the app-level token is set, else HTTP with the signing secret
     slack_bot_token: SecretStr | None = None  # xoxb-…
     slack_signing_secret: SecretStr | None = None

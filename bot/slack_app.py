@@ -18,9 +18,10 @@ Never silent: every listener acknowledges first and does the slow work after; an
 that point is logged with a short reference id and the user is shown an apology carrying it —
 except a lost database, which is not a bug: the user is told the knowledge base is temporarily
 unavailable, and the next question after the database returns is answered (the pool reconnects).
-Never twice: redelivered events (same `event_id`, `X-Slack-Retry-Num`) and the second event
-for one message are dropped by durable claims (`bot.dedupe`); the bot's own messages and other
-bots' are ignored.
+Never twice: a question is claimed (`bot.dedupe`, by its channel and message ts) before it is
+answered, so a redelivered event (`X-Slack-Retry-Num`) and the second event for one message
+are dropped; only messages Docent answers are claimed. The bot's own messages and other bots'
+are ignored.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ import uuid
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from slack_bolt import App, BoltResponse
+from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -47,7 +47,8 @@ from bot.answer import answer_question
 from bot.dedupe import Deduper
 from bot.mrkdwn import escape, mentions, mentions_someone_else, neutralise, slack_to_plain
 from bot.resync import Resyncs, summary
-from bot.settings import Settings
+from bot.settings import Settings, secret
+from bot.workers import Workers
 from indexing.database import is_unreachable
 from indexing.index import Index
 from indexing.runner import SyncRunner
@@ -131,17 +132,36 @@ def scopes_for(docent: Docent, channel: str | None, user: str | None, *, is_dm: 
     return docent.access.scopes(channel, user, is_dm=is_dm, shared_hint=shared_hint)
 
 
-def secret(value) -> str | None:
-    """A SecretStr setting as a plain string (None when unset or empty)."""
-    if value is None:
-        return None
-    return value.get_secret_value() or None
+RATE_LIMIT_RETRIES = 3  # HTTP 429: wait as long as Slack's Retry-After says, then try again
+SERVER_ERROR_RETRIES = 2  # HTTP 5xx: try again after a short backoff
 
 
-def web_client(settings: Settings) -> WebClient:
-    """The Web API client, pointed at SLACK_API_URL when set (a proxy, or a local test server)."""
+def web_client(settings: Settings, token: str | None = None) -> WebClient:
+    """The Web API client (the bot token unless `token` is given), pointed at SLACK_API_URL when set
+    (a proxy, or a local test server), retrying what Slack asks to be retried (`retry_handlers`)."""
     base_url = settings.slack_api_url or WebClient.BASE_URL
-    return WebClient(token=secret(settings.slack_bot_token), base_url=base_url.rstrip("/") + "/")
+    return WebClient(token=token or secret(settings.slack_bot_token), base_url=base_url.rstrip("/") + "/",
+                     retry_handlers=retry_handlers())
+
+
+def retry_handlers() -> list:
+    """slack_sdk's own retry handlers: a dropped connection once (the SDK's default), a rate-limited
+    call (HTTP 429) after the `Retry-After` Slack sends, a server error (any 5xx) after a backoff.
+    Bolt copies them into the client each listener gets, so every Web API call Docent makes has them."""
+    from slack_sdk.http_retry.builtin_handlers import (
+        ConnectionErrorRetryHandler,
+        RateLimitErrorRetryHandler,
+        ServerErrorRetryHandler,
+    )
+
+    class AnyServerError(ServerErrorRetryHandler):
+        """The SDK's handler retries 500 and 503 only; a proxy in front of Slack also answers 502 and 504."""
+
+        def _can_retry(self, *, state, request, response=None, error=None) -> bool:
+            return response is not None and 500 <= response.status_code < 600
+
+    return [ConnectionErrorRetryHandler(), RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+            AnyServerError(max_retry_count=SERVER_ERROR_RETRIES)]
 
 
 def build_app(
@@ -152,35 +172,32 @@ def build_app(
     *,
     runner: SyncRunner | None = None,
     socket_mode: bool = False,
-    listener_executor: Executor | None = None,
+    workers: Workers | None = None,
 ) -> App:
     """The Bolt app with every listener registered. Calls `auth.test` (Bolt checks the token).
 
     `runner` syncs the configured sources for `/kb resync` (shared with the watcher and the
-    scheduler when `kb serve` runs them); by default one over `settings.sources()`.
+    scheduler when `kb serve` runs them); by default one over `settings.sources()`. `workers`:
+    Bolt's listener pool and the answers pool (`bot.workers`); new ones by default — pass them to
+    wait for the answers in flight at shutdown.
     """
     records.create_tables(index)
     runner = runner or SyncRunner(index, settings.sources())
     access = SlackAccess(settings.access_config(), client)
     warn_unconfigured_scopes(access, runner.sources.values())
     docent = Docent(settings, index, llm, Deduper(index), Resyncs(runner), access)
-    docent.deduper.prune()
     logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
-    # Messages are answered on a pool of their own. Bolt acks events before running listeners,
-    # but slash commands, buttons and forms are acked *by* their listener: sharing one pool, a
-    # burst of questions kept `/kb` waiting past Slack's 3 s (benchmarks.slack_load: HTTP 404).
-    answers = listener_executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="docent-answer")
+    # Messages are answered on a pool of their own (see bot.workers): Bolt acks events before
+    # running listeners, but slash commands, buttons and forms are acked *by* their listener.
+    workers = workers or Workers()
+    answers = workers.answers
     app = App(
         name="docent",
         client=client,
         signing_secret=secret(settings.slack_signing_secret) or "",
         request_verification_enabled=not socket_mode,  # Socket Mode requests are not signed
-        listener_executor=listener_executor,
+        listener_executor=workers.listeners,
     )
-
-    @app.use
-    def drop_redeliveries(body, request, next):
-        return skip_redelivered_event(docent, body, request, next)
 
     @app.event("app_mention")
     def mention(event, context, client, body):
@@ -247,21 +264,6 @@ def _drop_client_token_warning(record: logging.LogRecord) -> bool:
     """Bolt warns "`token` will be unused" whenever SLACK_BOT_TOKEN is in the environment and a
     client is passed — which is exactly how Docent is meant to run; the warning would mislead."""
     return "`token` will be unused" not in record.getMessage()
-
-
-# -- middleware --------------------------------------------------------------------------------
-
-
-def skip_redelivered_event(docent: Docent, body: dict, request, next: Callable) -> BoltResponse | None:
-    """Acknowledge, but do not process, an event this app has already claimed (a Slack retry
-    after a slow ack or a restart, or a plain duplicate delivery)."""
-    event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-    if event_id and not docent.deduper.claim(f"event:{event_id}"):
-        retry = (request.headers.get("x-slack-retry-num") or [None])[0]
-        reason = (request.headers.get("x-slack-retry-reason") or [None])[0]
-        log.info("ignoring redelivered event %s (retry %s, %s)", event_id, retry, reason)
-        return BoltResponse(status=200, body="")
-    return next()
 
 
 # -- questions from messages -------------------------------------------------------------------
@@ -336,7 +338,10 @@ def answer_message(
     Connect conversation with `shared_channels = "none"`) the reply says so."""
     channel, user, ts = event["channel"], event["user"], event["ts"]
     if not docent.deduper.claim(f"message:{channel}:{ts}"):
-        return  # the same message also arrived as another event (app_mention and message)
+        # Slack redelivered the event (a slow ack, a restart), or the same message also arrived
+        # as another event (app_mention and message): it is being, or has been, answered.
+        log.info("not answering %s/%s again: already claimed", channel, ts)
+        return
     started = time.perf_counter()
     add_reaction(client, channel, ts)
     details = dict(surface=surface, user_id=user, channel_id=channel, thread_ts=reply_thread, message_ts=ts)

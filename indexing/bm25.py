@@ -283,7 +283,7 @@ class Bm25Index:
                 else:
                     loaded.retrievers[key] = BM25Retriever(
                         existing_bm25=loaded.bm25, stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
-                        similarity_top_k=k, corpus_weight_mask=mask,
+                        similarity_top_k=min(k, len(loaded.access)), corpus_weight_mask=mask,  # k ≤ rows, or it warns
                     )
             return loaded.retrievers[key]
 

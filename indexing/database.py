@@ -21,6 +21,15 @@ class DatabaseUnavailable(RuntimeError):
     """Postgres cannot be reached or started; the message is safe to show (no password)."""
 
 
+class DatabaseUnsupported(DatabaseUnavailable):
+    """Postgres is reachable but cannot serve Docent (pgvector too old). A kind of
+    DatabaseUnavailable so that every command that opens the index stops with its one line, but
+    not a passing outage: `is_unreachable` says no, nobody is told to "try again in a minute"."""
+
+
+MIN_PGVECTOR = (0, 8)  # 0.8 brought iterative index scans (`hnsw.iterative_scan`, see `connect`)
+
+
 # SQLSTATEs that mean "no usable connection" rather than "this statement failed": class 08
 # (connection exception) and the server going down or still starting (admin_shutdown,
 # crash_shutdown, cannot_connect_now). Other OperationalErrors carry codes of their own (a
@@ -57,7 +66,7 @@ def _unreachable(exc: BaseException) -> bool:
     from sqlalchemy.exc import DBAPIError
 
     if isinstance(exc, DatabaseUnavailable):
-        return True
+        return not isinstance(exc, DatabaseUnsupported)
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
@@ -107,10 +116,25 @@ def connect(url: URL) -> Engine:
     try:
         with engine.begin() as conn:
             conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     except OperationalError as exc:
+        engine.dispose()
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
         raise DatabaseUnavailable(f"database unreachable at {safe_url(url)}: {reason}") from None
+    if pgvector_version(version) < MIN_PGVECTOR:
+        engine.dispose()
+        need = ".".join(map(str, MIN_PGVECTOR))
+        raise DatabaseUnsupported(
+            f"pgvector {version} at {safe_url(url)} is too old: Docent needs {need} or later (its iterative index "
+            f"scans keep access-filtered searches complete); install a newer pgvector, then ALTER EXTENSION vector UPDATE")
     return engine
+
+
+def pgvector_version(version: str | None) -> tuple[int, ...]:
+    """"0.8.5" → (0, 8, 5); anything unreadable counts as (0,), too old."""
+    import re
+
+    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3]) or (0,)
 
 
 def async_url(url: URL) -> URL:

@@ -80,6 +80,9 @@ class Index:
         }
 
     def close(self) -> None:
+        """Let go of every database connection: the vector store's two engines (psycopg2 and
+        asyncpg), then ours (the same psycopg2 engine; disposing twice is harmless)."""
+        self.store.close()
         self.engine.dispose()
 
 

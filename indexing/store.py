@@ -84,6 +84,21 @@ class ChunkStore:
         if created:
             self.analyze(engine)
 
+    def close(self) -> None:
+        """Dispose both engines the vector store holds (ours, and the asyncpg one it requires).
+        Its `close` is a coroutine; from inside a running event loop it runs on a thread of its own."""
+        import asyncio
+        import threading
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self.vector_store.close())
+            return
+        closing = threading.Thread(target=asyncio.run, args=(self.vector_store.close(),), name="docent-store-close")
+        closing.start()
+        closing.join()
+
     def analyze(self, engine: Engine) -> None:
         """Refresh the planner's statistics of the chunk table (~0.1 s at 12,000 chunks)."""
         from sqlalchemy import text

@@ -14,7 +14,11 @@ bodies, `Authorization: Bearer …`), are parsed here, and every call is recorde
     slack.response_url("ask-1")     # a response URL whose uses are recorded as "response:ask-1"
 
 An unknown token gets `invalid_auth`, as from Slack. `fail(method, error)` makes a method
-answer `{"ok": false, "error": error}` (e.g. "not_in_channel").
+answer `{"ok": false, "error": error}` (e.g. "not_in_channel"). `rate_limit(method, times,
+retry_after)` makes its next `times` calls answer as Slack does when a method's rate limit is hit
+(HTTP 429, `Retry-After: <seconds>`, `{"ok": false, "error": "ratelimited"}`), and
+`server_error(method, times, status)` makes them answer HTTP 5xx; every call, answered or not, is
+recorded with the status it got (`Call.status`).
 
 Conversations: any C…/G… id is an ordinary channel of the workspace unless `share_channel(id)`
 made it a Slack Connect channel; a D… id is `channel_not_found` (a DM the bot is not part of)
@@ -47,6 +51,16 @@ class Call:
     params: dict[str, Any]
     token: str | None = None
     at: float = field(default_factory=time.monotonic)
+    status: int = 200  # the HTTP status it was answered with (429 when rate-limited)
+
+
+@dataclass
+class Scripted:
+    """A reply given instead of the normal one: HTTP status, headers and JSON body."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class FakeSlack:
@@ -54,6 +68,7 @@ class FakeSlack:
         self.calls: list[Call] = []
         self.tokens = {BOT_TOKEN}
         self.failures: dict[str, str] = {}
+        self.scripted: dict[str, list[Scripted]] = {}  # method → replies for its next calls, in order
         self.conversations: dict[str, dict[str, Any]] = {}  # channel id → conversations.info fields
         self.usergroups: dict[str, list[str]] = {}  # user-group id → member user ids
         self.socket_mode_url: Callable[[], str] | None = None  # a fresh WebSocket URL per apps.connections.open
@@ -83,6 +98,24 @@ class FakeSlack:
 
     def fail(self, method: str, error: str) -> None:
         self.failures[method] = error
+
+    def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
+        """The next `times` calls of `method` are rate-limited, as Slack answers them."""
+        reply = Scripted(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+        self._script(method, [reply] * times)
+
+    def server_error(self, method: str, times: int = 1, status: int = 500) -> None:
+        """The next `times` calls of `method` fail with HTTP `status` (a 5xx)."""
+        self._script(method, [Scripted(status, {"ok": False, "error": "internal_error"})] * times)
+
+    def _script(self, method: str, replies: list[Scripted]) -> None:
+        with self._changed:
+            self.scripted.setdefault(method, []).extend(replies)
+
+    def scripted_reply(self, method: str) -> Scripted | None:
+        with self._changed:
+            queue = self.scripted.get(method)
+            return queue.pop(0) if queue else None
 
     def share_channel(self, channel: str, **fields: Any) -> None:
         """Make `channel` a Slack Connect channel (shared with another organisation)."""
@@ -211,15 +244,23 @@ def _handler_for(slack: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b"not found", "text/plain")
                 return
             method = path.removeprefix("/api/")
+            scripted = slack.scripted_reply(method)
+            if scripted is not None:
+                slack.record(Call(method=method, params=params, token=token, status=scripted.status))
+                self._send(scripted.status, json.dumps(scripted.body).encode(), "application/json; charset=utf-8",
+                           scripted.headers)
+                return
             reply = slack.answer(method, params, token)
             slack.record(Call(method=method, params=params, token=token))
             self._send(200, json.dumps(reply).encode(), "application/json; charset=utf-8")
 
-        def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):

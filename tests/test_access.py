@@ -199,7 +199,7 @@ def test_mention_in_a_channel_without_access_never_finds_the_page_whoever_asks(b
     bot.event(mention(QUESTION, channel, user=OUTSIDER))
     bot.event(mention(QUESTION + " ", channel, user=HR_USER))  # the HR user asking there sees no more
     slack.wait_for(lambda: len(posts_in(slack, channel)) == 2)
-    bot.executor.wait_idle()
+    bot.wait_idle()
     rows = assert_nothing_leaked(index, slack, caplog, channel)
     assert len(rows) == 2 and all(row.doc_ids for row in rows), "nearest pages come from the visible scopes"
 
@@ -212,7 +212,7 @@ def test_thread_follow_up_without_access_never_finds_the_page(bot, slack, index,
     slack.wait_for(lambda: posts_in(slack, channel))
     bot.event(message(QUESTION, channel, user=HR_USER, thread_ts=first["ts"]))
     slack.wait_for(lambda: posts_in(slack, channel)[1:])
-    bot.executor.wait_idle()
+    bot.wait_idle()
     rows = assert_nothing_leaked(index, slack, caplog, channel)
     assert [r.surface for r in rows] == ["mention", "thread"]
 
@@ -223,7 +223,7 @@ def test_dm_from_a_user_without_access_never_finds_the_page(bot, slack, index, c
     slack.add_im(dm, OUTSIDER)
     bot.event(message(QUESTION, dm, channel_type="im", user=OUTSIDER))
     slack.wait_for(lambda: posts_in(slack, dm))
-    bot.executor.wait_idle()
+    bot.wait_idle()
     assert [r.surface for r in assert_nothing_leaked(index, slack, caplog, dm)] == ["dm"]
 
 
@@ -232,7 +232,7 @@ def test_dm_whose_details_slack_will_not_give_is_treated_as_shared_public_only(b
     dm = new_channel("D")  # not registered: conversations.info says channel_not_found
     bot.event(message(QUESTION, dm, channel_type="im", user=HR_USER))
     slack.wait_for(lambda: posts_in(slack, dm))
-    bot.executor.wait_idle()
+    bot.wait_idle()
     rows = assert_nothing_leaked(index, slack, caplog, dm)
     assert set(document_access(index, rows[0].doc_ids).values()) <= {"public"}
     assert any("treating it as shared" in r.getMessage() for r in caplog.records)
@@ -242,7 +242,7 @@ def test_kb_ask_in_a_channel_without_access_never_finds_the_page_even_for_the_hr
     caplog.set_level(logging.DEBUG)
     channel = new_channel()
     response, private = ask_privately(bot, slack, QUESTION, channel, HR_USER)
-    bot.executor.wait_idle()
+    bot.wait_idle()
     assert private.params["response_type"] == "ephemeral"
     assert [r.surface for r in assert_nothing_leaked(index, slack, caplog, channel, response)] == ["command"]
 
@@ -252,7 +252,7 @@ def test_slack_connect_channel_sees_public_only_even_if_configured(bot, slack, i
     bot.event(mention(QUESTION, CONNECT_CHANNEL, user=HR_USER))
     post = slack.wait_for(lambda: posts_in(slack, CONNECT_CHANNEL))[0]
     response, _ = ask_privately(bot, slack, QUESTION, CONNECT_CHANNEL, HR_USER)
-    bot.executor.wait_idle()
+    bot.wait_idle()
     rows = assert_nothing_leaked(index, slack, caplog, CONNECT_CHANNEL, response)
     assert all(set(document_access(index, r.doc_ids).values()) <= {"public"} for r in rows)
     assert not leaks(post)
@@ -265,7 +265,7 @@ def test_event_envelope_saying_ext_shared_is_enough_to_restrict(bot, slack, inde
     ts = body["event"]["ts"]
     assert bot.post(json.dumps(body).encode(), "application/json").status_code == 200
     post = slack.wait_for(lambda: [c for c in posts_in(slack, HR_CHANNEL) if c.params.get("thread_ts") == ts])[0]
-    bot.executor.wait_idle()
+    bot.wait_idle()
     row = query_rows(index, message_ts=ts)[0]
     assert not leaks(post, row) and DOC_ID not in row.doc_ids
 
@@ -278,7 +278,7 @@ def test_shared_channels_none_answers_nothing_there(slack, index, restricted_syn
         post = slack.wait_for(lambda: [c for c in posts_in(slack, CONNECT_CHANNEL)
                                        if c.params.get("thread_ts") == event["ts"]])[0]
         response, private = ask_privately(strict, slack, QUESTION, CONNECT_CHANNEL, HR_USER)
-        strict.executor.wait_idle()
+        strict.wait_idle()
     assert all_text(post.params["blocks"]) == NOT_HERE and private.params["text"] == NOT_HERE
     assert not button(post.params["blocks"], blocks.ACTION_VOTE_UP)
     assert not query_rows(index, message_ts=event["ts"]), "nothing was searched"
@@ -386,7 +386,7 @@ def test_share_into_a_channel_lacking_the_scope_is_refused_and_into_one_with_it_
     caplog.clear()  # the granted answer above is in the debug logs; the refusal must add nothing
 
     refused = share(bot, slack, answer_id, general, HR_USER)
-    bot.executor.wait_idle()
+    bot.wait_idle()
     assert [c.params["text"] for c in refused] == [SHARE_REFUSED]
     assert refused[0].params["response_type"] == "ephemeral" and not refused[0].params.get("delete_original")
     assert not [c for c in slack.calls if c.params.get("channel") == general and c.method.startswith("chat.")], \
@@ -440,7 +440,7 @@ def test_a_channel_turned_slack_connect_is_restricted_as_soon_as_slack_says_so(s
         try:
             shared = {"type": "channel_shared", "connected_team_id": "T0PARTNER", "channel": HR_CHANNEL}
             assert fresh.post(json.dumps(_slack_event(shared)).encode(), "application/json").status_code == 200
-            fresh.executor.wait_idle()
+            fresh.wait_idle()
             post = _thread_post(slack, fresh, HR_CHANNEL, OUTSIDER)
             assert not leaks(post) and not answered_with_the_page(post)
         finally:
@@ -448,7 +448,7 @@ def test_a_channel_turned_slack_connect_is_restricted_as_soon_as_slack_says_so(s
         unshared = {"type": "channel_unshared", "previously_connected_team_id": "T0PARTNER", "channel": HR_CHANNEL,
                     "is_ext_shared": False}
         assert fresh.post(json.dumps(_slack_event(unshared)).encode(), "application/json").status_code == 200
-        fresh.executor.wait_idle()
+        fresh.wait_idle()
         assert answered_with_the_page(_thread_post(slack, fresh, HR_CHANNEL, OUTSIDER))
 
 
@@ -471,7 +471,7 @@ def test_a_user_added_to_a_group_sees_its_scope_as_soon_as_slack_says_so(slack, 
                        "date_previous_update": 1700000000, "date_update": 1700000100,
                        "added_users": [newcomer], "added_users_count": "1", "removed_users": [], "removed_users_count": "0"}
             assert fresh.post(json.dumps(_slack_event(changed)).encode(), "application/json").status_code == 200
-            fresh.executor.wait_idle()
+            fresh.wait_idle()
             assert answered_with_the_page(ask_in_dm(fresh))
         finally:
             slack.set_usergroup(HR_GROUP, [GROUP_MEMBER])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,9 +81,15 @@ def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, 
     assert "Nearest pages" in json.dumps(blocks.answer_blocks(answer)) and "*Sources*" not in json.dumps(
         blocks.answer_blocks(answer))
 
+REPO = Path(__file__).resolve().parents[1]
+
+
 def _kb(*args, env=None, stdin=None, timeout=120):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([KB, *args], input=stdin, capture_output=True, text=True, env=full_env, timeout=timeout)
+    """`kb ARGS` as a subprocess, running this checkout's code (the venv's `kb` script runs the code
+    of whichever checkout it was installed from)."""
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}  # None: unset
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, capture_output=True, text=True,
+                          env=full_env, cwd=REPO, timeout=timeout)
 
 
 def test_help_is_instant_because_heavy_modules_load_lazily():
@@ -126,3 +133,67 @@ def test_eval_llm_without_an_endpoint_is_one_clear_line(tmp_path):
                  env={"KB_HOME": str(tmp_path), "KB_LLM_BASE_URL": ""})
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1].endswith("--llm needs an LLM endpoint: set KB_LLM_BASE_URL (and KB_LLM_MODEL)")
+
+
+# -- kb run: a quiet terminal, and everything it opens closed -----------------------------------
+
+
+@pytest.fixture
+def tiny_wiki_database(index, tmp_path):
+    """A small wiki (fewer chunks than any retrieval depth) and a database of its own on the test
+    server: (environment for `kb`, database name)."""
+    import uuid
+
+    from sqlalchemy import text
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "parking.md").write_text("# Parking\n\nStaff park in the blue garage on Dock Street; the code is on your badge.\n")
+    (wiki / "lunch.md").write_text("# Lunch\n\nLunch is served in the canteen from noon to two.\n")
+    name = "docent_run_" + uuid.uuid4().hex[:8]
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    env = {"KB_HOME": str(tmp_path / "home"), "KB_WIKI": str(wiki), "KB_SOURCE_NAME": "tiny",
+           "DATABASE_URL": index.url.set(database=name).render_as_string(hide_password=False),
+           "KB_LOG_LEVEL": None, "SLACK_BOT_TOKEN": None, "KB_SOURCES": None, "KB_LLM_BASE_URL": None}
+    yield env, name
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+def test_kb_run_on_a_small_wiki_prints_no_library_chatter(tiny_wiki_database):
+    """`make run` is `kb run`: the sync (bm25s logs "Building index from IDs objects" at DEBUG) and a
+    question on a wiki with fewer chunks than the BM25 depth (LlamaIndex warns "requires k less
+    than or equal to number of nodes") — at the default log level, neither reaches the terminal."""
+    env, _ = tiny_wiki_database
+    done = _kb("run", env=env, stdin="where do staff park?\n", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "blue garage" in done.stdout
+    noise = [line for line in done.stderr.splitlines()
+             if any(word in line for word in ("DEBUG", "INFO", "WARNING", "Building index", "requires k", "Loading weights"))]
+    assert noise == [], done.stderr
+    summary = " ".join(done.stderr.split())  # the sync's one summary line (rich wraps it), and nothing else
+    assert re.fullmatch(r"tiny: 2 added, 0 updated, 0 unchanged, 0 deleted, 0 failed — 2 chunks, \d+ embedded, "
+                        r"[\d.]+s", summary), done.stderr
+
+
+def test_kb_run_closes_every_connection_it_opened(tiny_wiki_database, monkeypatch):
+    """In-process, so the database can be asked what is still connected once `kb run` returns:
+    nothing (the index, the vector store's psycopg2 and asyncpg engines, all disposed)."""
+    from sqlalchemy import create_engine, text
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    env, name = tiny_wiki_database
+    result = CliRunner().invoke(app, ["run"], input="when is lunch?\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "canteen" in result.output
+    probe = create_engine(env["DATABASE_URL"])
+    try:
+        with probe.connect() as conn:
+            others = conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"),
+                                  {"d": name}).scalar_one()
+    finally:
+        probe.dispose()
+    assert others == 0

@@ -127,7 +127,7 @@ def test_a_lost_database_gets_temporarily_unavailable_replies_and_the_same_app_r
         slack.wait_for(lambda: _replies(slack, channel) and _replies(slack, dm) and _replies(slack, thread_channel)[1:]
                        and slack.calls_to("response:" + ask_url.rsplit("/", 1)[1])
                        and slack.calls_to("response:lost-vote-" + answer_id))
-        bot.executor.wait_idle()
+        bot.wait_idle()
         assert bot.http.get(f"{bot.url}/healthz").status_code == 503
         assert _replies(slack, channel) == [UNAVAILABLE]
         assert posts_in(slack, channel)[0].params["thread_ts"] == lost["ts"]
@@ -160,7 +160,7 @@ def test_a_lost_database_gets_temporarily_unavailable_replies_and_the_same_app_r
         voted = button(reply.params["blocks"], blocks.ACTION_VOTE_UP)["value"]
         bot.interaction(click(blocks.ACTION_VOTE_UP, voted, user="U5", channel=channel, response_url=vote_url, message=posted))
         assert "👍 1" in all_text(slack.wait_for(lambda: slack.calls_to("chat.update", channel=channel))[0].params["blocks"])
-        bot.executor.wait_idle()
+        bot.wait_idle()
     assert query_rows(proxied_index, message_ts=again["ts"])[0].found, "the query log is written again"
 
 
@@ -468,7 +468,7 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
     pairs = list(plan.values())
     try:
         with httpx.Client(timeout=10) as http:
-            sender = Bot(url=url, executor=None, http=http)
+            sender = Bot(url=url, workers=None, http=http)
             workers = [threading.Thread(target=_clicker, args=(sender, slack, channel, by_id, pairs[w::8], stop), daemon=True)
                        for w in range(8)]
             for worker in workers:

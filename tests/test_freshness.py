@@ -192,6 +192,46 @@ def test_scheduler_runs_syncs_and_two_processes_elect_one(index, kb_home, wiki_c
     assert len(runners) == 1, runners  # one process ran every scheduled sync
 
 
+def test_two_sources_due_at_the_same_moment_both_run(index, tmp_path, caplog):
+    """apscheduler runs due jobs on its thread pool: both sources ask the leader lock at once, and
+    both must be told this process leads (one used to open a second session and be refused)."""
+    import logging
+    import threading
+
+    from indexing.locks import LeaderLock
+
+    caplog.set_level(logging.INFO, logger="indexing.scheduler")
+    names = ["due-a", "due-b"]
+    sources = []
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "page.md").write_text(f"# {name}\n\nA page of source {name}.\n")
+        sources.append(SourceConfig(name=name, location=tmp_path / name, kind="markdown", access=name, schedule="every 1s"))
+    scheduler = start_scheduler(SyncRunner(index, sources), sources)  # both jobs first due 1 s from now
+    try:
+        wait_for(lambda: all(_runs(index, name, "schedule") >= 1 for name in names), timeout=60)
+    finally:
+        stop_scheduler(scheduler)
+    assert not [r for r in caplog.records if "another Docent process is the scheduler" in r.getMessage()]
+
+    # The same race, pinned down: many threads asking one fresh lock at the same instant.
+    for _ in range(10):
+        leader = LeaderLock(index.engine, "race-" + names[0])
+        start, answers = threading.Barrier(4), []
+
+        def ask() -> None:
+            start.wait()
+            answers.append(leader.is_leader())
+
+        threads = [threading.Thread(target=ask) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        leader.release()
+        assert answers == [True] * 4
+
+
 # -- crash safety -------------------------------------------------------------------------------
 
 

@@ -343,3 +343,23 @@ def test_trim_never_exceeds_the_limit_by_more_than_two_and_keeps_a_prefix():
         else:
             assert out.endswith(" …"), case
             assert text.startswith(out[:-2]), case
+
+
+# -- links the model writes ----------------------------------------------------------------------
+
+
+def test_links_the_model_writes_are_kept_only_when_they_point_to_a_cited_source(openai_server):
+    leave = make_hit()
+    travel = make_hit(doc_id="handbook:finance/travel.md", title="Business travel", heading_path=["Before you book"],
+                      text="## Before you book\n\nBook trains in Ledgerly.")
+    numbers = {leave.doc_id: 1, travel.doc_id: 2}
+    openai_server.reply(
+        f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and <{leave.url}|the page>. "
+        f"Travel is in [the travel page]({travel.url}) too. Also [claim here](https://evil.example/phish), "
+        f"<https://evil.example/y|click here>, https://evil.example/x?a=1 and ![tracker](https://evil.example/t.png).")
+
+    text = LLMClient(openai_server.base_url, "local", timeout=5).answer(QUESTION, [leave, travel], numbers)
+
+    assert text == (
+        f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and <{leave.url}|the page>. "
+        "Travel is in the travel page too. Also claim here, click here,  and tracker.")
