@@ -43,14 +43,13 @@ def fail(message: str, code: int = 1) -> None:
 def _settings():
     from bot.settings import Settings
 
+    from bot.logs import configure
+
     settings = Settings()
-    level = settings.kb_log_level.upper()
-    # The level on the handler too, not only on the root logger: a library that sets its own logger
-    # to DEBUG (bm25s does, when it is imported) would otherwise print past KB_LOG_LEVEL.
-    handler = logging.StreamHandler()
-    handler.setLevel(level)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
+    try:
+        configure(settings.kb_log_level, settings.kb_log_format)
+    except ValueError as exc:  # an unknown KB_LOG_FORMAT or KB_LOG_LEVEL
+        fail(str(exc))
     return settings
 
 

@@ -70,6 +70,7 @@ class Settings(BaseSettings):
     kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
     kb_llm_timeout: float = 30.0
     kb_log_level: str = "WARNING"
+    kb_log_format: str = "text"  # or "json": one JSON object per line (bot.logs)
     kb_query_log_days: int = Field(default=90, ge=0)  # questions are personal data; 0 keeps them forever
     # Slack (`kb serve`): Socket Mode when the app-level token is set, else HTTP with the signing secret
     slack_bot_token: SecretStr | None = None  # xoxb-…

@@ -838,11 +838,16 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
                     "SLACK_BOT_TOKEN": secrets["slack bot token"], "SLACK_SIGNING_SECRET": secrets["slack signing secret"],
                     "SLACK_API_URL": slack.api_url, "KB_LLM_BASE_URL": llm_server.base_url,
                     "KB_LLM_API_KEY": secrets["LLM API key"]})
+        json_lines = []
         for args, extra in ((["status"], {}), (["ask", PARENTAL], {}), (["serve", "--port", "0"], {}),
-                            (["serve", "--port", "0"], {"SLACK_APP_TOKEN": secrets["slack app token"]})):
+                            (["serve", "--port", "0"], {"SLACK_APP_TOKEN": secrets["slack app token"]}),
+                            (["status"], {"KB_LOG_FORMAT": "json"}), (["ask", PARENTAL], {"KB_LOG_FORMAT": "json"})):
             result = subprocess.run([KB, *args], capture_output=True, text=True, env={**env, **extra}, timeout=120)
             assert result.returncode != 0 and "error:" in result.stderr, (args, result.stderr[-2000:])
             outputs.append(result.stdout + result.stderr)
+            if extra.get("KB_LOG_FORMAT") == "json":  # every log line is one JSON object (tests/test_logs.py)
+                json_lines += [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+        assert all({"time", "level", "logger", "message"} <= set(line) for line in json_lines)
     finally:
         llm_server.stop()
         slack.stop()
