@@ -274,11 +274,17 @@ def _ask_one(settings, index, llm, question: str, as_json: bool, exit_on_error: 
 
 
 def print_answer(answer) -> None:
+    """The answer as in Slack: for an uncertain one the "not sure" line first (in yellow), the
+    lead sentences and passages, then the sources ("Nearest pages" when nothing was found)."""
     from rich.console import Console
     from rich.markdown import Markdown
 
     console = Console()
-    console.print(Markdown(answer.text))
+    text = answer.text
+    if answer.outcome == "uncertain":
+        first, _, text = text.partition("\n\n")
+        console.print(f"[yellow]{first}[/]", highlight=False)
+    console.print(Markdown(text))
     if answer.note:
         console.print(f"[yellow]{answer.note}[/]")
     if answer.sources:
@@ -351,8 +357,9 @@ def evaluate(
         if corpus is not None:
             from bot.evaluation import naive_baseline
 
-            naive = naive_baseline(index.embedder, corpus, items, settings.kb_home / "naive-baseline")
-            result["compare"]["naive-llamaindex-defaults"] = naive["metrics"]["overall"]
+            for k in (2, 5):  # LlamaIndex's default top-2, and top-5 (the depth Docent cites, so hit@5 compares)
+                naive = naive_baseline(index.embedder, corpus, items, settings.kb_home / "naive-baseline", top_k=k)
+                result["compare"][f"naive-llamaindex-top{k}"] = naive["metrics"]["overall"]
     if calibrate:
         from bot.evaluation import calibrate as sweep
 
@@ -393,18 +400,28 @@ def _write_env(path: Path, key: str, value: str) -> None:
 
 
 def print_metrics(metrics: dict) -> None:
+    """Two tables: ranking and key-fact coverage, then the gate's outcome shares, one row per set."""
     from rich.console import Console
     from rich.table import Table
 
-    columns = ["questions", "hit@1", "hit@3", "hit@5", "mrr@10", "keyword_coverage",
-               "not_found_precision", "not_found_recall", "latency_p50_ms", "latency_p95_ms"]
-    table = Table(title="kb eval")
-    table.add_column("set")
-    for name in columns:
-        table.add_column(name.replace("not_found_", "nf ").replace("keyword_coverage", "keywords"), justify="right")
-    for name, row in metrics.items():
-        table.add_row(name, *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
-    Console(width=max(160, Console().width)).print(table)
+    console = Console(width=max(160, Console().width))
+    ranking = {"questions": "questions", "hit@1": "hit@1", "hit@3": "hit@3", "hit@5": "hit@5", "mrr@10": "mrr@10",
+               "keyword_coverage": "keywords reply", "lead_keyword_coverage": "keywords lead",
+               "lead_shows_fact@3": "lead fact@3", "reply_shows_fact@3": "reply fact@3",
+               "latency_p50_ms": "p50 ms", "latency_p95_ms": "p95 ms"}
+    outcomes = {"answerable": "answerable", "answerable_answered": "answered", "answerable_uncertain": "uncertain",
+                "answerable_not_found": "not found", "unanswerable_answered": "nf: answered",
+                "unanswerable_uncertain": "nf: uncertain", "unanswerable_not_found": "nf: not found",
+                "not_found_precision": "nf P", "not_found_recall": "nf R"}
+    for title, columns in (("kb eval: ranking and key facts", ranking),
+                           ("kb eval: outcomes (answerable questions, then unanswerable: nf)", outcomes)):
+        table = Table(title=title)
+        table.add_column("set")
+        for label in columns.values():
+            table.add_column(label, justify="right")
+        for name, row in metrics.items():
+            table.add_row(name, *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
+        console.print(table)
 
 
 @app.command()

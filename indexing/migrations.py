@@ -12,6 +12,10 @@ from sqlalchemy.engine import Engine
 MIGRATIONS: list[str] = [
     # 1: which process ran a sync (host:pid), for multi-process deployments
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS runner VARCHAR NOT NULL DEFAULT ''",
+    # 2: the answer's outcome (answered / uncertain / not_found); `found` stays for older readers.
+    # query_log is created by bot.records, possibly after this runs: only alter it if it exists.
+    "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
+    "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS outcome VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
 ]
 
 
