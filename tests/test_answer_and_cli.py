@@ -19,23 +19,56 @@ from bot import blocks  # noqa: E402
 from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
 
-KB = str(Path(sys.executable).parent / "kb")
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_extractive_answer_quotes_and_cites(index, sample_synced):
     answer = answer_question(index, "how many weeks of parental leave for the primary caregiver?", scopes=["sample"])
     assert answer.found and not answer.llm_used
+    assert answer.outcome == "answered"
     assert "16 weeks" in answer.text and "[1]" in answer.text
+    assert "16 weeks" in answer.lead and answer.text.startswith(answer.lead)  # the fact first, then the passages
     first = answer.sources[0]
     assert first.path == "people/leave.md" and "#" in first.url and first.n == 1
     assert len({s.doc_id for s in answer.sources}) == len(answer.sources) <= 5
-    assert {"embed", "vector", "bm25", "fuse", "answer", "total"} <= set(answer.timings_ms)
+    assert {"embed", "vector", "bm25", "fuse", "lead", "answer", "total"} <= set(answer.timings_ms)
 
 
 def test_not_found_answer_says_so_and_lists_nearest_pages(index, sample_synced):
-    answer = answer_question(index, "can i bring my dog to the office on fridays", scopes=["sample"])
-    assert not answer.found
+    answer = answer_question(index, "who ruled cyprus in 1191?", scopes=["sample"])
+    assert not answer.found and answer.outcome == "not_found" and answer.lead == ""
     assert answer.text.startswith(NOT_FOUND) and answer.sources
+
+
+@pytest.fixture
+def gate(index):
+    """Set the English gate's thresholds for one test, then put them back."""
+    saved = index.config.gate_refuse_below, index.config.gate_answer_from
+
+    def set_thresholds(refuse_below: float, answer_from: float) -> None:
+        index.config.gate_refuse_below, index.config.gate_answer_from = refuse_below, answer_from
+
+    yield set_thresholds
+    index.config.gate_refuse_below, index.config.gate_answer_from = saved
+
+
+def test_between_the_thresholds_the_answer_is_uncertain_and_says_so(index, sample_synced, gate):
+    question = "how many weeks of parental leave for the primary caregiver?"
+    score = answer_question(index, question, scopes=["sample"]).signals["best_cosine"]
+    gate(score - 0.01, score + 0.2)  # the question's score falls between the two thresholds
+    answer = answer_question(index, question, scopes=["sample"])
+    assert answer.outcome == "uncertain" and answer.found
+    n = answer.sources[0].n
+    assert answer.text.startswith(f"I'm not sure this answers it — check [{n}].\n\n")
+    assert "16 weeks" in answer.lead and answer.lead in answer.text
+    rendered = blocks.answer_blocks(answer)
+    assert rendered[0]["block_id"] == blocks.UNCERTAIN_BLOCK and ":warning:" in json.dumps(rendered[0])
+    assert "not sure" not in json.dumps(rendered[1]) and "*Sources*" in json.dumps(rendered)
+    gate(score + 0.1, score + 0.2)  # now below both
+    refused = answer_question(index, question, scopes=["sample"])
+    assert refused.outcome == "not_found" and refused.text.startswith(NOT_FOUND)
+    gate(score - 0.2, score - 0.1)
+    assert answer_question(index, question, scopes=["sample"]).outcome == "answered"
 
 
 def test_empty_question_is_refused(index):
@@ -58,6 +91,19 @@ def test_llm_answer_keeps_only_backed_citations(index, sample_synced, openai_ser
     assert "[1]" in answer.text and "[9]" not in answer.text
     sent = openai_server.requests[-1]["messages"][-1]["content"]
     assert "annual leave" in sent.lower() and '<excerpt n="1"' in sent
+    assert sent.index("seem to answer the question") < sent.index("<excerpt")  # the lead goes first
+    assert "not sure these excerpts answer" not in sent
+
+
+def test_an_uncertain_answer_from_the_llm_keeps_the_uncertain_line(index, sample_synced, openai_server, gate):
+    question = "how many days of annual leave do I get?"
+    score = answer_question(index, question, scopes=["sample"]).signals["best_cosine"]
+    gate(score - 0.01, score + 0.2)
+    openai_server.reply("The excerpts give annual leave as 25 days [1].")
+    answer = answer_question(index, question, scopes=["sample"], llm=LLMClient(openai_server.base_url, "local", timeout=5))
+    assert answer.llm_used and answer.outcome == "uncertain"
+    assert answer.text.startswith("I'm not sure this answers it — check [") and answer.text.endswith("25 days [1].")
+    assert "not sure these excerpts answer" in openai_server.requests[-1]["messages"][-1]["content"]
 
 
 def test_llm_failure_falls_back_to_extractive_with_a_note(index, sample_synced, openai_server):
@@ -74,15 +120,18 @@ def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, 
     openai_server.reply('"I could not find this in the knowledge base."')
     llm = LLMClient(openai_server.base_url, "local", timeout=5)
     answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
-    assert answer.llm_used and not answer.found
+    assert answer.llm_used and not answer.found and answer.outcome == "not_found"
     assert answer.text == NOT_FOUND + " The nearest pages are listed below."
     assert answer.sources and answer.signals["llm_not_found"] is True
     assert "Nearest pages" in json.dumps(blocks.answer_blocks(answer)) and "*Sources*" not in json.dumps(
         blocks.answer_blocks(answer))
 
 def _kb(*args, env=None, stdin=None, timeout=120):
+    """`kb ARGS` from this checkout: `python -m bot.cli` in the repository root, because the venv's
+    `kb` script imports whichever checkout the package was installed from (an editable install)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([KB, *args], input=stdin, capture_output=True, text=True, env=full_env, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=REPO)
 
 
 def test_help_is_instant_because_heavy_modules_load_lazily():
@@ -112,7 +161,8 @@ def test_ask_json_and_piped_questions(kb_home, sample_synced):
     result = _kb("ask", "--json", "what is the nightly hotel limit in expensive cities?", env=env)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) >= {"found", "answer", "sources", "timings_ms"}
+    assert set(data) >= {"outcome", "found", "lead", "answer", "sources", "timings_ms"}
+    assert data["outcome"] == "answered" and "$300" in data["lead"]
     assert data["found"] and set(data["sources"][0]) >= {"doc_id", "path", "title", "heading_path", "url", "score"}
     assert any(s["path"] == "finance/expenses.md" for s in data["sources"])
 
