@@ -1,7 +1,7 @@
 """The one to three sentences that answer the question, chosen from the top sections.
 
-The ranking finds the right page; the reader wants the fact. Every sentence of the top
-sections is scored by how close it is in meaning to the question (the bundled model's cosine)
+The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
+chunks of the top sections is scored by how close it is in meaning to the question (the bundled model's cosine)
 and by how much of the question's rare vocabulary it holds (IDF-weighted share of the
 question's terms, the same terms the keyword leg searches). For mostly-CJK questions the
 English model's cosine says little, so the terms carry most of the weight, as in ranking.
@@ -27,7 +27,8 @@ from indexing import bm25
 from indexing.retrieval import Hit, is_cjk
 
 SECTIONS = 3  # sentences are taken from this many top sections
-SENTENCES_PER_SECTION = 60
+MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
+SENTENCES_PER_SECTION = 40
 MAX_SENTENCES = 3  # sentences chosen for their score; each may bring the neighbour it needs
 MAX_CHARS = 600
 COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
@@ -60,7 +61,8 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     visible wiki."""
     candidates: list[tuple[int, list[Sentence]]] = []
     for rank, hit in enumerate(hits[:SECTIONS]):
-        found = [s for s in sentences(hit.text, SENTENCES_PER_SECTION) if _words(s.text) >= 3 or _HAS_NUMBER.search(s.text)]
+        found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
+                        if _words(s.text) >= 3 or _HAS_NUMBER.search(s.text))
         if found:
             candidates.append((rank, found))
     flat = [(rank, i, s) for rank, found in candidates for i, s in enumerate(found)]
@@ -105,6 +107,24 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         for r, j in sorted(key for key in chosen if key[0] == rank):
             lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
     return lead
+
+
+def _searched_text(hit: Hit) -> str:
+    """The part of a section whose sentences are scored: its best-matching chunks, where the
+    answer nearly always is. Embedding every sentence of a long section cost up to a second per
+    answer on two cores (docs/tuning.md §8)."""
+    return "\n\n".join(hit.matched[:MATCHED_CHILDREN]) or hit.text
+
+
+def _unique(found) -> list[Sentence]:
+    """Sentences in order, each text once (neighbouring chunks overlap), renumbered."""
+    out: list[Sentence] = []
+    seen: set[str] = set()
+    for s in found:
+        if s.text not in seen:
+            seen.add(s.text)
+            out.append(Sentence(text=s.text, paragraph=s.paragraph, position=len(out)))
+    return out
 
 
 def _with_context(found: list[Sentence], i: int) -> list[int]:
