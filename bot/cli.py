@@ -325,8 +325,8 @@ def evaluate(
     source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
     compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion, each leg alone and (with --corpus) LlamaIndex defaults, same run")] = False,
-    calibrate: Annotated[bool, typer.Option("--calibrate", help="Sweep the not-found threshold: P/R curve, best value (fit on half, checked on the other)")] = False,
-    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write KB_GATE_MIN_COSINE=<best> into this .env file")] = None,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="Fit the gate's two thresholds on these questions (in-corpus; the leave-one-corpus-out table is benchmarks/gate_calibration.py), and sweep the first gate's single cosine threshold")] = False,
+    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write the fitted KB_GATE_REFUSE_BELOW / KB_GATE_ANSWER_FROM (and _CJK) into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
     use_llm: Annotated[bool, typer.Option("--llm", help="Answer with the configured LLM (KB_LLM_BASE_URL): its 'not found' counts as a refusal; --compare's other modes and --calibrate stay retrieval-only")] = False,
 ) -> None:
@@ -363,9 +363,16 @@ def evaluate(
     if calibrate:
         from bot.evaluation import calibrate as sweep
 
+        from bot.gate_fit import fit
+
         result["calibration"] = sweep(result["questions"])
+        rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]
+        fitted = fit(rows)
+        result["calibration"]["gate"] = {lang: {"refuse_below": t[0], "answer_from": t[1]} for lang, t in fitted.items()}
         if write_env is not None:
-            _write_env(write_env, "KB_GATE_MIN_COSINE", str(result["calibration"]["best"]["threshold"]))
+            for suffix, lang in (("", "en"), ("_CJK", "cjk")):
+                _write_env(write_env, f"KB_GATE_REFUSE_BELOW{suffix}", str(fitted[lang][0]))
+                _write_env(write_env, f"KB_GATE_ANSWER_FROM{suffix}", str(fitted[lang][1]))
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
@@ -380,7 +387,12 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="not-found gate: best cosine threshold (found also when both legs agree)")
+    gate = calibration["gate"]
+    console = Console(width=140)
+    for lang, t in gate.items():
+        console.print(f"gate fitted on these questions ({lang}): not found below {t['refuse_below']}, "
+                      f"answered from {t['answer_from']}, uncertain between")
+    table = Table(title="the first gate, for comparison: best cosine threshold (found also when both legs agree)")
     for name in ("threshold", "fit P / R / F1", "held-out P / R / F1", "all P / R / F1", "answerable refused"):
         table.add_column(name, justify="right")
     best = calibration["best"]["threshold"]
@@ -388,9 +400,9 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
         cells = [f"{row[h]['precision']:.2f} / {row[h]['recall']:.2f} / {row[h]['f1']:.2f}" for h in ("fit", "held_out", "all")]
         mark = " ◀ best" if row["threshold"] == best else ""
         table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))
-    console = Console(width=140)
     console.print(table)
-    console.print(f"best on the fit half: KB_GATE_MIN_COSINE={best}" + (f" (written to {written})" if written else " (nothing written)"))
+    console.print(f"first gate, best on the fit half: cosine {best}; "
+                  + (f"the fitted two-threshold gate was written to {written}" if written else "nothing written"))
 
 
 def _write_env(path: Path, key: str, value: str) -> None:

@@ -176,3 +176,18 @@ def test_eval_llm_without_an_endpoint_is_one_clear_line(tmp_path):
                  env={"KB_HOME": str(tmp_path), "KB_LLM_BASE_URL": ""})
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1].endswith("--llm needs an LLM endpoint: set KB_LLM_BASE_URL (and KB_LLM_MODEL)")
+
+
+def test_eval_calibrate_fits_the_two_thresholds_and_writes_them(kb_home, sample_synced, tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text("KB_GATE_REFUSE_BELOW=0.9\nOTHER=1\n")
+    result = _kb("eval", str(SAMPLE_WIKI / "QUESTIONS.jsonl"), "--scope", "sample", "--calibrate", "--json",
+                 "--write-env", str(env_file), env={"KB_HOME": str(kb_home)}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    gate = json.loads(result.stdout)["calibration"]["gate"]
+    assert 0 < gate["en"]["refuse_below"] <= gate["en"]["answer_from"]
+    lines = env_file.read_text().splitlines()
+    assert "OTHER=1" in lines and f"KB_GATE_REFUSE_BELOW={gate['en']['refuse_below']}" in lines
+    assert f"KB_GATE_ANSWER_FROM={gate['en']['answer_from']}" in lines and "KB_GATE_REFUSE_BELOW=0.9" not in lines
+    rows = json.loads(result.stdout)["questions"]
+    assert all(r["outcome"] in ("answered", "uncertain", "not_found") for r in rows)
