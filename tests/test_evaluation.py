@@ -56,6 +56,8 @@ def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced
     assert passed_gate and len(server.requests) == len(passed_gate)
     assert [r["id"] for r in with_llm["questions"] if r["llm_used"]] == passed_gate
     assert not any(r["found"] for r in with_llm["questions"])
+    assert {r["outcome"] for r in with_llm["questions"]} == {"not_found"}
+    assert with_llm["metrics"]["overall"]["answerable_not_found"] == 1.0  # the same outcome table as without --llm
     assert with_llm["metrics"]["overall"]["not_found_recall"] == 1.0
     assert with_llm["metrics"]["overall"]["hit@1"] == extractive["metrics"]["overall"]["hit@1"]  # ranking unchanged
 
