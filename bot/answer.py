@@ -1,9 +1,13 @@
 """From a question to an answer with numbered, checkable sources.
 
-Extractive by default: the best-matching passages, quoted and cited. With an LLM configured, a
-written answer grounded in the same sources (see `bot.llm`); if the model fails, the extractive
-answer is returned with a note saying so. When the not-found gate fires, the answer says plainly
-that the knowledge base has no answer and lists the nearest pages.
+Three outcomes (`indexing.retrieval.Retrieval.outcome`): *answered*; *uncertain* — the wiki may
+have it, so the best passage is shown under a plain "I'm not sure this answers it — check [1]";
+*not found* — said plainly, with the nearest pages.
+
+Extractive by default: the lead (the one to three sentences that answer, `bot.lead`) with their
+`[n]`, then the best passages, quoted and cited. With an LLM configured, a written answer
+grounded in the same sources (see `bot.llm`); if the model fails, the extractive answer is
+returned with a note saying so.
 """
 
 from __future__ import annotations
@@ -14,14 +18,20 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from bot.lead import LeadSentence, choose_lead, question_idf, render_lead
 from bot.llm import NOT_FOUND, says_not_found
 from indexing.index import Index
-from indexing.retrieval import Hit, retrieve
+from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, Hit, retrieve
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
 QUOTE_CHARS = 500
 QUOTED_PASSAGES = 2
+
+
+def uncertain_line(n: int) -> str:
+    """The first line of an uncertain answer: the passage may not answer it, and where to look."""
+    return f"I'm not sure this answers it — check [{n}]."
 
 
 class EmptyQuestion(ValueError):
@@ -58,11 +68,15 @@ class Answer:
     llm_used: bool = False
     note: str | None = None  # e.g. "the language model did not answer; showing passages"
     signals: dict = field(default_factory=dict)
+    outcome: str = ANSWERED  # "answered" | "uncertain" | "not_found"; found == (outcome != "not_found")
+    lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
 
     def to_json(self) -> dict:
         return {
             "id": self.id,
+            "outcome": self.outcome,
             "found": self.found,
+            "lead": self.lead,
             "answer": self.text,
             "sources": [s.to_json() for s in self.sources],
             "timings_ms": self.timings_ms,
@@ -98,27 +112,37 @@ def answer_question(
     question = clean_question(question)
     started = time.perf_counter()
     if scopes is not None and not scopes:  # nothing visible: nothing to search, no nearest pages
-        return Answer(question=question, found=False, text=NOT_FOUND, sources=[],
+        return Answer(question=question, found=False, text=NOT_FOUND, sources=[], outcome=NOT_FOUND_OUTCOME,
                       timings_ms={"total": round((time.perf_counter() - started) * 1000, 2)})
     retrieval = retrieve(index, question, scopes=scopes, mode=mode)
     sources, numbers = _sources(retrieval.hits)
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()
-    answer = Answer(question=question, found=retrieval.found, text="", sources=sources,
-                    timings_ms=timings, signals=retrieval.signals)
-    if retrieval.found and llm is not None:
+    answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
+                    timings_ms=timings, signals=retrieval.signals, outcome=retrieval.outcome)
+    lead: list[LeadSentence] = []
+    if answer.found:
+        lead = choose_lead(question, retrieval.hits, numbers, index.embedder, question_idf(index, question, scopes))
+        answer.lead = render_lead(lead)
+        timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
+    if answer.found and llm is not None:
         try:
-            answer.text = llm.answer(question, retrieval.hits, numbers)
+            answer.text = llm.answer(question, retrieval.hits, numbers, lead=lead, outcome=answer.outcome)
             answer.llm_used = True
         except Exception as exc:  # any model failure falls back, with a note, never silence
             answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
         if answer.llm_used and says_not_found(answer.text):
             answer.found = False  # the passages were near, but the model found no answer in them
+            answer.outcome = NOT_FOUND_OUTCOME
             answer.signals = {**answer.signals, "llm_not_found": True}
     if not answer.found:
         answer.text = NOT_FOUND + (" The nearest pages are listed below." if sources else "")
-    if answer.found and not answer.text:
-        answer.text = extractive_text(retrieval.hits, numbers)
+        answer.lead = ""
+    elif not answer.text:
+        answer.text = extractive_text(retrieval.hits, numbers, lead)
+    if answer.outcome == UNCERTAIN:
+        first = lead[0].n if lead else sources[0].n
+        answer.text = uncertain_line(first) + "\n\n" + answer.text
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return answer
@@ -139,9 +163,10 @@ def _sources(hits: list[Hit]) -> tuple[list[Source], dict[str, int]]:
     return sources, numbers
 
 
-def extractive_text(hits: list[Hit], numbers: dict[str, int]) -> str:
-    """The best passages, quoted, each followed by its source number."""
-    parts = []
+def extractive_text(hits: list[Hit], numbers: dict[str, int], lead: list[LeadSentence] | None = None) -> str:
+    """The lead sentences with their [n] (when there are any), then the best passages, quoted,
+    each followed by its source number."""
+    parts = [render_lead(lead)] if lead else []
     for hit in hits[:QUOTED_PASSAGES]:
         passage = trim(_plain(hit.matched[0] if hit.matched else hit.text), QUOTE_CHARS)
         where = f"{hit.title} › {hit.heading}" if hit.heading else hit.title

@@ -6,7 +6,9 @@ and a rejected answer is a silent bot. So every message is built to fit: section
 a paragraph, line, sentence or word boundary (never inside a link, an entity or a code block),
 and ends with a pointer to its first source, where the full text lives.
 
-Layout of an answer: the answer text (one or more sections), an optional note (e.g. the LLM
+Layout of an answer: for an uncertain one, a ":warning: I'm not sure this answers it — check
+[1]." line first; the answer text (its lead sentences, then the passages; one or more
+sections), an optional note (e.g. the LLM
 fell back), a "Sources" context block (up to 5 numbered links: title › heading path, last
 updated) — "Nearest pages" when nothing was found — optionally who shared it and the vote tally,
 then the 👍 / 👎 buttons (and "Share in channel" on a private answer).
@@ -34,6 +36,7 @@ ACTION_SHARE = "docent_share"
 FEEDBACK_BLOCK = "docent_feedback"
 VOTES_BLOCK = "docent_votes"
 SOURCES_BLOCK = "docent_sources"
+UNCERTAIN_BLOCK = "docent_uncertain"  # the "not sure this answers it" line above an uncertain answer
 REASON_CALLBACK = "docent_vote_reason"
 REASON_BLOCK = "reason"
 REASON_INPUT = "text"
@@ -64,18 +67,29 @@ def answer_blocks(
         tail.append(votes_block(votes))
     tail.append(feedback_actions(answer.id, share=share))
 
-    budget = MESSAGE_CHARS - 500 - message_chars(tail)  # 500: room for a vote tally added later
     citations = {s.n: s.url for s in answer.sources if _linkable(s.url)}
-    text = fit(to_mrkdwn(answer.text, citations) or "…", budget, _more(answer.sources))
+    head, body_text = uncertain_head(answer, citations)
+    budget = MESSAGE_CHARS - 500 - message_chars(head + tail)  # 500: room for a vote tally added later
+    text = fit(to_mrkdwn(body_text, citations) or "…", budget, _more(answer.sources))
     sections = split_sections(text, SECTION_CHARS)
-    room = MAX_BLOCKS - len(tail) - 1  # 1: the vote tally, if it is added later
+    room = MAX_BLOCKS - len(head) - len(tail) - 1  # 1: the vote tally, if it is added later
     if len(sections) > room:
         sections = sections[: room - 1] + [fit("\n\n".join(sections[room - 1 :]), SECTION_CHARS, _more(answer.sources))]
     body = [
         {"type": "section", "block_id": f"docent_answer_{i}", "text": {"type": "mrkdwn", "text": part}}
         for i, part in enumerate(sections)
     ]
-    return body + tail
+    return head + body + tail
+
+
+def uncertain_head(answer: Answer, citations: dict[int, str]) -> tuple[list[Block], str]:
+    """An uncertain answer's first line ("I'm not sure this answers it — check [1].") as a
+    warning line of its own above the passage, and the rest of the text; other answers as they are."""
+    if answer.outcome != "uncertain":
+        return [], answer.text
+    first, _, rest = answer.text.partition("\n\n")
+    line = _clip(to_mrkdwn(first, citations), CONTEXT_CHARS - 20)
+    return [_context([f":warning: {line}"], block_id=UNCERTAIN_BLOCK)], rest or first
 
 
 def fallback_text(answer: Answer) -> str:

@@ -6,7 +6,12 @@ Input lines: {"id", "question", "expected_sources": [paths relative to the corpu
 An answerable question is a hit@k when an expected source is among the first k distinct cited
 documents; MRR@10 uses the first 10. The not-found gate is scored as a detector of unanswerable
 questions: precision = share of its refusals that were right, recall = share of unanswerable
-questions it refused.
+questions it refused. Outcome shares (answered / uncertain / not found) are given for answerable
+and unanswerable questions apart.
+
+Keyword coverage: the share of a question's `answer_keywords` found (case-insensitive substring)
+in the whole reply, and in its lead sentences alone; `lead_shows_fact@3` is the share of
+answerable questions whose right page is in the top 3 and whose lead holds at least one keyword.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from bot.answer import answer_question
 from indexing.index import Index
+from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, OUTCOMES
 
 RANK_DEPTH = 10
 
@@ -68,13 +74,12 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
             latency = (time.perf_counter() - started) * 1000
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
-            text = answer.text.lower()
-            covered = sum(1 for k in q.keywords if k.lower() in text)
             rows.append({
-                "id": q.id, "kind": q.kind, "found": answer.found, "sources": paths,
+                "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
-                "keywords": [covered, len(q.keywords)], "timings_ms": answer.timings_ms,
-                "signals": answer.signals, "llm_used": answer.llm_used,
+                "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
+                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)],
+                "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
             })
     finally:
         index.config.top_k = saved_top_k
@@ -83,8 +88,30 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
     return {"metrics": metrics, "questions": rows}
 
 
+def keywords_in(keywords: list[str], text: str) -> int:
+    """How many of the answer keywords occur in `text` (case-insensitive substrings)."""
+    text = (text or "").lower()
+    return sum(1 for k in keywords if k.lower() in text)
+
+
+def outcome_of(row: dict) -> str:
+    """A row's outcome; rows written before there were three outcomes have only `found`."""
+    return row.get("outcome") or (ANSWERED if row["found"] else NOT_FOUND_OUTCOME)
+
+
+def outcome_shares(rows: list[dict]) -> dict:
+    outcomes = [outcome_of(r) for r in rows]
+    return {o: round(outcomes.count(o) / len(rows), 4) if rows else None for o in OUTCOMES}
+
+
+def _coverage(rows: list[dict], field: str) -> float | None:
+    kw = [r[field] for r in rows if r.get(field) and r[field][1]]
+    return round(sum(c / n for c, n in kw) / len(kw), 4) if kw else None
+
+
 def score(rows: list[dict]) -> dict:
-    """hit@1/3/5, MRR@10, keyword coverage, not-found P/R/F1 and latency for a set of rows."""
+    """hit@1/3/5, MRR@10, keyword coverage (reply and lead), outcome shares, not-found P/R/F1 and
+    latency for a set of rows."""
     answerable = [r for r in rows if r["kind"] != "not_found"]
     unanswerable = [r for r in rows if r["kind"] == "not_found"]
     out: dict = {"questions": len(rows), "answerable": len(answerable)}
@@ -93,8 +120,17 @@ def score(rows: list[dict]) -> dict:
         for k in (1, 3, 5):
             out[f"hit@{k}"] = round(sum(1 for x in ranks if x and x <= k) / len(ranks), 4)
         out["mrr@10"] = round(sum(1 / x for x in ranks if x and x <= RANK_DEPTH) / len(ranks), 4)
-        kw = [r["keywords"] for r in answerable if r["keywords"][1]]
-        out["keyword_coverage"] = round(sum(c / n for c, n in kw) / len(kw), 4) if kw else None
+        out["keyword_coverage"] = _coverage(answerable, "keywords")
+        out["lead_keyword_coverage"] = _coverage(answerable, "lead_keywords")
+        top3 = [r for r in answerable if r["hit_rank"] and r["hit_rank"] <= 3 and r["keywords"][1]]
+        if top3:
+            out["lead_shows_fact@3"] = round(sum(1 for r in top3 if (r.get("lead_keywords") or [0])[0]) / len(top3), 4)
+            out["reply_shows_fact@3"] = round(sum(1 for r in top3 if r["keywords"][0]) / len(top3), 4)
+        for name, share in outcome_shares(answerable).items():
+            out[f"answerable_{name}"] = share
+    if unanswerable:
+        for name, share in outcome_shares(unanswerable).items():
+            out[f"unanswerable_{name}"] = share
     refused = [r for r in rows if not r["found"]]
     right = [r for r in refused if r["kind"] == "not_found"]
     precision = len(right) / len(refused) if refused else (1.0 if not unanswerable else 0.0)
@@ -147,11 +183,12 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
     return {"curve": curve, "best": best}
 
 
-def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir: Path) -> dict:
+def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir: Path, top_k: int = 2) -> dict:
     """The yardstick: LlamaIndex with its defaults over the same corpus and the same model.
 
     SimpleDirectoryReader, `SentenceSplitter(1024, 20)` chunks, an in-memory `VectorStoreIndex`,
-    top-2 retrieval, no not-found gate. The index is persisted under `cache_dir` (keyed by the
+    top-2 retrieval (LlamaIndex's default; `top_k=5` scores it at the depth Docent cites, so
+    hit@5 is comparable), no not-found gate. The index is persisted under `cache_dir` (keyed by the
     corpus's files and mtimes) so repeated comparisons do not re-embed. Returns the same
     {"metrics", "questions"} shape as `run_eval`.
     """
@@ -178,7 +215,7 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
             documents, transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=20)], embed_model=model
         )
         vindex.storage_context.persist(persist_dir=str(target))
-    retriever = vindex.as_retriever(similarity_top_k=2)
+    retriever = vindex.as_retriever(similarity_top_k=top_k)
     rows = []
     for q in questions:
         started = time.perf_counter()

@@ -1,7 +1,8 @@
 """What happened in Slack, kept in Docent's database (sqlmodel, the same Postgres as the index).
 
 - `query_log`: every question the bot answered (or failed to): who, where, the question and
-  the thread context used, the answer id and text, found or not, cited documents with scores,
+  the thread context used, the answer id and text, its outcome (answered / uncertain /
+  not_found; `found` is kept: outcome != not_found), cited documents with scores,
   the gate signals, per-stage timings, whether an LLM wrote it. Wiki owners read it to see what
   is missing; the bot reads it to re-render an answer (votes, sharing) and to know which threads
   it is part of (follow-ups without a mention).
@@ -54,6 +55,7 @@ class QueryLog(SQLModel, table=True):
     question: str = Field(sa_column=Column(Text, nullable=False))
     context_question: str | None = Field(default=None, sa_column=Column(Text))  # earlier question in the thread
     found: bool = False
+    outcome: str = ""  # answered / uncertain / not_found ("" for rows logged before outcomes existed)
     answer_text: str = Field(default="", sa_column=Column(Text, nullable=False))
     note: str | None = Field(default=None, sa_column=Column(Text))
     doc_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
@@ -136,6 +138,7 @@ def log_query(
     if answer is not None:
         row.answer_id = answer.id
         row.found = answer.found
+        row.outcome = answer.outcome
         row.answer_text = answer.text
         row.note = answer.note
         row.doc_ids = [s.doc_id for s in answer.sources]
@@ -166,9 +169,10 @@ def answer_from_log(row: QueryLog) -> Answer:
         )
         for d in row.sources
     ]
+    outcome = row.outcome or ("answered" if row.found else "not_found")
     return Answer(question=row.question, found=row.found, text=row.answer_text, sources=sources,
                   timings_ms=row.timings_ms, id=row.answer_id or "", llm_used=row.llm_used, note=row.note,
-                  signals=row.signals)
+                  signals=row.signals, outcome=outcome)
 
 
 def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:

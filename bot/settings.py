@@ -64,7 +64,12 @@ class Settings(BaseSettings):
     kb_embed_in_flight: int = 4
     kb_sync_batch: int = 256
     kb_top_k: int = 5
-    kb_gate_min_cosine: float = 0.47
+    kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
+    # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
+    kb_gate_refuse_below: float = 0.285
+    kb_gate_answer_from: float = 0.455
+    kb_gate_refuse_below_cjk: float = 0.09
+    kb_gate_answer_from_cjk: float = 0.155
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
@@ -90,6 +95,10 @@ class Settings(BaseSettings):
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
             min_cosine=self.kb_gate_min_cosine,
+            gate_refuse_below=self.kb_gate_refuse_below,
+            gate_answer_from=self.kb_gate_answer_from,
+            gate_refuse_below_cjk=self.kb_gate_refuse_below_cjk,
+            gate_answer_from_cjk=self.kb_gate_answer_from_cjk,
         )
 
     @property

@@ -26,8 +26,14 @@ class IndexConfig:
     vector_weight: float = 0.8  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
-    min_cosine: float = 0.47  # not-found gate: at or above this best cosine → found ...
-    agree_min_cosine: float = 0.42  # ... or at or above this when both legs rank the same page first
+    min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
+    agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
+    # The gate (indexing.retrieval.gate_outcome): not found below `refuse_below`, answered from
+    # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
+    gate_refuse_below: float = 0.285
+    gate_answer_from: float = 0.455
+    gate_refuse_below_cjk: float = 0.09
+    gate_answer_from_cjk: float = 0.155
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

@@ -59,6 +59,21 @@ class Embedder:
             out[i] = vector
         return out
 
+    def embed_unindexed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for texts that are never stored (an answer's candidate sentences), batched.
+
+        Not counted in `texts_embedded`: a sync reports that counter's growth as what it embedded,
+        and answers may run in the same process while it syncs."""
+        if not texts:
+            return []
+        model = self._load()
+        order = _by_length(model, list(texts))  # shortest first: each batch pads to its longest text
+        vectors = model.get_text_embedding_batch([texts[i] for i in order])
+        out: list[list[float]] = [[] for _ in texts]
+        for i, vector in zip(order, vectors):
+            out[i] = vector
+        return out
+
     def embed_query(self, text: str) -> list[float]:
         return self._load().get_query_embedding(text)
 

@@ -18,7 +18,7 @@ MIGRATIONS: list[str] = [
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS skipped INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS result VARCHAR NOT NULL DEFAULT 'ok'",
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS reason TEXT",
-    # 2: every timestamp column is timestamptz. Older tables stored UTC wall times without a zone
+    # 6: every timestamp column is timestamptz. Older tables stored UTC wall times without a zone
     # (the embedded server runs in UTC), so they are read as UTC. Only columns still without a zone
     # change, so this is a no-op once done; the advisory lock makes a second process starting at
     # the same moment wait, then find nothing left to change (re-reading a timestamptz "AT TIME
@@ -44,6 +44,10 @@ MIGRATIONS: list[str] = [
         END LOOP;
     END $$
     """,
+    # 7: the answer's outcome (answered / uncertain / not_found); `found` stays for older readers.
+    # query_log is created by bot.records, possibly after this runs: only alter it if it exists.
+    "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
+    "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS outcome VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
 ]
 
 

@@ -20,23 +20,56 @@ from bot import blocks  # noqa: E402
 from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
 
-KB = str(Path(sys.executable).parent / "kb")
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_extractive_answer_quotes_and_cites(index, sample_synced):
     answer = answer_question(index, "how many weeks of parental leave for the primary caregiver?", scopes=["sample"])
     assert answer.found and not answer.llm_used
+    assert answer.outcome == "answered"
     assert "16 weeks" in answer.text and "[1]" in answer.text
+    assert "16 weeks" in answer.lead and answer.text.startswith(answer.lead)  # the fact first, then the passages
     first = answer.sources[0]
     assert first.path == "people/leave.md" and "#" in first.url and first.n == 1
     assert len({s.doc_id for s in answer.sources}) == len(answer.sources) <= 5
-    assert {"embed", "vector", "bm25", "fuse", "answer", "total"} <= set(answer.timings_ms)
+    assert {"embed", "vector", "bm25", "fuse", "lead", "answer", "total"} <= set(answer.timings_ms)
 
 
 def test_not_found_answer_says_so_and_lists_nearest_pages(index, sample_synced):
-    answer = answer_question(index, "can i bring my dog to the office on fridays", scopes=["sample"])
-    assert not answer.found
+    answer = answer_question(index, "who ruled cyprus in 1191?", scopes=["sample"])
+    assert not answer.found and answer.outcome == "not_found" and answer.lead == ""
     assert answer.text.startswith(NOT_FOUND) and answer.sources
+
+
+@pytest.fixture
+def gate(index):
+    """Set the English gate's thresholds for one test, then put them back."""
+    saved = index.config.gate_refuse_below, index.config.gate_answer_from
+
+    def set_thresholds(refuse_below: float, answer_from: float) -> None:
+        index.config.gate_refuse_below, index.config.gate_answer_from = refuse_below, answer_from
+
+    yield set_thresholds
+    index.config.gate_refuse_below, index.config.gate_answer_from = saved
+
+
+def test_between_the_thresholds_the_answer_is_uncertain_and_says_so(index, sample_synced, gate):
+    question = "how many weeks of parental leave for the primary caregiver?"
+    score = answer_question(index, question, scopes=["sample"]).signals["best_cosine"]
+    gate(score - 0.01, score + 0.2)  # the question's score falls between the two thresholds
+    answer = answer_question(index, question, scopes=["sample"])
+    assert answer.outcome == "uncertain" and answer.found
+    n = answer.sources[0].n
+    assert answer.text.startswith(f"I'm not sure this answers it — check [{n}].\n\n")
+    assert "16 weeks" in answer.lead and answer.lead in answer.text
+    rendered = blocks.answer_blocks(answer)
+    assert rendered[0]["block_id"] == blocks.UNCERTAIN_BLOCK and ":warning:" in json.dumps(rendered[0])
+    assert "not sure" not in json.dumps(rendered[1]) and "*Sources*" in json.dumps(rendered)
+    gate(score + 0.1, score + 0.2)  # now below both
+    refused = answer_question(index, question, scopes=["sample"])
+    assert refused.outcome == "not_found" and refused.text.startswith(NOT_FOUND)
+    gate(score - 0.2, score - 0.1)
+    assert answer_question(index, question, scopes=["sample"]).outcome == "answered"
 
 
 def test_empty_question_is_refused(index):
@@ -59,6 +92,19 @@ def test_llm_answer_keeps_only_backed_citations(index, sample_synced, openai_ser
     assert "[1]" in answer.text and "[9]" not in answer.text
     sent = openai_server.requests[-1]["messages"][-1]["content"]
     assert "annual leave" in sent.lower() and '<excerpt n="1"' in sent
+    assert sent.index("seem to answer the question") < sent.index("<excerpt")  # the lead goes first
+    assert "not sure these excerpts answer" not in sent
+
+
+def test_an_uncertain_answer_from_the_llm_keeps_the_uncertain_line(index, sample_synced, openai_server, gate):
+    question = "how many days of annual leave do I get?"
+    score = answer_question(index, question, scopes=["sample"]).signals["best_cosine"]
+    gate(score - 0.01, score + 0.2)
+    openai_server.reply("The excerpts give annual leave as 25 days [1].")
+    answer = answer_question(index, question, scopes=["sample"], llm=LLMClient(openai_server.base_url, "local", timeout=5))
+    assert answer.llm_used and answer.outcome == "uncertain"
+    assert answer.text.startswith("I'm not sure this answers it — check [") and answer.text.endswith("25 days [1].")
+    assert "not sure these excerpts answer" in openai_server.requests[-1]["messages"][-1]["content"]
 
 
 def test_llm_failure_falls_back_to_extractive_with_a_note(index, sample_synced, openai_server):
@@ -75,7 +121,7 @@ def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, 
     openai_server.reply('"I could not find this in the knowledge base."')
     llm = LLMClient(openai_server.base_url, "local", timeout=5)
     answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
-    assert answer.llm_used and not answer.found
+    assert answer.llm_used and not answer.found and answer.outcome == "not_found"
     assert answer.text == NOT_FOUND + " The nearest pages are listed below."
     assert answer.sources and answer.signals["llm_not_found"] is True
     assert "Nearest pages" in json.dumps(blocks.answer_blocks(answer)) and "*Sources*" not in json.dumps(
@@ -119,7 +165,8 @@ def test_ask_json_and_piped_questions(kb_home, sample_synced):
     result = _kb("ask", "--json", "what is the nightly hotel limit in expensive cities?", env=env)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) >= {"found", "answer", "sources", "timings_ms"}
+    assert set(data) >= {"outcome", "found", "lead", "answer", "sources", "timings_ms"}
+    assert data["outcome"] == "answered" and "$300" in data["lead"]
     assert data["found"] and set(data["sources"][0]) >= {"doc_id", "path", "title", "heading_path", "url", "score"}
     assert any(s["path"] == "finance/expenses.md" for s in data["sources"])
 
@@ -197,3 +244,18 @@ def test_kb_run_closes_every_connection_it_opened(tiny_wiki_database, monkeypatc
     finally:
         probe.dispose()
     assert others == 0
+
+
+def test_eval_calibrate_fits_the_two_thresholds_and_writes_them(kb_home, sample_synced, tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text("KB_GATE_REFUSE_BELOW=0.9\nOTHER=1\n")
+    result = _kb("eval", str(SAMPLE_WIKI / "QUESTIONS.jsonl"), "--scope", "sample", "--calibrate", "--json",
+                 "--write-env", str(env_file), env={"KB_HOME": str(kb_home)}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    gate = json.loads(result.stdout)["calibration"]["gate"]
+    assert 0 < gate["en"]["refuse_below"] <= gate["en"]["answer_from"]
+    lines = env_file.read_text().splitlines()
+    assert "OTHER=1" in lines and f"KB_GATE_REFUSE_BELOW={gate['en']['refuse_below']}" in lines
+    assert f"KB_GATE_ANSWER_FROM={gate['en']['answer_from']}" in lines and "KB_GATE_REFUSE_BELOW=0.9" not in lines
+    rows = json.loads(result.stdout)["questions"]
+    assert all(r["outcome"] in ("answered", "uncertain", "not_found") for r in rows)

@@ -56,5 +56,32 @@ def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced
     assert passed_gate and len(server.requests) == len(passed_gate)
     assert [r["id"] for r in with_llm["questions"] if r["llm_used"]] == passed_gate
     assert not any(r["found"] for r in with_llm["questions"])
+    assert {r["outcome"] for r in with_llm["questions"]} == {"not_found"}
+    assert with_llm["metrics"]["overall"]["answerable_not_found"] == 1.0  # the same outcome table as without --llm
     assert with_llm["metrics"]["overall"]["not_found_recall"] == 1.0
     assert with_llm["metrics"]["overall"]["hit@1"] == extractive["metrics"]["overall"]["hit@1"]  # ranking unchanged
+
+
+def test_outcome_shares_and_lead_coverage_arithmetic():
+    rows = [
+        {**_row("fact", True, 1), "outcome": "answered", "lead_keywords": [2, 2]},
+        {**_row("fact", True, 2), "outcome": "uncertain", "lead_keywords": [0, 2]},
+        {**_row("fact", False, 4), "outcome": "not_found", "lead_keywords": [0, 2]},  # right page only at 4
+        {**_row("fact", True, None), "outcome": "answered", "lead_keywords": [1, 2]},
+        {**_row("not_found", True, None), "outcome": "uncertain", "lead_keywords": [0, 0]},
+        {**_row("not_found", False, None)},  # a row from before outcomes: found False → not_found
+    ]
+    m = score(rows)
+    assert (m["answerable_answered"], m["answerable_uncertain"], m["answerable_not_found"]) == (0.5, 0.25, 0.25)
+    assert (m["unanswerable_answered"], m["unanswerable_uncertain"], m["unanswerable_not_found"]) == (0.0, 0.5, 0.5)
+    assert m["lead_keyword_coverage"] == round((1 + 0 + 0 + 0.5) / 4, 4) and m["keyword_coverage"] == 0.5
+    assert m["lead_shows_fact@3"] == 0.5 and m["reply_shows_fact@3"] == 1.0  # over the two ranked in the top 3
+
+
+def test_eval_rows_carry_the_outcome_and_lead_coverage(index, sample_synced):
+    questions = [q for q in load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl") if q.id in ("sample-01", "sample-03")]
+    result = run_eval(index, questions, scopes=["sample"])
+    for row in result["questions"]:
+        assert row["outcome"] in ("answered", "uncertain", "not_found") and row["found"] == (row["outcome"] != "not_found")
+        assert len(row["lead_keywords"]) == 2 and row["lead_keywords"][0] <= row["keywords"][0]
+    assert "lead_shows_fact@3" in result["metrics"]["overall"]

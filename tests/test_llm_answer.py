@@ -363,3 +363,40 @@ def test_links_the_model_writes_are_kept_only_when_they_point_to_a_cited_source(
     assert text == (
         f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and <{leave.url}|the page>. "
         "Travel is in the travel page too. Also claim here, click here,  and tracker.")
+
+
+# -- prompt ordering and the outcome passed on (issue 14) ------------------------------------
+
+
+def test_sections_are_ordered_strongest_first_and_last():
+    from bot.llm import edges_first
+
+    ranked = [make_hit(doc_id=f"handbook:p{i}.md", title=f"Page {i}") for i in range(1, 6)]
+    assert [h.title for h in edges_first(ranked)] == ["Page 1", "Page 3", "Page 5", "Page 4", "Page 2"]
+    assert edges_first(ranked[:2]) == ranked[:2] and edges_first([]) == []
+
+
+def test_prompt_opens_with_the_lead_and_puts_the_second_best_section_last(openai_server):
+    from bot.lead import LeadSentence
+
+    ranked = [make_hit(doc_id=f"handbook:p{i}.md", title=f"Page {i}") for i in range(1, 4)]
+    numbers = {h.doc_id: i for i, h in enumerate(ranked, start=1)}
+    lead = [LeadSentence(text="Everyone gets 25 days of annual leave per year.", n=1, rank=0, score=0.9)]
+    openai_server.reply("25 days [1].")
+    client(openai_server).answer("how much leave?", ranked, numbers, lead=lead)
+    sent = openai_server.requests[-1]["messages"][-1]["content"]
+    assert sent.index("Everyone gets 25 days of annual leave per year. [1]") < sent.index("<excerpt")
+    order = [sent.index(f'<excerpt n="{n}"') for n in (1, 3, 2)]
+    assert order == sorted(order)  # 1, 3, then 2 last
+    assert UNCERTAIN_NOTE not in sent
+
+
+UNCERTAIN_NOTE = "the search is not sure these excerpts answer the question"
+
+
+def test_an_uncertain_outcome_tells_the_model_to_say_what_the_excerpts_cover(openai_server, hits):
+    ranked, numbers = hits
+    openai_server.reply("The excerpts cover annual leave [1] but not carry-over.")
+    client(openai_server).answer("can i carry leave over?", ranked, numbers, outcome="uncertain")
+    sent = openai_server.requests[-1]["messages"][-1]["content"]
+    assert UNCERTAIN_NOTE in sent and sent.rstrip().endswith("Question: can i carry leave over?")

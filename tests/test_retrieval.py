@@ -51,15 +51,16 @@ def test_chinese_question_finds_the_chinese_page(index, sample_synced):
     assert _rank(index, "年假可以结转到明年吗", "sample", ["zh/年假制度.md"]) == 1
 
 
-def test_not_found_questions_trip_the_gate_and_most_answerable_pass(index, sample_synced):
+def test_unanswerable_questions_are_not_answered_confidently_and_answerable_ones_pass(index, sample_synced):
     questions = _questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
-    found = {q["id"]: retrieve(index, q["question"], scopes=["sample"]).found for q in questions}
-    # The gate is not yet at its target (issue 5 calibrates it on the large handbook); these
-    # bounds pin down today's behaviour so a regression shows.
+    outcome = {q["id"]: retrieve(index, q["question"], scopes=["sample"]).outcome for q in questions}
+    # The gate's thresholds are fitted leave-one-corpus-out (docs/tuning.md §8): it refuses almost
+    # no answerable question, and answers few unanswerable ones confidently (most are "uncertain").
+    # These bounds pin down today's behaviour so a regression shows.
     unanswerable = [q for q in questions if q["kind"] == "not_found"]
-    assert sum(not found[q["id"]] for q in unanswerable) >= 2
+    assert sum(outcome[q["id"]] != "answered" for q in unanswerable) >= 2
     answerable = [q for q in questions if q["kind"] != "not_found"]
-    assert sum(found[q["id"]] for q in answerable) >= 0.75 * len(answerable)
+    assert sum(outcome[q["id"]] != "not_found" for q in answerable) >= 0.9 * len(answerable)
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,8 @@ def test_clef_questions_top_5_and_gate(index, clef):
     hits = [q for q in answerable if (_rank(index, q["question"], "clef", q["expected_sources"]) or 99) <= 5]
     assert len(hits) >= 0.9 * len(answerable)
     unanswerable = [q for q in questions if q["kind"] == "not_found"]
-    tripped = [q for q in unanswerable if not retrieve(index, q["question"], scopes=["clef"]).found]
-    assert len(tripped) >= 2, "the not-found gate should fire on most unanswerable Clef questions"
+    doubted = [q for q in unanswerable if retrieve(index, q["question"], scopes=["clef"]).outcome != "answered"]
+    assert len(doubted) >= 2, "the gate should not answer most unanswerable Clef questions confidently"
 
 
 @pytest.mark.timeout(1800)  # embeds ~1,800 chunks: ~1.5 min on a quiet 2-core machine, far more when busy

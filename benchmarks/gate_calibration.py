@@ -1,0 +1,71 @@
+"""Leave-one-corpus-out calibration of the not-found gate (issue 14), printed as tables.
+
+    # 1. per corpus, against its own persistent index (synced once with `kb sync`):
+    python -m benchmarks.gate_calibration collect sg --home /tmp/kb-sg
+    # 2. once all five are collected:
+    python -m benchmarks.gate_calibration fit
+
+`collect` asks the corpus's index its public questions, their casual rewrites and foreign
+questions (`benchmarks.gate_questions`) and writes each question's gate signals and the rank of
+its expected page to `benchmarks/out/gate-<corpus>.jsonl` (ignored by git; nothing from the
+corpus but ids and numbers). `fit` then scores every corpus with thresholds fitted on the
+*other* corpora only (`bot.gate_fit`), and prints outcome shares per corpus and question set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from benchmarks._common import REPO
+
+OUT = REPO / "benchmarks" / "out"
+
+
+def collect(corpus: str, home: Path) -> Path:
+    from benchmarks.gate_questions import question_sets
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+    from indexing.retrieval import retrieve
+
+    index = Index(IndexConfig(home=home))
+    OUT.mkdir(parents=True, exist_ok=True)
+    target = OUT / f"gate-{corpus}.jsonl"
+    rows = []
+    try:
+        for set_name, questions in question_sets(corpus).items():
+            for q in questions:
+                r = retrieve(index, q["question"], top_k=10)
+                paths = list(dict.fromkeys(h.path for h in r.hits))
+                rank = next((i + 1 for i, p in enumerate(paths) if p in q.get("expected_sources", [])), None)
+                rows.append({"corpus": corpus, "set": set_name, "id": q["id"], "kind": q.get("kind", "fact"),
+                             "hit_rank": rank, "signals": r.signals})
+    finally:
+        index.close()
+    target.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("corpus")
+    c.add_argument("--home", type=Path, required=True)
+    sub.add_parser("fit")
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        print(collect(args.corpus, args.home))
+    else:
+        from bot.gate_fit import loco_report
+
+        rows = [json.loads(line) for f in sorted(OUT.glob("gate-*.jsonl")) for line in f.read_text().splitlines()]
+        if not rows:
+            sys.exit(f"nothing collected in {OUT}: run `collect` first")
+        print(loco_report(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The one to three sentences that answer the question, chosen from the top sections.
+
+The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
+chunks of the top sections is scored by how close it is in meaning to the question (the bundled model's cosine)
+and by how much of the question's rare vocabulary it holds (IDF-weighted share of the
+question's terms, the same terms the keyword leg searches). For mostly-CJK questions the
+English model's cosine says little, so the terms carry most of the weight, as in ranking.
+
+A question that asks for an amount, a date or a duration ("how many", "when", "多少") prefers
+sentences that hold a number: the expected answer type, the oldest cue in question answering.
+
+A sentence that cannot stand alone keeps its neighbour: one that introduces a list (ends with
+":") gets the next one, a very short one or one that opens with a back-reference ("This",
+"It", "They" …) gets the one before it. Sentences that score almost as well as the best are
+added, up to `MAX_SENTENCES` and `MAX_CHARS`, so an answer spread over two sections shows both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from bot.sentences import Sentence, sentences
+from indexing import bm25
+from indexing.retrieval import Hit, is_cjk
+
+SECTIONS = 3  # sentences are taken from this many top sections
+MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
+SENTENCES_PER_SECTION = 40
+MAX_SENTENCES = 3  # sentences chosen for their score; each may bring the neighbour it needs
+MAX_CHARS = 600
+COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
+COSINE_WEIGHT_CJK = 0.2
+RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
+NEAR_BEST = 0.15  # further sentences must score within this of the best
+NUMBER_BONUS = 0.1  # a question asking for an amount, a date or a duration prefers sentences with numbers
+SHORT_WORDS = 6
+# The expected answer is a number, an amount, a date or a duration (classic answer-type cue).
+_ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|old|far|big|large)|when|what (?:time|date|day|year|age|percent(?:age)?)"
+                          r"|which (?:year|day|date)|limit|maximum|minimum|max|min|deadline|percent(?:age)?)\b|%"
+                          r"|多少|几|多久|多长|什么时候|何时|哪年|哪天|上限|下限|最多|最少", re.IGNORECASE)
+_HAS_NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两半]+\s*[个天周月年日次小分%]")
+_BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
+                             re.IGNORECASE)
+
+
+@dataclass
+class LeadSentence:
+    text: str
+    n: int  # the source number to cite
+    rank: int  # 0-based rank of the section it comes from
+    score: float
+
+
+def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder, idf: dict[str, float]) -> list[LeadSentence]:
+    """The sentences to put first, in the order they should be read; [] when there are none.
+
+    `idf` maps the question's terms (`bm25.tokens` of its keyword text) to their IDF in the
+    visible wiki."""
+    candidates: list[tuple[int, list[Sentence]]] = []
+    for rank, hit in enumerate(hits[:SECTIONS]):
+        found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
+                        if _words(s.text) >= 3 or _HAS_NUMBER.search(s.text))
+        if found:
+            candidates.append((rank, found))
+    flat = [(rank, i, s) for rank, found in candidates for i, s in enumerate(found)]
+    if not flat:
+        return []
+    texts = [s.text for _, _, s in flat]
+    vectors = np.asarray(embedder.embed_unindexed([question, *texts]), dtype=float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
+    cosines = vectors[1:] @ vectors[0]
+    total = sum(idf.values())
+    weight = COSINE_WEIGHT_CJK if is_cjk(question) else COSINE_WEIGHT
+    asks_number = bool(_ASKS_NUMBER.search(question))
+    scores = []
+    for (rank, _, s), cosine in zip(flat, cosines):
+        share = sum(w for t, w in idf.items() if t in set(bm25.tokens(s.text))) / total if total else 0.0
+        bonus = NUMBER_BONUS if asks_number and _HAS_NUMBER.search(s.text) else 0.0
+        scores.append(weight * float(cosine) + (1 - weight) * share + bonus - RANK_PENALTY * rank)
+    order = sorted(range(len(flat)), key=lambda k: scores[k], reverse=True)
+    by_rank = dict(candidates)
+    chosen: dict[tuple[int, int], float] = {}
+    seen_texts: set[str] = set()
+    seeds = chars = 0
+    for k in order:
+        if scores[k] < scores[order[0]] - NEAR_BEST or seeds >= MAX_SENTENCES:
+            break
+        rank, i, sentence = flat[k]
+        if (rank, i) in chosen or sentence.text in seen_texts:
+            continue
+        group = [(rank, j) for j in _with_context(by_rank[rank], i) if (rank, j) not in chosen]
+        size = sum(len(by_rank[r][j].text) + 1 for r, j in group)
+        if chosen and chars + size > MAX_CHARS:
+            continue
+        for key in group:
+            chosen[key] = scores[k]
+            seen_texts.add(by_rank[key[0]][key[1]].text)
+        seeds += 1
+        chars += size
+    ranks_in_order = sorted({r for r, _ in chosen}, key=lambda r: -max(v for (rr, _), v in chosen.items() if rr == r))
+    lead = []
+    for rank in ranks_in_order:
+        hit = hits[rank]
+        for r, j in sorted(key for key in chosen if key[0] == rank):
+            lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
+    return lead
+
+
+def _searched_text(hit: Hit) -> str:
+    """The part of a section whose sentences are scored: its best-matching chunks, where the
+    answer nearly always is. Embedding every sentence of a long section cost up to a second per
+    answer on two cores (docs/tuning.md §8)."""
+    return "\n\n".join(hit.matched[:MATCHED_CHILDREN]) or hit.text
+
+
+def _unique(found) -> list[Sentence]:
+    """Sentences in order, each text once (neighbouring chunks overlap), renumbered."""
+    out: list[Sentence] = []
+    seen: set[str] = set()
+    for s in found:
+        if s.text not in seen:
+            seen.add(s.text)
+            out.append(Sentence(text=s.text, paragraph=s.paragraph, position=len(out)))
+    return out
+
+
+def _with_context(found: list[Sentence], i: int) -> list[int]:
+    """Sentence i, with the neighbour it needs to make sense on its own."""
+    sentence = found[i]
+    if sentence.text.rstrip().endswith(":") and i + 1 < len(found):
+        return [i, i + 1]
+    needs_before = _words(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)
+    if needs_before and i > 0 and found[i - 1].paragraph == sentence.paragraph:
+        return [i - 1, i]
+    if _words(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
+        return [i, i + 1]
+    return [i]
+
+
+def _words(text: str) -> int:
+    """Words, counting each CJK character as one (a Chinese sentence has no spaces)."""
+    cjk = sum(1 for c in text if "\u3400" <= c <= "\u9fff")
+    return len(text.split()) + cjk // 2
+
+
+def render_lead(lead: list[LeadSentence]) -> str:
+    """The lead as one paragraph: each source's sentences, then its [n]."""
+    parts: list[str] = []
+    for k, sentence in enumerate(lead):
+        last_of_source = k + 1 == len(lead) or lead[k + 1].n != sentence.n
+        parts.append(sentence.text + (f" [{sentence.n}]" if last_of_source else ""))
+    return " ".join(parts)
+
+
+def question_idf(index, question: str, scopes: list[str] | None) -> dict[str, float]:
+    """IDF in the visible wiki of each term the keyword leg searches for this question."""
+    terms = set(bm25.tokens(bm25.question_text(question)))
+    if not terms:
+        return {}
+    weights, _known = index.bm25.idf(terms, scopes)
+    return weights

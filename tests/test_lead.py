@@ -1,0 +1,52 @@
+"""The lead: Markdown sections as sentences, and the sentences chosen to answer (real model)."""
+
+from __future__ import annotations
+
+from bot.lead import _with_context, choose_lead, question_idf, render_lead
+from bot.sentences import paragraphs, sentences, split_sentences
+from indexing.retrieval import retrieve
+
+
+def test_sentences_skip_headings_and_code_and_keep_link_text():
+    text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n```\n\nAsk HR."
+    assert [s.text for s in sentences(text)] == ["You get 25 days a year, see the policy.", "Ask HR."]
+
+
+def test_abbreviations_do_not_end_a_sentence_and_cjk_full_stops_do():
+    assert split_sentences("Bring e.g. a laptop. Then call Dr. Smith at 5 p.m. sharp. Done.") == [
+        "Bring e.g. a laptop.", "Then call Dr. Smith at 5 p.m. sharp.", "Done."]
+    assert split_sentences("年假为15天。未休完的年假可以顺延！还有吗？") == ["年假为15天。", "未休完的年假可以顺延！", "还有吗？"]
+
+
+def test_list_items_and_table_rows_are_units_and_rows_name_their_columns():
+    text = "Limits:\n\n- Hotels: $200\n- Meals: $50\n\n| City | Limit |\n|---|---|\n| London | $300 |"
+    assert paragraphs(text) == ["Limits:", "Hotels: $200", "Meals: $50", "City: London · Limit: $300"]
+
+
+def test_a_fragment_keeps_the_neighbour_it_needs():
+    found = sentences("The on-call rota is weekly. It starts Monday. Shifts are swapped in the #oncall channel. See below:\n\n- first item here")
+    texts = [s.text for s in found]
+    assert [texts[j] for j in _with_context(found, 1)] == ["The on-call rota is weekly.", "It starts Monday."]
+    assert [texts[j] for j in _with_context(found, 3)] == ["See below:", "first item here"]
+    assert _with_context(found, 2) == [2]
+
+
+def test_render_lead_cites_each_source_once_after_its_sentences():
+    from bot.lead import LeadSentence
+
+    lead = [LeadSentence("A is 1.", 1, 0, 0.9), LeadSentence("B is 2.", 1, 0, 0.8), LeadSentence("C is 3.", 2, 1, 0.7)]
+    assert render_lead(lead) == "A is 1. B is 2. [1] C is 3. [2]"
+
+
+def test_the_lead_holds_the_fact_from_the_right_section(index, sample_synced):
+    question = "what's the nightly hotel limit in expensive cities?"
+    retrieval = retrieve(index, question, scopes=["sample"])
+    numbers = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(h.doc_id for h in retrieval.hits), start=1)}
+    lead = choose_lead(question, retrieval.hits, numbers, index.embedder, question_idf(index, question, ["sample"]))
+    assert 1 <= len(lead) <= 6 and sum(len(s.text) for s in lead) <= 700
+    assert "$300" in render_lead(lead)
+    assert all(s.n in numbers.values() for s in lead)
+
+
+def test_no_sections_no_lead(index):
+    assert choose_lead("anything", [], {}, index.embedder, {}) == []

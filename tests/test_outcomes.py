@@ -1,0 +1,51 @@
+"""The outcome in the query log (and its migration) and in the CLI's rendering."""
+
+from __future__ import annotations
+
+from sqlalchemy import inspect, text
+
+from bot import records
+from bot.answer import Answer
+from indexing.migrations import migrate
+
+
+def _answer(outcome: str) -> Answer:
+    return Answer(question="q?", found=outcome != "not_found", text="I'm not sure this answers it — check [1].\n\nx",
+                  sources=[], timings_ms={}, outcome=outcome)
+
+
+def test_the_query_log_keeps_the_outcome_and_found(index):
+    records.create_tables(index)
+    for outcome in ("answered", "uncertain", "not_found"):
+        answer = _answer(outcome)
+        row = records.log_query(index, surface="mention", user_id="UOUT", question="q?", answer=answer)
+        again = records.answer_from_log(records.find_answer(index, answer.id))
+        assert (row.outcome, row.found) == (outcome, outcome != "not_found")
+        assert (again.outcome, again.found) == (outcome, outcome != "not_found")
+
+
+def test_a_row_logged_before_outcomes_existed_reads_as_answered_or_not_found(index):
+    records.create_tables(index)
+    row = records.log_query(index, surface="dm", user_id="UOLD", question="q?", answer=_answer("answered"))
+    row.outcome, row.found = "", False
+    assert records.answer_from_log(row).outcome == "not_found"
+
+
+def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
+    records.create_tables(index)
+    with index.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE query_log DROP COLUMN outcome"))
+    assert "outcome" not in {c["name"] for c in inspect(index.engine).get_columns("query_log")}
+    migrate(index.engine)
+    migrate(index.engine)  # idempotent
+    assert "outcome" in {c["name"] for c in inspect(index.engine).get_columns("query_log")}
+    row = records.log_query(index, surface="dm", user_id="UMIG", question="q?", answer=_answer("uncertain"))
+    assert records.find_answer(index, row.answer_id).outcome == "uncertain"
+
+
+def test_print_answer_shows_the_uncertain_line_first(capsys):
+    from bot.cli import print_answer
+
+    print_answer(_answer("uncertain"))
+    out = capsys.readouterr().out
+    assert out.startswith("I'm not sure this answers it — check [1].")
