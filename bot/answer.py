@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from bot.lead import LeadSentence, choose_lead, question_idf, render_lead
+from connectors.commonmark import strip_headings
 from bot.llm import NOT_FOUND, says_not_found
 from indexing.index import Index
 from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, Hit, retrieve
@@ -168,7 +169,7 @@ def extractive_text(hits: list[Hit], numbers: dict[str, int], lead: list[LeadSen
     each followed by its source number."""
     parts = [render_lead(lead)] if lead else []
     for hit in hits[:QUOTED_PASSAGES]:
-        passage = trim(_plain(hit.matched[0] if hit.matched else hit.text), QUOTE_CHARS)
+        passage = trim(strip_headings(hit.matched[0] if hit.matched else hit.text), QUOTE_CHARS)
         where = f"{hit.title} › {hit.heading}" if hit.heading else hit.title
         parts.append(f"*{where}* [{numbers[hit.doc_id]}]\n> " + passage.replace("\n", "\n> "))
     return "\n\n".join(parts)
@@ -184,12 +185,6 @@ def trim(text: str, limit: int) -> str:
         return cut[: stop + 1].rstrip() + " …"
     space = cut.rfind(" ")
     return (cut[:space] if space > limit * 0.6 else cut).rstrip() + " …"
-
-
-def _plain(passage: str) -> str:
-    """A passage without its heading lines and with blank-line runs collapsed, for quoting."""
-    lines = [line for line in passage.splitlines() if not re.match(r"^\s{0,3}#{1,6}\s", line)]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 def _reason(exc: Exception) -> str:

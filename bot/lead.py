@@ -18,6 +18,8 @@ added, up to `MAX_SENTENCES` and `MAX_CHARS`, so an answer spread over two secti
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +39,7 @@ RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
 NUMBER_BONUS = 0.1  # a question asking for an amount, a date or a duration prefers sentences with numbers
 SHORT_WORDS = 6
+CACHED_SENTENCES = 20_000  # sentence vectors kept in this process (~30 MB at 384 float32s), most recent first
 # The expected answer is a number, an amount, a date or a duration (classic answer-type cue).
 _ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|old|far|big|large)|when|what (?:time|date|day|year|age|percent(?:age)?)"
                           r"|which (?:year|day|date)|limit|maximum|minimum|max|min|deadline|percent(?:age)?)\b|%"
@@ -69,7 +72,7 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     if not flat:
         return []
     texts = [s.text for _, _, s in flat]
-    vectors = np.asarray(embedder.embed_unindexed([question, *texts]), dtype=float)
+    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *texts]).astype(float)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
     cosines = vectors[1:] @ vectors[0]
     total = sum(idf.values())
@@ -107,6 +110,38 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         for r, j in sorted(key for key in chosen if key[0] == rank):
             lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
     return lead
+
+
+class SentenceVectors:
+    """Vectors of recently scored sentences, kept in this process only (answering writes nothing
+    to the database): a section asked about again is scored without the model, which is most of
+    the lead's cost (docs/tuning.md §8). Least recently used out first."""
+
+    def __init__(self, size: int = CACHED_SENTENCES) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vectors(self, embedder, texts: list[str]) -> np.ndarray:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for text in texts:
+                key = (embedder.name, text)
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    found[text] = self._items[key]
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = np.asarray(embedder.embed_unindexed(missing), dtype=np.float32)
+            with self._lock:
+                for text, vector in zip(missing, fresh):
+                    found[text] = self._items[(embedder.name, text)] = vector
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return np.stack([found[t] for t in texts])
+
+
+SENTENCE_VECTORS = SentenceVectors()
 
 
 def _searched_text(hit: Hit) -> str:

@@ -1,8 +1,8 @@
 """Vectors from an embedding service that speaks OpenAI's `/v1/embeddings` wire format — OpenAI
 itself, vLLM, Hugging Face TEI and Ollama all do — instead of the bundled model (`KB_EMBED_URL`).
 
-The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_query`, `name`,
-`texts_embedded`), so the sync, its vector cache and retrieval do not know which one they have:
+The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_unindexed`, `embed_query`,
+`name`, `texts_embedded`), so the sync, its vector cache and retrieval do not know which one they have:
 
 - texts go out in batches of `batch_size`, up to `in_flight` requests at a time (a service
   embeds faster with several requests queued; Docent's own CPU is then free);
@@ -62,6 +62,12 @@ class ServiceEmbedder:
         """Vectors in the order of `texts`, `in_flight` batches at a time. Texts are batched
         shortest first (by characters), as the local path does by word-pieces: a service pads each
         batch to its longest text, so batches of like lengths cost it less."""
+        vectors = self._embed(texts)
+        with self._lock:
+            self.texts_embedded += len(texts)
+        return vectors
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -75,9 +81,12 @@ class ServiceEmbedder:
         vectors: list[list[float]] = [[] for _ in texts]
         for i, vector in zip(order, (v for result in results for v in result)):
             vectors[i] = vector
-        with self._lock:
-            self.texts_embedded += len(texts)
         return vectors
+
+    def embed_unindexed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for texts that are never stored (an answer's candidate sentences): not counted
+        in `texts_embedded`, which a sync reports as what it embedded."""
+        return self._embed(texts)
 
     def embed_query(self, text: str) -> list[float]:
         return self._request([text])[0]

@@ -50,3 +50,25 @@ def test_the_lead_holds_the_fact_from_the_right_section(index, sample_synced):
 
 def test_no_sections_no_lead(index):
     assert choose_lead("anything", [], {}, index.embedder, {}) == []
+
+
+def test_sentence_vectors_are_reused_within_the_process_and_bounded():
+    from bot.lead import SentenceVectors
+
+    class Counting:
+        name = "counting-model"
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def embed_unindexed(self, texts):
+            self.asked += texts
+            return [[float(len(t)), 1.0] for t in texts]
+
+    model, cache = Counting(), SentenceVectors(size=3)
+    first = cache.vectors(model, ["a", "bb", "a"])
+    again = cache.vectors(model, ["bb", "ccc"])
+    assert model.asked == ["a", "bb", "ccc"] and first.tolist() == [[1, 1], [2, 1], [1, 1]] and again[1].tolist() == [3, 1]
+    cache.vectors(model, ["dddd"])  # four texts in a cache of three: the least recently used goes
+    cache.vectors(model, ["a"])
+    assert model.asked[-1] == "a"
