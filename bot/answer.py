@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from bot.lead import LeadSentence, choose_lead, question_idf, render_lead
+from bot.metrics import LLM_CALLS
 from connectors.commonmark import strip_headings
 from bot.llm import NOT_FOUND, says_not_found
 from indexing.index import Index
@@ -130,7 +131,9 @@ def answer_question(
         try:
             answer.text = llm.answer(question, retrieval.hits, numbers, lead=lead, outcome=answer.outcome)
             answer.llm_used = True
+            LLM_CALLS.labels(result="ok").inc()
         except Exception as exc:  # any model failure falls back, with a note, never silence
+            LLM_CALLS.labels(result="failed").inc()
             answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
         if answer.llm_used and says_not_found(answer.text):
             answer.found = False  # the passages were near, but the model found no answer in them

@@ -129,7 +129,11 @@ def log_query(
     timings_ms: dict | None = None,
     error_ref: str | None = None,
 ) -> QueryLog:
-    """One row per question; `answer` is None (and `error_ref` set) when answering failed."""
+    """One row per question; `answer` is None (and `error_ref` set) when answering failed. Every
+    question Slack asks is logged here, so it is also where `/metrics` counts them."""
+    from bot.metrics import observe_question
+
+    observe_question(surface, answer, timings_ms)
     row = QueryLog(
         surface=surface, user_id=user_id, channel_id=channel_id, thread_ts=thread_ts, message_ts=message_ts,
         question=question, context_question=context_question, error_ref=error_ref,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.housekeeping import start_housekeeping
+from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
 from bot.slack_app import build_app, web_client
 from bot.workers import Workers
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"  # ready: the index can be read (503 while the database is away)
+METRICS_PATH = "/metrics"  # Prometheus (bot.metrics)
 LIVE_PATH = "/livez"  # alive: the process answers HTTP (a database outage is not a reason to restart it)
 SHUTDOWN_SECONDS = 30  # how long a stopping `kb serve` lets the answers being written finish
 
@@ -241,12 +244,20 @@ def web_app(bolt_app: App | None, index: Index) -> Starlette:
     async def livez(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"])]
+    async def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return Response(await run_in_threadpool(exposition, index), media_type=CONTENT_TYPE_LATEST)
+
+    routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"]),
+              Route(METRICS_PATH, metrics, methods=["GET"])]
     if bolt_app is not None:
 
         async def slack_events(request: Request) -> Response:
+            started = time.perf_counter()
             body = await request.body()
             response = await run_in_threadpool(bolt_app.dispatch, to_bolt_request(request, body))
+            SLACK_ACK_SECONDS.observe(time.perf_counter() - started)  # Bolt has acked when dispatch returns
             return to_starlette_response(response)
 
         routes.append(Route(EVENTS_PATH, slack_events, methods=["POST"]))
@@ -280,7 +291,6 @@ def serving_in_thread(app: Starlette, host: str = "127.0.0.1", timeout: float = 
     benchmarks (`kb serve` runs in the foreground through `run_http`). Yields the base URL once the
     server is listening; stops it on exit."""
     import threading
-    import time
 
     server = http_server(app)
     sock = bind(host, 0)

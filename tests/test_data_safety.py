@@ -447,7 +447,7 @@ def test_a_page_moved_to_a_restricted_scope_whose_new_version_is_broken_vanishes
             bot.command(f"ask {SALARY_Q}", channel=channel, response_url=url)
             [private] = slack.wait_for(lambda: slack.calls_to("response:salary-ask"))
             answer_id = button(private.params["blocks"], blocks.ACTION_SHARE)["value"]
-            bot.executor.wait_idle()
+            bot.wait_idle()
             version = index.bm25._published_version()
 
             # The page moves to HR, and its new version cannot be read.
@@ -471,7 +471,7 @@ def test_a_page_moved_to_a_restricted_scope_whose_new_version_is_broken_vanishes
             bot.interaction(click(blocks.ACTION_SHARE, answer_id, user="U1", channel=channel, response_url=share_url,
                                   ephemeral=True))
             [shared] = slack.wait_for(lambda: slack.calls_to("response:salary-share"))
-            bot.executor.wait_idle()
+            bot.wait_idle()
             after = posts_in(slack, channel)[1:] + slack.calls_to("response:salary-ask-2")
             assert len(after) == 4 and not any(shows_salary(c) for c in after)
             assert shared.params["text"] == SHARE_REFUSED

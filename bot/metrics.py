@@ -1,0 +1,103 @@
+"""What `GET /metrics` tells Prometheus (prometheus-client's text format).
+
+Two kinds of numbers:
+
+- **This process's events**, counted as they happen: questions by surface and outcome, answer
+  latency end to end and per stage, LLM calls by result, and the time Slack waited for its ack
+  (HTTP mode: the request's arrival to its response, which is Bolt's ack). Each replica counts
+  its own; Prometheus sums them.
+- **The index as Postgres holds it**, read at each scrape: documents by status, chunks per
+  source, sync runs by source and result. These are the same from every replica (one database),
+  so they are gauges, not counters to sum. A scrape while the database is away reports
+  `docent_index_readable 0` instead of failing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+log = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry(auto_describe=True)  # Docent's own (not the client library's global one)
+_SECONDS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+QUESTIONS = Counter("docent_questions", "Questions, by where they were asked and their outcome "
+                    "(answered, uncertain, not_found; error when answering failed)", ["surface", "outcome"],
+                    registry=REGISTRY)
+ANSWER_SECONDS = Histogram("docent_answer_seconds", "Time to answer a question, end to end", ["surface"],
+                           buckets=_SECONDS, registry=REGISTRY)
+STAGE_SECONDS = Histogram("docent_answer_stage_seconds", "Time of each stage of answering (embed, vector, bm25, "
+                          "fuse, answer, ...)", ["stage"], buckets=_SECONDS, registry=REGISTRY)
+LLM_CALLS = Counter("docent_llm_calls", "Calls to the LLM endpoint, by result (ok, failed)", ["result"], registry=REGISTRY)
+SLACK_ACK_SECONDS = Histogram("docent_slack_ack_seconds", "Time from a Slack request's arrival to Docent's HTTP "
+                              "response (the acknowledgement Slack waits 3 s for)", buckets=_SECONDS, registry=REGISTRY)
+
+
+def observe_question(surface: str, answer, timings_ms: dict | None = None) -> None:
+    """Count one question (`answer` None: answering failed) and its latencies."""
+    QUESTIONS.labels(surface=surface, outcome="error" if answer is None else answer.outcome).inc()
+    timings = {**(getattr(answer, "timings_ms", None) or {}), **(timings_ms or {})}
+    for stage, ms in timings.items():
+        if not isinstance(ms, int | float):
+            continue
+        if stage == "total":
+            ANSWER_SECONDS.labels(surface=surface).observe(ms / 1000)
+        elif stage != "retrieval_total":
+            STAGE_SECONDS.labels(stage=stage).observe(ms / 1000)
+
+
+class IndexCollector:
+    """Documents by status, chunks per source and sync runs by result, read from Postgres at scrape."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+
+    def collect(self):
+        readable = GaugeMetricFamily("docent_index_readable", "1 if the index's database answered this scrape")
+        try:
+            documents, chunks, runs = self._read()
+        except Exception as exc:  # the database is away: say so, do not fail the scrape
+            log.warning("metrics: the index is not readable: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            readable.add_metric([], 0)
+            yield readable
+            return
+        readable.add_metric([], 1)
+        yield readable
+        family = GaugeMetricFamily("docent_documents", "Documents in the index, by status", labels=["status"])
+        for status, n in documents:
+            family.add_metric([status], n)
+        yield family
+        family = GaugeMetricFamily("docent_chunks", "Child chunks in the index, by source", labels=["source"])
+        for source, n in chunks:
+            family.add_metric([source], n)
+        yield family
+        family = GaugeMetricFamily("docent_sync_runs", "Sync runs recorded, by source and result (ok, refused, "
+                                   "aborted, running)", labels=["source", "result"])
+        for source, result, n in runs:
+            family.add_metric([source, result], n)
+        yield family
+
+    def _read(self):
+        from sqlalchemy import func, select
+
+        from indexing.registry import DocumentRecord, SyncRun
+
+        with self.index.session() as s:
+            table = self.index.store.table
+            documents = [(getattr(status, "value", str(status)), n) for status, n in
+                         s.execute(select(DocumentRecord.status, func.count()).group_by(DocumentRecord.status))]
+            source = table.metadata_["source"].astext
+            chunks = list(s.execute(select(source, func.count()).select_from(table).group_by(source)))
+            runs = list(s.execute(select(SyncRun.source, SyncRun.result, func.count())
+                                  .group_by(SyncRun.source, SyncRun.result)))
+        return documents, chunks, runs
+
+
+def exposition(index) -> bytes:
+    """The text `GET /metrics` returns: this process's counters, then the index's gauges."""
+    per_index = CollectorRegistry(auto_describe=False)
+    per_index.register(IndexCollector(index))
+    return generate_latest(REGISTRY) + generate_latest(per_index)
