@@ -110,8 +110,9 @@ def connect(url: URL) -> Engine:
         pool_pre_ping=True,  # a restarted server costs one retry, not an error
         pool_size=10,
         max_overflow=10,
-        # pgvector 0.8: keep scanning the HNSW index until filtered queries have enough rows
-        connect_args={"options": "-c hnsw.iterative_scan=relaxed_order", "connect_timeout": 5},
+        # pgvector 0.8: keep scanning the HNSW index until filtered queries have enough rows; and
+        # times come back in UTC whatever the server's zone, as `kb status` and Slack print them
+        connect_args={"options": "-c hnsw.iterative_scan=relaxed_order -c timezone=UTC", "connect_timeout": 5},
     )
     try:
         with engine.begin() as conn:

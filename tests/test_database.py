@@ -61,3 +61,23 @@ def test_the_test_servers_pgvector_is_new_enough(index):
     assert pgvector_version(version) >= (0, 8)
     assert pgvector_version("0.7.4") == (0, 7, 4) and pgvector_version("0.10.0") > (0, 8)
     assert pgvector_version(None) == (0,)
+
+
+def test_times_come_back_in_utc_whatever_zone_the_database_is_set_to(index):
+    """`kb status` and Slack print times as UTC: the session must be in UTC even when the database
+    (or server) is configured for another zone."""
+    name = "docent_tokyo_" + uuid.uuid4().hex[:8]
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f"ALTER DATABASE \"{name}\" SET timezone = 'Asia/Tokyo'"))
+    try:
+        engine = connect(index.url.set(database=name))
+        try:
+            with engine.connect() as conn:
+                assert conn.execute(text("SELECT current_setting('TimeZone')")).scalar_one() == "UTC"
+                assert conn.execute(text("SELECT now()")).scalar_one().utcoffset().total_seconds() == 0
+        finally:
+            engine.dispose()
+    finally:
+        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
