@@ -64,11 +64,12 @@ class Index:
             by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
             failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
             skips = s.exec(select(Record).where(Record.status == registry.Status.SKIPPED, *visible)).all()
-            runs = s.exec(select(registry.SyncRun).order_by(registry.SyncRun.id.desc()).limit(50)).all()
+            # The last run of every source (not the last 50 runs of all: a busy source would hide the others).
+            Run = registry.SyncRun
+            latest = select(func.max(Run.id)).group_by(Run.source)
+            runs = s.exec(select(Run).where(Run.id.in_(latest)).order_by(Run.id.desc())).all()
             chunks = self.store.count(s, None if scopes is None else list(scopes))
-        last_runs: dict[str, registry.SyncRun] = {}
-        for run in runs:
-            last_runs.setdefault(run.source, run)
+        last_runs = {run.source: run for run in runs}
         return {
             "documents": {str(k.value if hasattr(k, "value") else k): v for k, v in by_status.items()},
             "chunks": chunks,

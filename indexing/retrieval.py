@@ -285,7 +285,14 @@ def outcome_for(score: float, refuse_below: float, answer_from: float) -> str:
 
 def gate_outcome(signals: dict, cfg) -> str:
     """Answered, uncertain or not found, from the signals and the configured thresholds
-    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`)."""
+    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`).
+
+    A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
+    nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
+    nothing in the wiki can ground an answer. Of the 590 public questions, one (unanswerable) has
+    no keyword hit."""
+    if not signals.get("best_bm25"):
+        return NOT_FOUND_OUTCOME
     if signals.get("cjk"):
         return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
     return outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)

@@ -188,6 +188,7 @@ def test_a_folder_that_looks_empty_deletes_nothing_and_exits_non_zero(index, kb_
     assert [h.path for h in retrieve(index, "pelican handbook part 3", scopes=["public"]).hits if h.source == name]
     if mistake is exclude_as_a_bare_string:
         assert "exclude must be a list of globs" in error_lines(result)[0]
+        catalog.forget(index, name)
         return
     assert result.exit_code == 4 and "--allow-deletes" in error_lines(result)[0]
     run = runs(index, name)[-1]
