@@ -131,7 +131,14 @@ class KeywordIndex:
             rows += [s.rows[i] for i in keep]
             lengths.append(s.lengths[keep])
             access.append(s.access[keep])
-        tf = sparse.vstack(parts, format="csc", dtype=np.float32) if parts else sparse.csc_matrix((0, width), dtype=np.float32)
+        tf = sparse.vstack(parts, format="csr", dtype=np.float32) if parts else sparse.csr_matrix((0, width), dtype=np.float32)
+        # Rows in node-id order, as a build from scratch reads them: equal scores then come out in
+        # the order bm25s gives them (`_top_k`), not in the order the edits happened to arrive.
+        order = np.array(sorted(range(len(rows)), key=lambda i: rows[i].node_id), dtype=np.int64)
+        rows = [rows[i] for i in order]
+        lengths = [np.concatenate(lengths)[order]] if lengths else lengths
+        access = [np.concatenate(access)[order]] if access else access
+        tf = sparse.csc_matrix(tf[order])
         used = np.flatnonzero(np.diff(tf.indptr))
         tf = tf[:, used]
         terms = list(self.vocab)
@@ -173,17 +180,14 @@ class KeywordIndex:
                 into[rows] += (idf * tfc).astype(np.float32)
         visible = self._visible(scopes)
         flat = np.concatenate([sc * v for sc, v in zip(scores, visible)])
-        if k < len(flat):
-            top = np.argpartition(-flat, k)[:k]
-        else:
-            top = np.arange(len(flat))
+        top = _top_k(flat, min(k, len(flat)))
         starts = np.cumsum([0] + [len(s.rows) for s in self.segments])
         hits = []
         for i in top.tolist():
             if flat[i] > 0:
                 seg = int(np.searchsorted(starts, i, side="right") - 1)
                 hits.append((self.segments[seg].rows[i - starts[seg]], float(flat[i])))
-        return sorted(hits, key=lambda hit: (-hit[1], hit[0].node_id))  # equal scores: by node id
+        return hits
 
     def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
         """Per segment, which rows the scopes can see: live, and of one of the scopes."""
@@ -239,3 +243,12 @@ class KeywordIndex:
         index = cls(generation=generation)
         index._append(rows, terms)
         return index
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores, best first, picked exactly as bm25s's numpy backend picks
+    them (`bm25s.selection._topk_numpy`), so that equal scores come out in the same order too."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(scores, -k).take(indices=range(-k, 0))
+    return part[np.flip(np.argsort(np.take(scores, part)))]
