@@ -27,7 +27,7 @@ from scipy import sparse
 K1, B = 1.5, 0.75  # bm25s.BM25() defaults, as BM25Retriever builds it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KeywordRow:
     """What a hit carries back: the chunk and where it belongs."""
 
