@@ -132,6 +132,7 @@ class Bm25Index:
         self.store = store
         self._index: KeywordIndex | None = None
         self._catch_up_lock = threading.Lock()
+        self._merging = threading.Event()
         self.last_tokenised = 0  # chunks the last catch-up had to tokenise
         self.last_load = ""  # how the index was last loaded whole: "base" or "scratch"
 
@@ -201,7 +202,31 @@ class Bm25Index:
             self._index = index
         if loaded_whole:
             release_free_memory()  # a previous index's arrays are gone; give their pages back
+        elif index.needs_merge():
+            self._merge_in_background(index)
         return index
+
+    def _merge_in_background(self, index: KeywordIndex) -> None:
+        """Merge the small segments into the base on a thread of its own (O(index): ~0.6 s at
+        100,000 chunks), swapped in only if no newer version arrived meanwhile; questions go on
+        searching the unmerged index until then."""
+        if self._merging.is_set():
+            return
+        self._merging.set()
+
+        def run() -> None:
+            try:
+                merged = index.merged()
+                with self._catch_up_lock:
+                    if self._index is index:
+                        self._index = merged
+                release_free_memory()
+            except Exception:
+                log.exception("merging the keyword index failed; it keeps serving unmerged")
+            finally:
+                self._merging.clear()
+
+        threading.Thread(target=run, name="docent-keyword-merge", daemon=True).start()
 
     def _load(self, session: Session, target: int) -> KeywordIndex:
         started = time.perf_counter()

@@ -25,6 +25,8 @@ import numpy as np
 from scipy import sparse
 
 K1, B = 1.5, 0.75  # bm25s.BM25() defaults, as BM25Retriever builds it
+MAX_SMALL_SEGMENTS = 8  # more, and the small ones are combined into one (cost: their rows)
+MERGE_MIN_ROWS, MERGE_SHARE = 2000, 0.05  # small segments over max(these) rows: merge into the base
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,13 @@ class KeywordIndex:
 
     # -- changing (each returns a new index; the old one keeps answering meanwhile) ------------
 
-    def replaced(self, doc_ids: list[str], rows: list[KeywordRow], terms: list[list[str]], generation: int,
-                 merge_share: float = 0.05, merge_min: int = 2000) -> KeywordIndex:
-        """This index with the rows of `doc_ids` replaced by `rows` (their terms in `terms`)."""
+    def replaced(self, doc_ids: list[str], rows: list[KeywordRow], terms: list[list[str]], generation: int) -> KeywordIndex:
+        """This index with the rows of `doc_ids` replaced by `rows` (their terms in `terms`).
+
+        Costs what changed: the small segments are combined among themselves once there are
+        more than `MAX_SMALL_SEGMENTS`, never with the base here (`needs_merge` says when that
+        is due; the caller does it off the question path).
+        """
         # The vocabulary, the scope codes and the row map are shared and only grow or change
         # here, under the caller's lock: searching reads none of the row map, and an older index
         # ignores term ids beyond its segments' width. Only `alive` arrays are copied.
@@ -81,10 +87,22 @@ class KeywordIndex:
         new._remove(doc_ids)
         if rows:
             new._append(rows, terms)
-        small = sum(len(s.rows) for s in new.segments[1:])
-        if len(new.segments) > 8 or small > max(merge_min, merge_share * len(new.segments[0].rows)):
-            return new.merged()
+        if len(new.segments) > MAX_SMALL_SEGMENTS + 1:
+            new._combine_small()
         return new
+
+    def needs_merge(self) -> bool:
+        """Whether the small segments hold enough rows to be merged into the base."""
+        small = sum(len(s.rows) for s in self.segments[1:])
+        return small > max(MERGE_MIN_ROWS, MERGE_SHARE * len(self.segments[0].rows))
+
+    def _combine_small(self) -> None:
+        combined = _combine(self.segments[1:], len(self.vocab))
+        self.segments = [self.segments[0], combined]
+        for doc in {row.doc_id for row in combined.rows}:
+            self.rows_of_doc[doc] = [entry for entry in self.rows_of_doc.get(doc, []) if entry[0] == 0]
+        for i, row in enumerate(combined.rows):
+            self.rows_of_doc[row.doc_id].append((1, i))
 
     def _remove(self, doc_ids: list[str]) -> None:
         copied: dict[int, np.ndarray] = {}
@@ -118,35 +136,14 @@ class KeywordIndex:
         self.live_length += int(lengths.sum())
 
     def merged(self) -> KeywordIndex:
-        """One segment of the live rows, with the vocabulary cut down to the terms still in use."""
-        width = len(self.vocab)
-        parts, rows, lengths, access = [], [], [], []
-        for s in self.segments:
-            keep = np.flatnonzero(s.alive)
-            tf = s.tf.tocsr()
-            if len(keep) < len(s.rows):
-                tf = tf[keep]
-            tf.resize((tf.shape[0], width))
-            parts.append(tf)
-            rows += [s.rows[i] for i in keep]
-            lengths.append(s.lengths[keep])
-            access.append(s.access[keep])
-        tf = sparse.vstack(parts, format="csr", dtype=np.float32) if parts else sparse.csr_matrix((0, width), dtype=np.float32)
-        # Rows in node-id order, as a build from scratch reads them: equal scores then come out in
-        # the order bm25s gives them (`_top_k`), not in the order the edits happened to arrive.
-        order = np.array(sorted(range(len(rows)), key=lambda i: rows[i].node_id), dtype=np.int64)
-        rows = [rows[i] for i in order]
-        lengths = [np.concatenate(lengths)[order]] if lengths else lengths
-        access = [np.concatenate(access)[order]] if access else access
-        tf = sparse.csc_matrix(tf[order])
-        used = np.flatnonzero(np.diff(tf.indptr))
-        tf = tf[:, used]
+        """One segment of the live rows, with the vocabulary cut down to the terms still in use.
+        O(index): the caller runs it off the question path (`Bm25Index`)."""
+        combined = _combine(self.segments, len(self.vocab))
+        used = np.flatnonzero(np.diff(combined.tf.indptr))
         terms = list(self.vocab)
         merged = KeywordIndex(generation=self.generation, vocab={terms[t]: i for i, t in enumerate(used.tolist())},
                               scopes=dict(self.scopes))
-        merged._set_base(Segment(sparse.csc_matrix(tf), np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
-                                 rows, np.concatenate(access) if access else np.zeros(0, np.int32),
-                                 np.ones(len(rows), dtype=bool)))
+        merged._set_base(replace(combined, tf=sparse.csc_matrix(combined.tf[:, used])))
         return merged
 
     def _set_base(self, segment: Segment) -> None:
@@ -252,3 +249,24 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     part = np.argpartition(scores, -k).take(indices=range(-k, 0))
     return part[np.flip(np.argsort(np.take(scores, part)))]
+
+
+def _combine(segments: list[Segment], width: int) -> Segment:
+    """The live rows of these segments as one, in node-id order — the order a build from
+    scratch reads them in, so equal scores come out as bm25s orders them (`_top_k`)."""
+    parts, rows, lengths, access = [], [], [], []
+    for s in segments:
+        keep = np.flatnonzero(s.alive)
+        tf = s.tf.tocsr()
+        if len(keep) < len(s.rows):
+            tf = tf[keep]
+        tf.resize((tf.shape[0], width))
+        parts.append(tf)
+        rows += [s.rows[i] for i in keep]
+        lengths.append(s.lengths[keep])
+        access.append(s.access[keep])
+    order = np.array(sorted(range(len(rows)), key=lambda i: rows[i].node_id), dtype=np.int64)
+    tf = sparse.vstack(parts, format="csr", dtype=np.float32) if parts else sparse.csr_matrix((0, width), dtype=np.float32)
+    return Segment(sparse.csc_matrix(tf[order]), np.concatenate(lengths)[order] if lengths else np.zeros(0, np.int64),
+                   [rows[i] for i in order], np.concatenate(access)[order] if access else np.zeros(0, np.int32),
+                   np.ones(len(rows), dtype=bool))

@@ -209,5 +209,12 @@ def test_deltas_masks_and_merges_score_as_one_build():
             assert index.merged().search(query, scopes, 5) == expected
             assert KeywordIndex.from_bytes(index.to_bytes()).search(query, scopes, 5) == expected
     assert index.search(["alpha"], None, 5) == []  # only the deleted page had it
+
+    for n in range(12):  # many small edits: the small segments are combined, never the base
+        texts["d3"] = [f"delta epsilon e{n}"]
+        index = index.replaced(["d3"], _rows(1, "d3", "b"), terms("d3"), 5 + n)
+    assert 2 <= len(index.segments) <= 9 and index.live_rows == 2
+    assert index.search(["delta"], None, 5) == KeywordIndex.build(
+        _rows(1, "d1") + _rows(1, "d3", "b"), terms("d1") + terms("d3"), 0).search(["delta"], None, 5)
     assert index.doc_freq({"beta", "alpha"}, ["a"]) == ({"beta": 1, "alpha": 0}, 1)
-    assert sorted(index.merged().vocab) == ["beta", "delta", "epsilon", "zeta"]
+    assert sorted(index.merged().vocab) == ["beta", "delta", "e11", "epsilon", "zeta"]  # e0..e10 are gone
