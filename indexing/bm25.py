@@ -240,6 +240,7 @@ class Bm25Index:
                 log.warning("the saved keyword base at version %d is unreadable (%s); building from the chunks",
                             base.generation, exc)
                 return self._load_from_chunks(session, target)
+            base = None  # the blob's memory back before catching up (its arrays are copied out)
             self.last_load = "base"
             index = self._apply(session, saved, target)
         log.info("keyword index at version %d: %d chunks (%s, %.2f s)", target, index.live_rows,
