@@ -29,7 +29,6 @@ import io
 import random
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 

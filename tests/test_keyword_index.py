@@ -4,8 +4,7 @@ filter for a scoped search); a process with nothing in memory loads the saved ba
 
 from __future__ import annotations
 
-import pytest
-from sqlalchemy import select
+import math
 
 from connectors.markdown import MarkdownFolder
 from indexing import bm25 as bm25_module
@@ -120,7 +119,6 @@ def test_an_edit_re_reads_only_its_page_and_scores_as_a_fresh_build(index, wiki_
     weights, known = index.bm25.idf(set(expected) | {"zzzunseenterm"}, ["kw-inc"])
     assert known == set(expected)
     n = sum(1 for _, access, _ in rows if access == "kw-inc")
-    import math
     assert weights["zzzunseenterm"] == math.log(1 + (n + 0.5) / 0.5)
     assert all(weights[t] == math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in expected.items())
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
@@ -94,7 +95,7 @@ def replicas(index, tmp_path_factory, slack) -> Iterator[list[Replica]]:
     # This module's syncs are many; `kb status` (Index.status) looks for each source's last sync
     # among the 50 newest runs only, and later modules assert the sample source's is shown.
     with index.engine.begin() as conn:
-        conn.execute(keyword_versions.text("DELETE FROM sync_runs WHERE source LIKE 'rep-%'"))
+        conn.execute(text("DELETE FROM sync_runs WHERE source LIKE 'rep-%'"))
 
 
 def _published(index) -> list[int]:
@@ -166,7 +167,7 @@ def test_two_overlapping_syncs_leave_the_newer_state_published(replicas, tmp_pat
 
     with index.session() as s:
         current, published = keyword_versions.generation(s), keyword_versions.published(s)
-        history = list(s.execute(keyword_versions.text(
+        history = list(s.execute(text(
             "SELECT generation FROM keyword_versions ORDER BY published_at, generation")).scalars())
     assert published == current, "the last publication is of everything committed"
     assert history == sorted(history), "no publication went backwards"
