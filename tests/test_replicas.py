@@ -39,15 +39,18 @@ WORKER = Path(__file__).resolve().parent / "replica_worker.py"
 class Replica:
     def __init__(self, home: Path, url: str, slack_url: str) -> None:
         env = {**os.environ, "DATABASE_URL": url}
-        self.proc = subprocess.Popen([sys.executable, str(WORKER), str(home), slack_url], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = home / "stderr.log"
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, str(WORKER), str(home), slack_url], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         self.progress: list[str] = []
         assert self._read() == {"ready": True}
 
     def _read(self) -> dict:
         line = self.proc.stdout.readline()
         if not line:
-            raise AssertionError(f"replica exited ({self.proc.poll()})")
+            raise AssertionError(f"replica exited ({self.proc.poll()}): {self.log.read_text()[-3000:]}")
         return json.loads(line)
 
     def send(self, **command) -> None:
@@ -195,7 +198,10 @@ def test_a_replica_killed_mid_sync_leaves_the_published_version_searchable(repli
     victim = Replica(tmp_path / "victim", url, "http://127.0.0.1:9/api/")
     try:
         victim.send(op="sync", path=str(root), source="rep-kill")
-        _wait_for(committed, timeout=120)  # some of its pages are in: kill it mid-update
+        try:
+            _wait_for(committed, timeout=300)  # some of its pages are in: kill it mid-update
+        except AssertionError:
+            raise AssertionError(f"the victim committed nothing: {victim.log.read_text()[-3000:]}") from None
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(timeout=10)
     finally:
