@@ -36,7 +36,7 @@ How the corpora are made (embedding 100k texts with the real model would take ~4
    of the same stream, so it is a subset of the large index.
 
 Reported per index: build times (cache prefill, sync, BM25 rebuild inside it, and a from-scratch
-`REINDEX` of the HNSW index after the queries), sizes (Postgres table/HNSW, BM25 files), the
+`REINDEX` of the HNSW index after the queries), sizes (Postgres table/HNSW, the saved keyword base), the
 process's RSS and peak RSS per phase (peak reset through /proc/self/clear_refs), the embedded
 Postgres processes' PSS, whether the planner uses the HNSW index (after an `ANALYZE`, as
 autovacuum would run it; queries are measured with those statistics) (below a few thousand rows it
@@ -114,10 +114,6 @@ def postgres_pss_mb(pgdata: Path) -> float:
         except (psutil.Error, OSError):
             continue
     return total / 2**20
-
-
-def dir_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
 # -- the corpus -----------------------------------------------------------------------------
@@ -332,9 +328,7 @@ def sizes(b: Built) -> None:
             f"FROM {table} ORDER BY distance LIMIT {b.index.config.vector_candidates}"), {"v": vector}))
         conn.commit()
         b.numbers["vector leg plan (planner's choice)"] = "HNSW index scan" if "embedding_idx" in plan else "exact scan"
-    versions = [p for p in (b.home / "bm25").iterdir() if p.is_dir()]
-    newest = max(versions, key=lambda p: p.stat().st_mtime)
-    b.numbers["BM25 files, MB"] = dir_mb(newest)
+        b.numbers["keyword base in Postgres, MB"] = q("SELECT coalesce(max(length(payload)), 0) FROM keyword_bases") / 2**20
 
 
 def reindex_hnsw(b: Built) -> None:

@@ -13,6 +13,8 @@ Slack's own events cut the wait short: `channel_shared` / `channel_unshared` dro
 about that conversation, `subteam_members_changed` / `subteam_updated` what is cached about that
 group, so the next question there is decided on fresh details (Slack sends the channel events
 only for channels Docent is a member of; elsewhere the cache runs out within `CACHE_SECONDS`).
+Slack sends an event to one process only: with several `kb serve` replicas, the one that gets it
+tells the others through Postgres (`announce_with`, `forget_everywhere`; `indexing.notify`).
 
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
@@ -28,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +45,24 @@ FAILURE_SECONDS = 10.0  # how long a failed lookup is remembered before it is tr
 
 NOT_HERE = ("I don't answer questions in conversations shared with other organisations (Slack Connect). "
             "Ask me in one of your organisation's own channels, or in a direct message.")
+
+
+# Every SlackAccess of this process, and how to tell other processes that an event dropped an
+# entry (set by `kb serve`): a module-level hook, so the Slack app's wiring stays as it is.
+_ALL: weakref.WeakSet = weakref.WeakSet()
+_announce: Callable[[str, str], None] | None = None
+
+
+def announce_with(announce: Callable[[str, str], None] | None) -> None:
+    """Call `announce(kind, key)` whenever an event here drops a cached entry."""
+    global _announce
+    _announce = announce
+
+
+def forget_everywhere(kind: str, key: str) -> None:
+    """Drop an entry from every SlackAccess of this process (another replica got the event)."""
+    for access in list(_ALL):
+        access._forget(kind, key)
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,7 @@ class SlackAccess:
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
         self._forgotten: dict[tuple[str, str], int] = {}  # times each entry was dropped by an event
         self._lock = threading.Lock()
+        _ALL.add(self)
 
     @property
     def only_public(self) -> bool:
@@ -105,12 +127,16 @@ class SlackAccess:
         return self._cached("usergroup", group, self._read_members)
 
     def forget_conversation(self, channel: str) -> None:
-        """Slack said the conversation's sharing changed: look it up afresh next time."""
+        """Slack said the conversation's sharing changed: look it up afresh next time, here and
+        in every other replica."""
         self._forget("conversation", channel)
+        _tell_others("conversation", channel)
 
     def forget_group(self, group: str) -> None:
-        """Slack said the user group's members changed: read them afresh next time."""
+        """Slack said the user group's members changed: read them afresh next time, here and in
+        every other replica."""
         self._forget("usergroup", group)
+        _tell_others("usergroup", group)
 
     # -- Slack lookups --------------------------------------------------------------------------
 
@@ -152,6 +178,15 @@ class SlackAccess:
         with self._lock:
             self._cache.pop((kind, key), None)
             self._forgotten[(kind, key)] = self._forgotten.get((kind, key), 0) + 1
+
+
+def _tell_others(kind: str, key: str) -> None:
+    if _announce is None:
+        return
+    try:
+        _announce(kind, key)
+    except Exception as exc:  # the others' entries then run out within CACHE_SECONDS
+        log.warning("could not tell the other replicas to drop cached %s %s (%s)", kind, key, _reason(exc))
 
 
 def _reason(exc: Exception) -> str:

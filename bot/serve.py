@@ -68,6 +68,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode,
                     workers=workers)
     handler = connect_socket_mode(app, settings) if socket_mode else None
+    listener = start_listening(index)
     stop_indexing = start_indexing(runner, sources)
     stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
     try:
@@ -86,6 +87,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         workers.shutdown(wait=False)
         stop_housekeeping()
         stop_indexing()
+        listener.stop()
         index.close()
 
 
@@ -124,6 +126,20 @@ def connect_socket_mode(app: App, settings: Settings):
     except Exception as exc:
         raise StartupError(f"could not open a Socket Mode connection to Slack: {_one_line(exc)}") from None
     return handler
+
+
+def start_listening(index: Index):
+    """Hear the other replicas on this database (`indexing.notify`): a new keyword version is
+    caught up with in the background, so the next question does not wait for it; a Slack access
+    event one of them got drops the same cached details here. Returns the running listener."""
+    from bot import access
+    from indexing.notify import Listener, notify_now
+
+    access.announce_with(lambda kind, key: notify_now(index.engine, "access", what=kind, key=key))
+    return Listener(index.url, {
+        "keyword": lambda notice: index.bm25.refresh(),
+        "access": lambda notice: access.forget_everywhere(str(notice.get("what")), str(notice.get("key"))),
+    }, on_reconnect=index.bm25.refresh).start()
 
 
 def start_indexing(runner, sources: list):

@@ -5,44 +5,40 @@ before tokenising we rewrite runs of CJK characters as overlapping character big
 ("报销流程" → "报销 销流 流程"), the classic choice for Chinese retrieval without a dictionary;
 English goes through the Snowball stemmer and stop-word removal as usual.
 
-The index is static: rebuilt from the chunks in Postgres after every sync that changed
-something (tokenising only the chunks whose text it has not seen: `indexing.bm25_terms`),
-persisted under `KB_HOME/bm25/<version>/`, and the version recorded in the database.
-Readers (every Docent process) compare versions on each query and reload, or rebuild from the
-database themselves if the files are not on their disk.
+Everything the leg needs lives in Postgres (`indexing.keyword_versions`): each process holds the
+published version in memory (`indexing.keyword_segments`) and catches up on a new one by
+re-reading only the documents changed since, so a one-page edit costs that page. Syncs publish;
+questions only read. No process reads another's disk: one that starts cold loads the newest
+saved base from Postgres and applies the changes after it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
-import shutil
 import threading
-import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+import time
 from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlalchemy.orm import Session
 
-from indexing.bm25_terms import TokenisedCorpus, fingerprint, tokenise_corpus
+from indexing import keyword_versions as versions
+from indexing.bm25_terms import TERMS_VERSION
+from indexing.keyword_segments import KeywordIndex, KeywordRow
 from indexing.memory import release_free_memory
-from indexing.registry import GENERATION_KEY, IndexState
-from indexing.store import ChunkHit, ChunkStore
+from indexing.store import ChunkHit, ChunkStore, KeywordChunk
 
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEBUG
 
-VERSION_KEY = "bm25_version"
-BUILT_FROM_KEY = "bm25_generation"  # the chunk generation the published BM25 was built from
+# A new base is saved once this many documents changed since the newest one: a replica starting
+# cold then tokenises at most about this many pages (docs/benchmarks.md, "keyword leg").
+BASE_EVERY_DOCS = 200
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-_STATS = "docent_stats.json"
-_NODES = "docent_nodes.json"  # [node_id, doc_id, parent_id, access] per row of the index
 _PATH_EXTENSION = re.compile(r"\.(md|markdown|mdx|html?|xml|json|txt)$", re.IGNORECASE)
 _PATH_SEPARATORS = re.compile(r"[/\\_.\-]+")
 
@@ -93,11 +89,9 @@ def _terms(analyzed: str) -> list[str]:
     return _bm25s_tokenize([analyzed], return_ids=False)[0]
 
 
-def _tokenise(analyzed: list[str]) -> tuple[list[list[int]], dict[str, int]]:
-    """Term ids of each text and their vocabulary, in one bm25s call: it costs ~0.3 ms per
-    call whatever the text (progress bars, a vocabulary)."""
-    result = _bm25s_tokenize(analyzed, return_ids=True)
-    return result.ids, result.vocab
+def _terms_of_each(analyzed: list[str]) -> list[list[str]]:
+    """The terms of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text."""
+    return _bm25s_tokenize(analyzed, return_ids=False) if analyzed else []
 
 
 def _bm25s_tokenize(analyzed: list[str], *, return_ids: bool):
@@ -130,213 +124,171 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-@dataclass
-class _Loaded:
-    version: str
-    bm25: object | None  # bm25s.BM25, None for an empty index
-    doc_freq: dict[str, dict[str, int]] = field(default_factory=dict)  # scope → term → chunks
-    num_docs: dict[str, int] = field(default_factory=dict)  # scope → chunks
-    retrievers: dict = field(default_factory=dict)  # scopes → BM25Retriever with that weight mask
-    access: list[str] = field(default_factory=list)  # each row's access scope, in index order
-
-
 class Bm25Index:
+    """The keyword leg of one process: the published version in memory, kept current from Postgres."""
+
     def __init__(self, home: Path, engine: Engine, store: ChunkStore) -> None:
-        self.dir = Path(home) / "bm25"
         self.engine = engine
         self.store = store
-        self._loaded: _Loaded | None = None
-        self._lock = threading.Lock()
-        self.last_tokenised = 0  # chunks the last rebuild had to tokenise (the rest were reused)
+        self._index: KeywordIndex | None = None
+        self._catch_up_lock = threading.Lock()
+        self._merging = threading.Event()
+        self.last_tokenised = 0  # chunks the last catch-up had to tokenise
+        self.last_load = ""  # how the index was last loaded whole: "base" or "scratch"
 
-    # -- building -----------------------------------------------------------------------------
+    # -- publishing (syncs only) --------------------------------------------------------------
 
     def rebuild(self) -> str:
-        """Build from every chunk in the database, persist, publish the new version.
+        """Publish what the syncs have committed (the sync's entry point, called once at its end).
 
-        Only chunks whose search text the previous version has not tokenised are read and
-        tokenised (`indexing.bm25_terms`); the index itself is then built afresh from the term
-        ids, so it is exactly what a build from scratch would give.
+        O(change): publishing moves the version forward under an advisory lock; this process, if
+        it searches, catches up by re-reading only the changed documents. Once enough documents
+        changed since the newest saved base, a new base is saved for replicas starting cold.
         """
-        import bm25s
-        from bm25s.tokenization import Tokenized
-
-        previous = self._previous_terms()
-        # One snapshot for the generation, the chunk list and the texts read for tokenising.
-        with Session(self.engine.execution_options(isolation_level="REPEATABLE READ")) as session:
-            generation = _state(session, GENERATION_KEY, "0")
-            rows = self.store.keyword_rows(session)
-            fingerprints = [fingerprint(r.text_md5, r.title or "", r.heading_path or "", r.path or "") for r in rows]
-
-            def texts_of(positions: list[int]) -> list[str]:
-                texts = self.store.texts(session, [rows[p].node_id for p in positions])
-                return [analyze(chunk_search_text(texts[r.node_id], r.title, r.heading_path, r.path))
-                        for r in (rows[p] for p in positions)]
-
-            terms, tokenised = tokenise_corpus(fingerprints, texts_of, _tokenise, previous)
-        version = uuid.uuid4().hex[:12]
-        target = self.dir / version
-        if rows:
-            target.mkdir(parents=True, exist_ok=True)
-            bm25 = bm25s.BM25()  # the parameters BM25Retriever uses
-            bm25.index(Tokenized(ids=terms.id_lists(), vocab={t: i for i, t in enumerate(terms.vocab)}),
-                       show_progress=False)
-            bm25.save(str(target), show_progress=False)
-            nodes = [[r.node_id, r.doc_id, r.parent_id, r.access] for r in rows]
-            (target / _NODES).write_text(json.dumps(nodes, ensure_ascii=False))
-            terms.save(target)
-            # Document frequencies per access scope, so the gate's IDF weights come from what the
-            # asker can see (and statistics of restricted pages do not leak into other answers).
-            stats = {"num_docs": dict(Counter(r.access for r in rows)),
-                     "doc_freq": terms.doc_freq([r.access for r in rows])}
-            (target / _STATS).write_text(json.dumps(stats, ensure_ascii=False))
-            bm25.corpus = _retriever_corpus(nodes)
-            built = _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"],
-                            access=[r.access for r in rows])
-        else:
-            version = f"empty-{version}"
-            built = _Loaded(version=version, bm25=None)
-        log.info("BM25 %s: %d chunks, %d tokenised", version, len(rows), tokenised)
-        with Session(self.engine) as session:
-            session.merge(IndexState(key=VERSION_KEY, value=version))
-            session.merge(IndexState(key=BUILT_FROM_KEY, value=generation))
-            session.commit()
-        # This process searches the new version at once: its next question does not wait to load
-        # it (0.2-0.4 s at 12,000 chunks). Other processes load it from disk when they see it.
-        with self._lock:
-            self._loaded = built
-        self._prune(keep={version})
-        self.last_tokenised = tokenised
-        return version
-
-    def _previous_terms(self) -> TokenisedCorpus | None:
-        """The tokenised corpus of the published version, if it is on this disk."""
-        version = self._published_version()
-        return None if version.startswith("empty-") else TokenisedCorpus.load(self.dir / version)
+        version, _ = versions.publish(self.engine)
+        if self._index is not None:
+            self._catch_up()
+        self._save_base_if_due()
+        return str(version)
 
     def stale(self) -> bool:
-        """Whether chunks changed since the published BM25 was built."""
+        """Whether documents changed since the published version (e.g. a sync killed before
+        publishing)."""
         with Session(self.engine) as session:
-            return _state(session, GENERATION_KEY, "0") != _state(session, BUILT_FROM_KEY, "0")
+            return versions.generation(session) != (versions.published(session) or 0)
 
-    def _prune(self, keep: set[str]) -> None:
-        """Drop old versions, keeping the newest few so readers mid-load are not pulled from under."""
-        if not self.dir.exists():
+    def _save_base_if_due(self) -> None:
+        with Session(self.engine) as session:
+            newest = versions.latest_base_generation(session, TERMS_VERSION)
+            due = newest is None or versions.changes_since(session, newest) >= BASE_EVERY_DOCS
+        if not due:
             return
-        old = sorted((p for p in self.dir.iterdir() if p.is_dir() and p.name not in keep), key=lambda p: p.stat().st_mtime)
-        for path in old[:-2]:
-            shutil.rmtree(path, ignore_errors=True)
+        with self._catch_up_lock:
+            index = self._index
+        index = self._catch_up() if index is None else index
+        merged = index.merged() if len(index.segments) > 1 else index
+        with self._catch_up_lock:
+            if self._index is index:
+                self._index = merged  # compacted in passing
+        versions.save_base(self.engine, merged.generation, TERMS_VERSION, merged.live_rows, merged.to_bytes())
+
+    # -- keeping up ---------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Catch up with the published version now (a notice said there is a new one)."""
+        self._catch_up()
+
+    def _current(self) -> KeywordIndex:
+        with Session(self.engine) as session:
+            target = versions.published(session) or 0
+        index = self._index
+        if index is not None and index.generation >= target:
+            return index
+        return self._catch_up()
+
+    def _catch_up(self) -> KeywordIndex:
+        """Bring the in-memory index to the published version: the changed documents only, or a
+        whole load (the newest base plus changes after it) when there is nothing to start from."""
+        with self._catch_up_lock, Session(self.engine.execution_options(isolation_level="REPEATABLE READ")) as s:
+            target = versions.published(s) or 0
+            index = self._index
+            if index is not None and index.generation >= target:
+                return index
+            loaded_whole = index is None or index.generation < versions.log_floor(s)
+            if loaded_whole:
+                index = self._load(s, target)
+            else:
+                index = self._apply(s, index, target)
+            self._index = index
+        if loaded_whole:
+            release_free_memory()  # a previous index's arrays are gone; give their pages back
+        elif index.needs_merge():
+            self._merge_in_background(index)
+        return index
+
+    def _merge_in_background(self, index: KeywordIndex) -> None:
+        """Merge the small segments into the base on a thread of its own (O(index): ~0.6 s at
+        100,000 chunks), swapped in only if no newer version arrived meanwhile; questions go on
+        searching the unmerged index until then."""
+        if self._merging.is_set():
+            return
+        self._merging.set()
+
+        def run() -> None:
+            try:
+                merged = index.merged()
+                with self._catch_up_lock:
+                    if self._index is index:
+                        self._index = merged
+                release_free_memory()
+            except Exception:
+                log.exception("merging the keyword index failed; it keeps serving unmerged")
+            finally:
+                self._merging.clear()
+
+        threading.Thread(target=run, name="docent-keyword-merge", daemon=True).start()
+
+    def _load(self, session: Session, target: int) -> KeywordIndex:
+        started = time.perf_counter()
+        base = versions.latest_base(session, target, TERMS_VERSION)
+        if base is None:
+            index = self._load_from_chunks(session, target)
+        else:
+            try:
+                saved = KeywordIndex.from_bytes(base.payload)
+            except Exception as exc:  # a damaged blob: build from the text instead, never fail the question
+                log.warning("the saved keyword base at version %d is unreadable (%s); building from the chunks",
+                            base.generation, exc)
+                return self._load_from_chunks(session, target)
+            base = None  # the blob's memory back before catching up (its arrays are copied out)
+            self.last_load = "base"
+            index = self._apply(session, saved, target)
+        log.info("keyword index at version %d: %d chunks (%s, %.2f s)", target, index.live_rows,
+                 self.last_load, time.perf_counter() - started)
+        return index
+
+    def _load_from_chunks(self, session: Session, target: int) -> KeywordIndex:
+        chunks = self.store.keyword_chunks(session)
+        self.last_tokenised = len(chunks)
+        self.last_load = "scratch"
+        return KeywordIndex.build([_row(c) for c in chunks], _chunk_terms(chunks), target)
+
+    def _apply(self, session: Session, index: KeywordIndex, target: int) -> KeywordIndex:
+        docs = versions.changed_documents(session, index.generation, target)
+        chunks = self.store.keyword_chunks(session, docs) if docs else []
+        self.last_tokenised = len(chunks)
+        return index.replaced(docs, [_row(c) for c in chunks], _chunk_terms(chunks), target)
 
     # -- searching ----------------------------------------------------------------------------
 
     def search(self, question: str, scopes: list[str] | None, k: int) -> list[ChunkHit]:
-        """The k best children by BM25 among the visible scopes; zero-score padding dropped."""
-        from llama_index.core.schema import QueryBundle
-
-        loaded = self._current()
-        if loaded.bm25 is None:
+        """The k best children by BM25 among the visible scopes (filtered before ranking, with the
+        whole index's statistics, as BM25Retriever's weight mask does); zero scores dropped."""
+        if scopes is not None and not scopes:
             return []
-        retriever = self._retriever(loaded, scopes, k)
-        if retriever is None:
-            return []
-        hits = retriever.retrieve(QueryBundle(query_str=analyze(question_text(question))))
+        index = self._current()
+        terms = _terms(analyze(question_text(question)))
         return [
-            ChunkHit(node_id=h.node.node_id, score=float(h.score), metadata=dict(h.node.metadata))
-            for h in hits
-            if h.score and h.score > 0
+            ChunkHit(node_id=row.node_id, score=score,
+                     metadata={"doc_id": row.doc_id, "parent_id": row.parent_id, "access": row.access})
+            for row, score in index.search(terms, scopes, k)
         ]
 
     def idf(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, float], set[str]]:
         """IDF of each term among the visible chunks, and the terms that occur there at all.
 
-        Terms the visible wiki never uses get the highest IDF.
+        Document frequencies come from what the asker can see, so statistics of restricted pages
+        do not leak into other answers. Terms the visible wiki never uses get the highest IDF.
         """
-        loaded = self._current()
-        visible = list(loaded.num_docs) if scopes is None else [s for s in scopes if s in loaded.num_docs]
-        n = max(sum(loaded.num_docs[s] for s in visible), 1)
-        weights, known = {}, set()
-        for term in terms:
-            df = sum(loaded.doc_freq[s].get(term, 0) for s in visible)
-            weights[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            if df:
-                known.add(term)
-        return weights, known
-
-    def _retriever(self, loaded: _Loaded, scopes: list[str] | None, k: int):
-        """A BM25Retriever over the rows the scopes can see (None: all), made once per version.
-
-        The visible rows are given as BM25Retriever's `corpus_weight_mask`, computed here from
-        the rows' scopes in one pass: its own `filters` evaluate a metadata filter per row, which
-        cost the first question of each scope 30-130 ms after every rebuild at 12,000 chunks.
-        """
-        from llama_index.retrievers.bm25 import BM25Retriever
-
-        key = (tuple(sorted(scopes)) if scopes is not None else None, k)
-        with self._lock:
-            if key not in loaded.retrievers:
-                mask = None
-                if scopes is not None:
-                    visible = set(scopes)
-                    mask = [1 if scope in visible else 0 for scope in loaded.access]
-                if mask is not None and not any(mask):
-                    loaded.retrievers[key] = None  # nothing visible to this asker
-                else:
-                    loaded.retrievers[key] = BM25Retriever(
-                        existing_bm25=loaded.bm25, stemmer=_stemmer(), token_pattern=TOKEN_PATTERN,
-                        similarity_top_k=min(k, len(loaded.access)), corpus_weight_mask=mask,  # k ≤ rows, or it warns
-                    )
-            return loaded.retrievers[key]
-
-    def _current(self) -> _Loaded:
-        version = self._published_version()
-        loaded = self._loaded
-        if loaded is not None and loaded.version == version:
-            return loaded
-        if not version.startswith("empty-") and not all((self.dir / version / f).exists() for f in (_NODES, _STATS)):
-            log.info("BM25 version %s is not on this disk; rebuilding from the database", version)
-            version = self.rebuild()
-        with self._lock:
-            replaced = self._loaded is None or self._loaded.version != version
-            if replaced:
-                self._loaded = self._load(version)
-            loaded = self._loaded
-        if replaced:
-            release_free_memory()  # the previous version's arrays are gone; give their pages back
-        return loaded
-
-    def _published_version(self) -> str:
-        with Session(self.engine) as session:
-            return _state(session, VERSION_KEY, "empty-none")
-
-    def _load(self, version: str) -> _Loaded:
-        import bm25s
-
-        if version.startswith("empty-"):
-            return _Loaded(version=version, bm25=None)
-        path = self.dir / version
-        stats = json.loads((path / _STATS).read_text())
-        bm25 = bm25s.BM25.load(str(path), load_corpus=False)
-        nodes = json.loads((path / _NODES).read_text())
-        bm25.corpus = _retriever_corpus(nodes)
-        return _Loaded(version=version, bm25=bm25, doc_freq=stats["doc_freq"], num_docs=stats["num_docs"],
-                       access=[node[3] for node in nodes])
+        counts, visible = self._current().doc_freq(terms, scopes)
+        n = max(visible, 1)
+        weights = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in counts.items()}
+        return weights, {term for term, df in counts.items() if df}
 
 
-def _retriever_corpus(nodes: list[list[str]]) -> list[dict]:
-    """What BM25Retriever reads hits and filters from: one node per chunk ([node_id, doc_id,
-    parent_id, access]), its text left out."""
-    from llama_index.core.schema import TextNode
-    from llama_index.core.vector_stores.utils import node_to_metadata_dict
-
-    return [
-        node_to_metadata_dict(
-            TextNode(id_=node_id, text="", metadata={"doc_id": doc_id, "parent_id": parent_id, "access": access}),
-            flat_metadata=True,
-        ) | {"node_id": node_id}
-        for node_id, doc_id, parent_id, access in nodes
-    ]
+def _row(chunk: KeywordChunk) -> KeywordRow:
+    return KeywordRow(chunk.node_id, chunk.doc_id, chunk.parent_id, chunk.access)
 
 
-def _state(session: Session, key: str, default: str) -> str:
-    row = session.exec(select(IndexState).where(IndexState.key == key)).first()
-    return row.value if row else default
+def _chunk_terms(chunks: list[KeywordChunk]) -> list[list[str]]:
+    return _terms_of_each([analyze(chunk_search_text(c.text, c.title, c.heading_path, c.path)) for c in chunks])

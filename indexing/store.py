@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from connectors.document import SourceDocument
 from indexing.chunking import Parent
 from indexing.embedding import EMBED_DIM
-from indexing.registry import ParentSection
+from indexing.registry import GENERATION_KEY, ParentSection
 
 TABLE = "docent_chunks"  # PGVectorStore prefixes it: data_docent_chunks
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 100, "hnsw_dist_method": "vector_cosine_ops"}
@@ -31,6 +31,20 @@ class ChunkHit:
     node_id: str
     score: float
     metadata: dict
+
+
+@dataclass
+class KeywordChunk:
+    """One child as the keyword leg reads it: its text and the page fields it is searched by."""
+
+    node_id: str
+    text: str
+    doc_id: str
+    parent_id: str
+    access: str
+    title: str | None
+    heading_path: str | None
+    path: str | None
 
 
 class ChunkStore:
@@ -114,7 +128,8 @@ class ChunkStore:
         """Swap a document's parents and children for new ones; returns the child count."""
         from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
-        self.delete_document(session, doc.doc_id)
+        self.log_change(session, doc.doc_id)
+        self._delete_rows(session, doc.doc_id)
         rows = []
         children = [(parent, child) for parent in parents for child in parent.children]
         assert len(children) == len(vectors), "one vector per child"
@@ -162,8 +177,31 @@ class ChunkStore:
         return result.rowcount or 0
 
     def delete_document(self, session: Session, doc_id: str) -> None:
+        self.log_change(session, doc_id)
+        self._delete_rows(session, doc_id)
+
+    def _delete_rows(self, session: Session, doc_id: str) -> None:
         session.execute(delete(self.table).where(self.table.metadata_["ref_doc_id"].astext == doc_id))
         session.execute(delete(ParentSection).where(ParentSection.doc_id == doc_id))
+
+    def log_change(self, session: Session, doc_id: str) -> int:
+        """Record that a document's children changed (text, scope or existence), in the caller's
+        transaction; returns the generation it is recorded under. Call it from every write that
+        changes what the keyword leg must see of a document.
+
+        The generation is bumped here, first thing, so the transaction holds the generation row's
+        lock until it commits: generations are then handed out in commit order, and a reader that
+        sees generation G has seen every change recorded at G or below (`keyword_versions`).
+        """
+        from sqlalchemy import text
+
+        generation = session.execute(text(
+            "INSERT INTO index_state (key, value) VALUES (:k, '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = (index_state.value::bigint + 1)::text RETURNING value::bigint"
+        ), {"k": GENERATION_KEY}).scalar_one()
+        session.execute(text("INSERT INTO keyword_changes (generation, doc_id) VALUES (:g, :d)"),
+                        {"g": generation, "d": doc_id})
+        return generation
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -204,6 +242,22 @@ class ChunkStore:
                 *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
             ).order_by(self.table.node_id)
         ).all()
+
+    def keyword_chunks(self, session: Session, doc_ids: list[str] | None = None) -> list[KeywordChunk]:
+        """The children of these documents (None: of all) with what the keyword leg indexes."""
+        meta = self.table.metadata_
+        query = select(
+            self.table.node_id, self.table.text,
+            *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
+        )
+        if doc_ids is None:
+            return [KeywordChunk(**row._mapping) for row in session.execute(query.order_by(self.table.node_id))]
+        found: list[KeywordChunk] = []
+        for start in range(0, len(doc_ids), 1000):
+            batch = doc_ids[start : start + 1000]
+            found += [KeywordChunk(**row._mapping) for row in session.execute(
+                query.where(meta["ref_doc_id"].astext.in_(batch)).order_by(self.table.node_id))]
+        return found
 
     def texts(self, session: Session, node_ids: list[str]) -> dict[str, str]:
         """node_id → text of these children."""

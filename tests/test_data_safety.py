@@ -86,6 +86,13 @@ def write_pages(folder: Path, count: int, word: str) -> None:
         (folder / f"page-{n:02d}.md").write_text(f"# {word.title()} page {n}\n\nThe {word} handbook, part {n}.\n")
 
 
+def published_keyword_version(index) -> int | None:
+    from indexing import keyword_versions
+
+    with index.session() as s:
+        return keyword_versions.published(s)
+
+
 def unique() -> str:
     return uuid.uuid4().hex[:6]
 
@@ -449,7 +456,7 @@ def test_a_page_moved_to_a_restricted_scope_whose_new_version_is_broken_vanishes
             [private] = slack.wait_for(lambda: slack.calls_to("response:salary-ask"))
             answer_id = button(private.params["blocks"], blocks.ACTION_SHARE)["value"]
             bot.wait_idle()
-            version = index.bm25._published_version()
+            version = published_keyword_version(index)
 
             # The page moves to HR, and its new version cannot be read.
             salary_sources(sources, folder, name, "hr-only")
@@ -459,7 +466,7 @@ def test_a_page_moved_to_a_restricted_scope_whose_new_version_is_broken_vanishes
             record = pages(index, name)["bands.md"]
             assert (record.status, record.access, record.chunk_count > 0) == (Status.FAILED, "hr-only", True)
             # No keyword rebuild in between: the keyword leg still holds the old, public row...
-            assert index.bm25._published_version() == version
+            assert published_keyword_version(index) == version
             assert doc_id in {h.metadata["doc_id"] for h in index.bm25.search(SALARY_Q, ["public", "sample"], 20)}
             # ...and yet nothing in the public channel shows the page any more.
             bot.event(mention(SALARY_Q, channel))
@@ -494,7 +501,7 @@ def test_saves_of_files_no_source_indexes_start_no_sync(index, wiki_copy):
     source = SourceConfig(name=name, location=wiki_copy, kind="markdown", exclude=["drafts/**"])
     runner = SyncRunner(index, [source])
     runner.sync(name)
-    before, version = len(runs(index, name)), index.bm25._published_version()
+    before, version = len(runs(index, name)), published_keyword_version(index)
     watcher = Watcher(runner, [source], debounce=0.1).start()
     try:
         time.sleep(0.3)
@@ -511,7 +518,7 @@ def test_saves_of_files_no_source_indexes_start_no_sync(index, wiki_copy):
         (wiki_copy / "4913").unlink()
         shutil.rmtree(wiki_copy / "site")  # MkDocs rebuilding its output
         time.sleep(1.5)  # well past the debounce
-        assert len(runs(index, name)) == before and index.bm25._published_version() == version
+        assert len(runs(index, name)) == before and published_keyword_version(index) == version
         (wiki_copy / "people" / "noise.md").write_text("# Noise\n\nA real page, saved once.\n")
         deadline = time.monotonic() + 15
         while len(runs(index, name)) == before:  # the watcher is alive: a real page does sync
