@@ -8,7 +8,6 @@ instant.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import warnings

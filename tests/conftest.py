@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,24 @@ def sample_synced(index):
 
     wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"], access="sample")
     return sync_documents(index, wiki.documents(), "sample")
+
+
+@contextmanager
+def scratch_database(index, prefix: str):
+    """A database of its own on the session's server, dropped afterwards: for tests that need
+    tables as an older Docent made them, or settings of their own. Yields its URL."""
+    import uuid
+
+    from sqlalchemy import text
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield index.url.set(database=name)
+    finally:
+        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,9 @@ from sqlalchemy import create_engine, text
 from indexing.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # tests/ is not a package
+
+from conftest import scratch_database  # noqa: E402
 KB = [sys.executable, "-m", "bot.cli"]  # this checkout's code, whichever checkout the venv was installed from
 
 
@@ -24,18 +26,13 @@ def old_pgvector(index):
     No pgvector older than 0.8 can be installed here (the embedded server ships 0.8.5 and only its
     upgrade scripts), so the extension's catalog row is set back to what an older server reports
     — the same row Docent reads."""
-    name = "docent_oldvector_" + uuid.uuid4().hex[:8]
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = index.url.set(database=name)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("CREATE EXTENSION vector"))
-        conn.execute(text("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'"))
-    engine.dispose()
-    yield url
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with scratch_database(index, "docent_oldvector") as url:
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("CREATE EXTENSION vector"))
+            conn.execute(text("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'"))
+        engine.dispose()
+        yield url
 
 
 def test_pgvector_older_than_0_8_is_refused_with_its_version(old_pgvector):
@@ -66,18 +63,13 @@ def test_the_test_servers_pgvector_is_new_enough(index):
 def test_times_come_back_in_utc_whatever_zone_the_database_is_set_to(index):
     """`kb status` and Slack print times as UTC: the session must be in UTC even when the database
     (or server) is configured for another zone."""
-    name = "docent_tokyo_" + uuid.uuid4().hex[:8]
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-        conn.execute(text(f"ALTER DATABASE \"{name}\" SET timezone = 'Asia/Tokyo'"))
-    try:
-        engine = connect(index.url.set(database=name))
+    with scratch_database(index, "docent_tokyo") as url:
+        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f"ALTER DATABASE \"{url.database}\" SET timezone = 'Asia/Tokyo'"))
+        engine = connect(url)
         try:
             with engine.connect() as conn:
                 assert conn.execute(text("SELECT current_setting('TimeZone')")).scalar_one() == "UTC"
                 assert conn.execute(text("SELECT now()")).scalar_one().utcoffset().total_seconds() == 0
         finally:
             engine.dispose()
-    finally:
-        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))

@@ -6,13 +6,18 @@ made them, and runs `migrate` on them, so nothing touches the shared index's tab
 
 from __future__ import annotations
 
-import uuid
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from indexing.migrations import migrate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+
+from conftest import scratch_database  # noqa: E402
 
 OLD_TABLES = [  # as the first releases created them: timestamps without a zone
     "CREATE TABLE documents (id VARCHAR PRIMARY KEY, updated_at TIMESTAMP, indexed_at TIMESTAMP)",
@@ -22,20 +27,15 @@ OLD_TABLES = [  # as the first releases created them: timestamps without a zone
 
 @pytest.fixture
 def old_database(index):
-    name = "docent_migrate_" + uuid.uuid4().hex[:8]
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = index.url.set(database=name)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        for statement in OLD_TABLES:
-            conn.execute(text(statement))
-        conn.execute(text("INSERT INTO documents VALUES ('wiki:a.md', '2024-03-01 10:00:00', '2024-03-02 11:30:00')"))
-        conn.execute(text("INSERT INTO sync_runs (started_at, finished_at) VALUES ('2024-03-02 11:29:00', NULL)"))
-    yield url
-    engine.dispose()
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with scratch_database(index, "docent_migrate") as url:
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            for statement in OLD_TABLES:
+                conn.execute(text(statement))
+            conn.execute(text("INSERT INTO documents VALUES ('wiki:a.md', '2024-03-01 10:00:00', '2024-03-02 11:30:00')"))
+            conn.execute(text("INSERT INTO sync_runs (started_at, finished_at) VALUES ('2024-03-02 11:29:00', NULL)"))
+        engine.dispose()
+        yield url
 
 
 def column_types(engine) -> dict[str, str]:

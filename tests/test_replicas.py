@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 
 from conftest import SAMPLE_WIKI  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
+from test_slack import slack  # noqa: E402,F401 (the module's local Slack Web API fixture)
 
 from indexing import keyword_versions  # noqa: E402
 
@@ -79,13 +80,6 @@ class Replica:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[FakeSlack]:
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
