@@ -50,6 +50,7 @@ def test_kb_with_json_logs_writes_one_object_per_log_line_and_no_secret(kb_home,
 
     (tmp_path / "wiki").mkdir()
     (tmp_path / "wiki" / "page.md").write_text("# Logs\n\nA page for the JSON log test.\n")
+    (tmp_path / "wiki" / "broken.md").write_bytes(b"\x00\x01 not text")  # FAILED: its reason is logged
     secret = "xoxb-9999-logsecret-never-printed"
     env = {k: v for k, v in os.environ.items() if k not in ("KB_SOURCES", "KB_WIKI", "DATABASE_URL")}
     env.update({"KB_HOME": str(kb_home), "KB_LOG_FORMAT": "json", "KB_LOG_LEVEL": "INFO", "SLACK_BOT_TOKEN": secret,
@@ -57,10 +58,11 @@ def test_kb_with_json_logs_writes_one_object_per_log_line_and_no_secret(kb_home,
     kb = [sys.executable, "-m", "bot.cli"]
     run = subprocess.run([*kb, "sync", str(tmp_path / "wiki"), "--source", "json-logs-test"], capture_output=True,
                          text=True, env=env, timeout=300, cwd=Path(__file__).resolve().parents[1])
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.returncode == 3, run.stderr[-2000:]  # one page FAILED, the other indexed
     lines = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
     assert len(lines) >= 3 and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
-    assert "INFO" in {line["level"] for line in lines} and any(line["logger"].startswith("indexing") for line in lines)
+    failed = [line for line in lines if line["logger"] == "indexing.sync" and line["level"] == "WARNING"]
+    assert len(failed) == 1 and "json-logs-test:broken.md" in failed[0]["message"] and "binary" in failed[0]["message"]
     assert "logsecret" not in run.stdout + run.stderr
     forget = subprocess.run([*kb, "forget", "json-logs-test", "--yes"], capture_output=True, text=True, env=env,
                             timeout=120, cwd=Path(__file__).resolve().parents[1])
