@@ -69,7 +69,10 @@ import numpy as np
 from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, eval_questions, pct, require
 
 STAGES = ("embed", "vector", "bm25", "fuse", "answer")
-_SKIP_LINE = re.compile(r"^(#{1,6}(\s|$)|```|~~~)")  # heading or code-fence lines: never in a body
+# Heading, code-fence and HTML-block lines are never put in a synthetic body: under CommonMark an
+# HTML comment or block opened by one half-chunk (`<!--` without its `-->`) runs over the next
+# `## heading`, and the page would no longer have one section per parent.
+_SKIP_LINE = re.compile(r"^(#{1,6}(\s|$)|```|~~~|<)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[*`])")
 
 
