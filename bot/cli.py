@@ -62,16 +62,6 @@ def _open_index(settings):
         fail(str(exc))
 
 
-def _llm(settings):
-    if not settings.kb_llm_base_url:
-        return None
-    from bot.llm import LLMClient
-    from bot.settings import secret
-
-    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, secret(settings.kb_llm_api_key) or "not-needed",
-                     settings.kb_llm_timeout)
-
-
 @app.command()
 def sync(
     path: Annotated[Optional[Path], typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
@@ -323,7 +313,7 @@ def ask(
     settings = _settings()
     scopes = _cli_scopes(settings, as_channel, as_user, shared)
     if question is not None:
-        _ask_one(settings, _open_index(settings), _llm(settings), question, as_json, exit_on_error=True, scopes=scopes)
+        _ask_one(settings, _open_index(settings), settings.llm_client(), question, as_json, exit_on_error=True, scopes=scopes)
         return
     interactive(settings, as_json, scopes=scopes)
 
@@ -355,7 +345,7 @@ def _cli_scopes(settings, channel: str | None, user: str | None, shared: bool) -
 
 
 def interactive(settings, as_json: bool = False, scopes: list[str] | None = None, index=None) -> None:
-    index, llm = index or _open_index(settings), _llm(settings)
+    index, llm = index or _open_index(settings), settings.llm_client()
     tty = sys.stdin.isatty()
     if tty:
         typer.echo("Ask a question (Ctrl-D to quit).")
@@ -491,7 +481,7 @@ def evaluate(
     if not index.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
     modes = ["hybrid", "hybrid-rrf", "vector", "bm25"] if compare else ["hybrid"]
-    llm = _llm(settings) if use_llm else None
+    llm = settings.llm_client() if use_llm else None
     results = {mode: run_eval(index, items, scopes=list(scope) or None, mode=mode, llm=llm if mode == "hybrid" else None)
                for mode in modes}
     result = results["hybrid"]

@@ -65,7 +65,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     warm_up(index)
     runner = SyncRunner(index, sources)
     workers = Workers()
-    app = build_app(settings, index, client, llm_client(settings), runner=runner, socket_mode=socket_mode,
+    app = build_app(settings, index, client, settings.llm_client(), runner=runner, socket_mode=socket_mode,
                     workers=workers)
     handler = connect_socket_mode(app, settings) if socket_mode else None
     listener = start_listening(index)
@@ -228,15 +228,6 @@ def warm_up(index: Index) -> None:
         raise StartupError(str(exc)) from None
     except Exception:
         log.warning("could not load the embedding model at start; the first question will try again", exc_info=True)
-
-
-def llm_client(settings: Settings):
-    if not settings.kb_llm_base_url:
-        return None
-    from bot.llm import LLMClient
-
-    return LLMClient(settings.kb_llm_base_url, settings.kb_llm_model, secret(settings.kb_llm_api_key) or "not-needed",
-                     settings.kb_llm_timeout)
 
 
 def web_app(bolt_app: App | None, index: Index) -> Starlette:

@@ -101,6 +101,15 @@ class Settings(BaseSettings):
             gate_answer_from_cjk=self.kb_gate_answer_from_cjk,
         )
 
+    def llm_client(self):
+        """The LLM client for `KB_LLM_BASE_URL` (`bot.llm.LLMClient`), or None: extractive answers."""
+        if not self.kb_llm_base_url:
+            return None
+        from bot.llm import LLMClient
+
+        return LLMClient(self.kb_llm_base_url, self.kb_llm_model, secret(self.kb_llm_api_key) or "not-needed",
+                         self.kb_llm_timeout)
+
     @property
     def admin_users(self) -> set[str]:
         return {u.strip() for u in self.kb_admin_users.split(",") if u.strip()}
