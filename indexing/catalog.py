@@ -19,7 +19,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from connectors.sources import SourceConfig
-from indexing.registry import DocumentRecord, SourceRecord, Status, SyncRun, bump_generation, utcnow
+from indexing.registry import DocumentRecord, SourceRecord, Status, SyncRun, utcnow
 
 ADHOC = "adhoc"  # synced with `kb sync PATH`
 CONFIG = "config"  # from the sources file or KB_WIKI
@@ -120,17 +120,12 @@ def forget(index, name: str) -> int:
     its own transaction (a killed `kb forget` leaves whole pages, and running it again finishes).
     """
     from indexing.locks import advisory_lock
+    from indexing.sync import delete_documents
 
     with advisory_lock(index.engine, f"sync:{name}"):
         with index.session() as s:
             ids = list(s.exec(select(DocumentRecord.id).where(DocumentRecord.source == name)))
-        for doc_id in ids:
-            with index.session() as s, s.begin():
-                index.store.delete_document(s, doc_id)
-                record = s.get(DocumentRecord, doc_id)
-                if record is not None:
-                    s.delete(record)
-                bump_generation(s)
+        delete_documents(index, ids)
         with index.session() as s, s.begin():
             record = s.get(SourceRecord, name)
             if record is not None:

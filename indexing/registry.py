@@ -18,12 +18,11 @@ import socket
 from datetime import datetime, timezone
 from enum import Enum
 
-from sqlalchemy import JSON, Column, DateTime, LargeBinary, Text, text
-from sqlalchemy.orm import Session
+from sqlalchemy import JSON, Column, DateTime, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 RUNNER_ID = f"{socket.gethostname()}:{os.getpid()}"  # which process ran a sync
-GENERATION_KEY = "generation"  # bumped by every committed document change
+GENERATION_KEY = "generation"  # bumped by every committed document change (ChunkStore.log_change)
 
 
 def utcnow() -> datetime:
@@ -125,14 +124,3 @@ class IndexState(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: str
-
-
-def bump_generation(session: Session) -> None:
-    """Count a committed change to the chunks, in the caller's transaction (BM25 compares to it)."""
-    session.execute(
-        text(
-            "INSERT INTO index_state (key, value) VALUES (:k, '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = (index_state.value::bigint + 1)::text"
-        ),
-        {"k": GENERATION_KEY},
-    )

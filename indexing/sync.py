@@ -47,7 +47,7 @@ from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.memory import release_free_memory
-from indexing.registry import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, bump_generation, utcnow
+from indexing.registry import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def sync_documents(
         _record_skips(index, skips, report, withdraw=False)
     else:
         _record_skips(index, skips, report, withdraw=True)
-        report.deleted += _delete(index, gone) + len(withdrawn)
+        report.deleted += delete_documents(index, gone) + len(withdrawn)
 
     if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
@@ -226,8 +226,7 @@ def _record_skips(index: Index, skips: list[tuple[SourceDocument, str]], report:
                 record = rows.get(doc.doc_id)
                 if withdraw:
                     if record is not None and record.chunk_count:
-                        index.store.delete_document(s, doc.doc_id)
-                        bump_generation(s)
+                        index.store.delete_document(s, doc.doc_id)  # logs the change for the keyword leg
                     _upsert_record(s, doc, status=Status.SKIPPED, error=reason, chunk_count=0, record=record,
                                    content_hash=indexed_hash(doc, index.embedder.name))
                 else:
@@ -279,14 +278,14 @@ def _clean_value(value):
     return value
 
 
-def _delete(index: Index, doc_ids: list[str]) -> int:
-    """Remove documents from every store, each in one transaction; returns how many existed."""
+def delete_documents(index: Index, doc_ids: list[str]) -> int:
+    """Remove documents from every store, each in one transaction (the store logs each change for
+    the keyword leg); returns how many existed. The sync's prune and `kb forget` both come here."""
     count = 0
     for doc_id in doc_ids:
         with index.session() as s, s.begin():
             record = s.get(DocumentRecord, doc_id)
             index.store.delete_document(s, doc_id)
-            bump_generation(s)
             if record:
                 s.delete(record)
                 count += 1
@@ -304,7 +303,6 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
         try:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
-                bump_generation(s)
                 _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
                                content_hash=indexed_hash(item.doc, index.embedder.name))
         except Exception as exc:
