@@ -631,5 +631,18 @@ def feedback(
         typer.echo(f"{r.at:%Y-%m-%d %H:%M} {what:<9} {r.user_id:<11} {r.question}{reason}")
 
 
+@app.command()
+def gaps(
+    days: Annotated[int, typer.Option(help="The period: the last N days, against the N before")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages."""
+    from bot.gaps import print_gaps
+
+    if days < 1:
+        fail("days must be at least 1")
+    print_gaps(_open_index(_settings()), days, as_json, typer.echo)
+
+
 if __name__ == "__main__":
     main()
