@@ -41,7 +41,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import blocks, records
+from bot import blocks, conversation, records
 from bot.access import NOT_HERE, SlackAccess
 from bot.answer import answer_question
 from bot.dedupe import Deduper
@@ -198,6 +198,11 @@ def build_app(
         request_verification_enabled=not socket_mode,  # Socket Mode requests are not signed
         listener_executor=workers.listeners,
     )
+    from bot import app_home, assistant  # Slack-native surfaces (issue #18)
+
+    conversation.register(app, docent, answers)  # before the `message` listener: Bolt runs the first match
+    app_home.register(app, docent)
+    assistant.register(app, docent)
 
     @app.event("app_mention")
     def mention(event, context, client, body):
@@ -355,7 +360,8 @@ def answer_message(
         post(client, channel, reply_thread, UNAVAILABLE)
 
     with apology_on_error(f"answering {surface} {channel}/{ts}", apologise, unavailable):
-        question = slack_to_plain(event.get("text") or "", bot_user)
+        question = conversation.question_in_context(client, event, slack_to_plain(event.get("text") or "", bot_user),
+                                                    bot_user)
         if not question:
             post(client, channel, reply_thread, EMPTY_MENTION)
             return
@@ -364,11 +370,8 @@ def answer_message(
             log.info("not answering %s %s/%s: no access scope is visible there", surface, channel, ts)
             post(client, channel, reply_thread, NOT_HERE)
             return
-        earlier = records.thread_question(docent.index, channel, context_thread) if context_thread else None
-        answer = answer_question(docent.index, retrieval_text(question, earlier), scopes=scopes, llm=docent.llm)
-        timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-        _log_answer(docent.index, question, answer, earlier, timings, details)
-        post(client, channel, reply_thread, blocks.fallback_text(answer), blocks.answer_blocks(answer))
+        conversation.answer_in_slack(docent, client, event, question, scopes, context_thread=context_thread,
+                                     reply_thread=reply_thread, details=details, started=started)
         if reply_thread:
             docent.threads.add(channel, reply_thread)
 
@@ -429,21 +432,21 @@ def kb_ask(docent: Docent, ack, command: dict, respond, text: str) -> None:
 
     def apologise(ref: str) -> None:
         _log_failure(docent.index, question, ref, details)
-        respond(text=apology(ref), response_type="ephemeral", replace_original=False)
+        respond(text=apology(ref), response_type="ephemeral", replace_original=True)
 
     def unavailable() -> None:
-        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=False)
+        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=True)
 
     with apology_on_error("/kb ask", apologise, unavailable):
         scopes = scopes_for(docent, channel, user)
         if not scopes:
-            respond(text=NOT_HERE, response_type="ephemeral", replace_original=False)
+            respond(text=NOT_HERE, response_type="ephemeral", replace_original=True)
             return
         answer = answer_question(docent.index, question, scopes=scopes, llm=docent.llm)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         _log_answer(docent.index, question, answer, None, timings, details)
         respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
-                response_type="ephemeral", replace_original=False)
+                response_type="ephemeral", replace_original=True)
 
 
 def kb_status(docent: Docent, command: dict, respond) -> None:
