@@ -3,7 +3,7 @@
 Those tests count every question in the query log, so they cannot share the session's index
 (other modules log questions there): each gets a scratch database on the session's Postgres
 (`conftest.scratch_database`), with the session's loaded model, and this three-page wiki synced
-into it — one page last changed in 2019 (stale), one recently, one restricted to scope "hr".
+into it — one page last changed in 2019 (stale), one recently, one restricted to scope "hr", and one empty (skipped).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ PAGES = {
     "salaries.md": "---\nupdated: 2018-01-01\n---\n# Salary bands 2026\n\n## Engineering bands\n\nThe salary bands for "
                    "engineers are reviewed every April by the compensation committee.\n",
 }
+PAGES["empty.md"] = "---\ntitle: Empty page\n---\n"  # nothing to index: a skipped page, with its reason
 SOURCE = "gaps"
 
 
