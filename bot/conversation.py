@@ -142,8 +142,12 @@ def answer_in_slack(docent: Docent, client, event: dict, question: str, scopes: 
     in_assistant_thread = event.get("channel_type") == "im" and bool(reply_thread)
     delivery = Delivery(client, event["channel"], reply_thread, user=event.get("user"), team=event.get("team"),
                         status_thread=reply_thread if in_assistant_thread else None)
-    answer = answer_question(docent.index, retrieval_text(question, earlier), scopes=scopes,
-                             llm=llm_for(docent.llm, delivery))
+    try:
+        answer = answer_question(docent.index, retrieval_text(question, earlier), scopes=scopes,
+                                 llm=llm_for(docent.llm, delivery))
+    except Exception:
+        delivery.abandon()  # the apology (bot.slack_app) is the one reply, not beside half an answer
+        raise
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     _log_answer(docent.index, question, answer, earlier, timings, details)
     ts = delivery.finish(blocks.fallback_text(answer), blocks.answer_blocks(answer))
@@ -165,6 +169,17 @@ def remember(index, event: dict, answer_ts: str, surface: str, thread_ts: str | 
             s.commit()
     except Exception:
         log.exception("could not remember answer %s for %s/%s", answer_ts, event.get("channel"), event.get("ts"))
+
+
+def prune_answer_messages(index, before: datetime) -> int:
+    """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
+    from sqlalchemy import delete
+
+    create_tables(index)
+    with index.session() as s:
+        gone = s.execute(delete(AnswerMessage).where(AnswerMessage.created_at < before)).rowcount or 0
+        s.commit()
+    return gone
 
 
 def answered(index, channel: str, question_ts: str) -> AnswerMessage | None:

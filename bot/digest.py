@@ -32,6 +32,21 @@ class DigestRun:
     reason: str = ""
 
 
+def digest_problem(settings) -> str | None:
+    """What is wrong with the digest settings, in one line (checked when `kb serve` starts), or None."""
+    from connectors.sources import SourcesError, parse_schedule
+
+    if not settings.kb_digest_channel:
+        return None
+    if settings.kb_digest_channel[:1] not in ("C", "G"):
+        return f"KB_DIGEST_CHANNEL must be a channel id (C…), not {settings.kb_digest_channel[:40]!r}"
+    try:
+        parse_schedule(settings.kb_digest_schedule, where="KB_DIGEST_SCHEDULE")
+    except SourcesError as exc:
+        return str(exc)
+    return None
+
+
 def schedule_digest(scheduler, settings, index, client) -> bool:
     """Add the weekly job to `scheduler` (started by `indexing.scheduler.start_scheduler`, whose
     leader lock it shares); False when no digest channel is configured."""

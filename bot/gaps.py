@@ -18,7 +18,8 @@ visible in its channel); questions are shown whatever their channel, so the repo
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import threading
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -26,7 +27,8 @@ from indexing.index import Index
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
-MAX_CLUSTERED = 2000  # the most recent unanswered questions of a period that are clustered
+MAX_CLUSTERED = 1000  # the most recent unanswered questions of a period that are clustered
+VECTORS_KEPT = 20_000  # question vectors remembered in this process (never stored: questions are personal)
 TOP = 10
 
 
@@ -189,7 +191,7 @@ def group_unanswered(index: Index, rows: list) -> list[QuestionGroup]:
     for row in [r for r in rows if unanswered(r)][:MAX_CLUSTERED]:
         by_wording[normalised(row.question)].append(row)
     wordings = sorted(by_wording, key=lambda w: (-len(by_wording[w]), w))
-    clusters = cluster(wordings, index.embedder.embed_unindexed(wordings) if len(wordings) > 1 else [[1.0]] * len(wordings))
+    clusters = cluster(wordings, question_vectors(index.embedder, wordings) if len(wordings) > 1 else [[1.0]] * len(wordings))
     groups = []
     for members in clusters:
         asked = [row for w in members for row in by_wording[w]]
@@ -199,6 +201,29 @@ def group_unanswered(index: Index, rows: list) -> list[QuestionGroup]:
             not_found=sum(r.outcome != "uncertain" for r in asked), uncertain=sum(r.outcome == "uncertain" for r in asked),
             last_asked=max(r.created_at for r in asked), wordings=len(members)))
     return sorted(groups, key=lambda g: (-g.count, -g.askers, g.example))
+
+
+_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_vectors_lock = threading.Lock()
+
+
+def question_vectors(embedder, texts: list[str]) -> list[list[float]]:
+    """Embeddings of question wordings; a wording seen before in this process is not embedded again
+    (the App Home and the digest recompute the report often; the model is the slow part)."""
+    name = getattr(embedder, "name", "")
+    with _vectors_lock:
+        missing = [t for t in texts if (name, t) not in _vectors]
+    fresh = dict(zip(missing, embedder.embed_unindexed(missing))) if missing else {}
+    with _vectors_lock:
+        for text, vector in fresh.items():
+            _vectors[(name, text)] = vector
+        out = [fresh.get(t) or _vectors[(name, t)] for t in texts]
+        for t in texts:
+            if (name, t) in _vectors:
+                _vectors.move_to_end((name, t))
+        while len(_vectors) > VECTORS_KEPT:
+            _vectors.popitem(last=False)
+    return out
 
 
 def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAME_QUESTION) -> list[list[str]]:

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.digest import schedule_digest
+from bot.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
@@ -165,6 +165,8 @@ def check_settings(settings: Settings) -> bool:
     """The tokens the chosen mode needs are present; returns whether it is Socket Mode."""
     if not secret(settings.slack_bot_token):
         raise StartupError("SLACK_BOT_TOKEN is not set: use the app's Bot User OAuth Token (xoxb-…)")
+    if problem := digest_problem(settings):
+        raise StartupError(problem)
     app_token = secret(settings.slack_app_token)
     if app_token:
         if not app_token.startswith("xapp-"):

@@ -147,6 +147,20 @@ class Delivery:
         self.ts = self._post(neutralise(text), blocks)
         return self.ts
 
+    def abandon(self) -> None:
+        """Answering failed: take back whatever was shown (best effort), so the apology is the reply."""
+        try:
+            if self._stream is not None:
+                self._stream.stop()
+                self.ts = self._stream.ts or self.ts
+        except Exception as exc:
+            log.info("could not stop the stream in %s: %s", self.channel, exc)
+        self._stream = None
+        try:
+            self._drop_placeholder()
+        except Exception as exc:
+            log.info("could not delete the partial answer in %s: %s", self.channel, exc)
+
     def _post(self, text: str, blocks: list[dict] | None = None) -> str:
         reply = self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text,
                                              blocks=blocks or _text_blocks(text), unfurl_links=False,

@@ -142,3 +142,14 @@ def test_no_digest_channel_means_no_digest_job(digest):
     scheduler = BackgroundScheduler(timezone="UTC")
     assert not schedule_digest(scheduler, settings.model_copy(update={"kb_digest_channel": None}), own, client)
     assert scheduler.get_jobs() == []
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ({"kb_digest_schedule": "whenever"}, "^KB_DIGEST_SCHEDULE: 'whenever' is neither"),
+    ({"kb_digest_channel": "#wiki-owners"}, "^KB_DIGEST_CHANNEL must be a channel id"),
+])
+def test_kb_serve_refuses_wrong_digest_settings_at_start_in_one_line(slack, setting, expected):
+    from bot.serve import StartupError, serve
+
+    with pytest.raises(StartupError, match=expected):
+        serve(bot_settings(slack, **{"kb_digest_channel": ADMINS, **setting}))
