@@ -252,17 +252,26 @@ class StreamingLLM:
         messages = [ChatMessage(role="system", content=SYSTEM_PROMPT),
                     ChatMessage(role="user", content=build_prompt(question, hits, numbers, lead, outcome))]
         shown = CitationFilter(allowed)
-        written = []
+        written, finished = [], None
         for chunk in self.client.llm.stream_chat(messages):
             delta = chunk.delta or ""
             written.append(delta)
+            finished = finish_reason(chunk) or finished
             if sum(map(len, written)) <= MAX_ANSWER_CHARS:
                 self.on_text(shown.feed(delta))
+        if finished is None:  # the connection closed before the model said it was done: a cut answer
+            raise ConnectionError("the model's stream ended before the answer did")
         self.on_text(shown.flush())
         text = tidy_reply("".join(written))
         if not text:
             raise ValueError("empty reply")
         return keep_cited_links(check_citations(text, allowed), hits, numbers)
+
+
+def finish_reason(chunk) -> str | None:
+    """Why the model stopped ("stop", "length"…), on the stream's last chunk; None before it."""
+    choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
+    return getattr(choices[0], "finish_reason", None) if choices else None
 
 
 def llm_for(llm, delivery: Delivery):

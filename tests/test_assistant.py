@@ -158,3 +158,16 @@ def test_the_citation_filter_holds_back_only_an_unfinished_citation():
     out = [shown.feed(p) for p in pieces] + [shown.flush()]
     assert out[1] == "" and out[5] == " ", "'[1' and '@her' wait for the rest"
     assert "".join(out) == "Sixteen weeks [1] and more then [2] done @here now"
+
+
+def test_a_model_failing_part_way_leaves_the_extractive_answer_in_place_of_the_partial_text(bot, slack, model):
+    model.stream_fail_after = 6  # six pieces (42 characters), then the connection drops
+    try:
+        channel, _ = ask_in_assistant_thread(bot, slack)
+        answer = final_answer(slack, channel)
+    finally:
+        model.stream_fail_after = None
+    final = all_text(answer["blocks"])
+    assert "The language model did not answer" in final and "16 weeks" in final
+    assert "The primary caregiver gets 16 weeks of fully" not in final, "the model's partial text is gone"
+    assert len([m for (c, _), m in list(slack.messages.items()) if c == channel]) == 1
