@@ -258,6 +258,9 @@ class FakeSlack:
                 return {"ok": False, "error": "message_not_in_streaming_state"}
             if method == "chat.startStream" and not params.get("thread_ts"):
                 return {"ok": False, "error": "invalid_arguments"}
+            if method == "chat.startStream" and channel[:1] in ("C", "G") and not (
+                    params.get("recipient_user_id") and params.get("recipient_team_id")):
+                return {"ok": False, "error": "invalid_arguments"}  # required when streaming to a channel
             if method == "chat.delete":
                 del self.messages[(channel, ts)]
                 return {"ok": True, "channel": channel, "ts": ts}

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from openai_server import FakeOpenAI  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import PARENTAL, all_text, bot_settings, button, message, new_channel, new_ts, running_bot  # noqa: E402
+from test_slack import (  # noqa: E402
+    PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot)
 
 from bot import blocks  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
@@ -171,3 +172,15 @@ def test_a_model_failing_part_way_leaves_the_extractive_answer_in_place_of_the_p
     assert "The language model did not answer" in final and "16 weeks" in final
     assert "The primary caregiver gets 16 weeks of fully" not in final, "the model's partial text is gone"
     assert len([m for (c, _), m in list(slack.messages.items()) if c == channel]) == 1
+
+
+def test_a_mention_in_a_channel_is_streamed_into_its_thread_for_the_asker(bot, slack):
+    channel = new_channel()
+    ask = mention(PARENTAL, channel, user="U7")
+    bot.event(ask)
+    answer = final_answer(slack, channel)
+    start = slack.calls_to("chat.startStream", channel=channel)[0]
+    assert (start.params["thread_ts"], start.params["recipient_user_id"], start.params["recipient_team_id"]) == (
+        ask["ts"], "U7", "T0ACME")
+    assert answer["thread_ts"] == ask["ts"] and "[7]" not in all_text(answer["blocks"])
+    assert not slack.calls_to("assistant.threads.setStatus", channel_id=channel), "no assistant status in a channel"
