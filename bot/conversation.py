@@ -151,6 +151,8 @@ def answer_in_slack(docent: Docent, client, event: dict, question: str, scopes: 
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     _log_answer(docent.index, question, answer, earlier, timings, details)
     ts = delivery.finish(blocks.fallback_text(answer), blocks.answer_blocks(answer))
+    if reply_thread:
+        docent.threads.add(event["channel"], reply_thread)  # before any more database work: see RecentThreads
     remember(docent.index, event, ts, details.get("surface", ""), reply_thread, answer.id)
 
 
@@ -167,8 +169,14 @@ def remember(index, event: dict, answer_ts: str, surface: str, thread_ts: str | 
         with index.session() as s:
             s.execute(statement)
             s.commit()
-    except Exception:
-        log.exception("could not remember answer %s for %s/%s", answer_ts, event.get("channel"), event.get("ts"))
+    except Exception as exc:  # the answer is delivered; only its later edit or deletion will not follow
+        from indexing.database import is_unreachable
+
+        if is_unreachable(exc):
+            log.warning("could not remember answer %s for %s/%s: the database cannot be reached", answer_ts,
+                        event.get("channel"), event.get("ts"))
+        else:
+            log.exception("could not remember answer %s for %s/%s", answer_ts, event.get("channel"), event.get("ts"))
 
 
 def prune_answer_messages(index, before: datetime) -> int:

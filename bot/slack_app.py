@@ -372,8 +372,6 @@ def answer_message(
             return
         conversation.answer_in_slack(docent, client, event, question, scopes, context_thread=context_thread,
                                      reply_thread=reply_thread, details=details, started=started)
-        if reply_thread:
-            docent.threads.add(channel, reply_thread)
 
 
 def retrieval_text(question: str, earlier: str | None) -> str:
