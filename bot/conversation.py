@@ -205,6 +205,8 @@ def on_edited(docent: Docent, event: dict, bot_user: str | None, client) -> None
     message, channel = event.get("message") or {}, event.get("channel") or ""
     if message.get("bot_id") or not message.get("user") or not message.get("ts"):
         return  # our own answers being updated, other bots
+    if not message.get("edited") or message.get("text") == (event.get("previous_message") or {}).get("text"):
+        return  # Slack also says "changed" when a reply, an unfurl or a reaction count changes: not an edit
     row = answered(docent.index, channel, message["ts"])
     if row is None:
         return

@@ -142,6 +142,22 @@ def test_an_edit_more_than_ten_minutes_after_asking_is_not_answered_again(bot, s
     assert len(query_rows(index, message_ts=original["ts"])) == 1
 
 
+def test_a_change_that_is_not_an_edit_of_the_text_is_not_answered_again(bot, slack, index):
+    channel = new_channel()
+    original = mention(VPN, channel)
+    bot.event(original)
+    answer_of(index, channel, original)
+    replied = edited(channel, original, original["text"])  # Slack's "changed" for a new reply in the thread
+    del replied["message"]["edited"]
+    replied["message"].update(reply_count=2, latest_reply=new_ts(), thread_ts=original["ts"])
+
+    bot.event(replied)
+
+    bot.wait_idle()
+    assert not slack.calls_to("chat.update", channel=channel)
+    assert len(query_rows(index, message_ts=original["ts"])) == 1
+
+
 def test_a_deleted_question_deletes_the_answer(bot, slack, index):
     channel = new_channel()
     original = mention(VPN, channel)
