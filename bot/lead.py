@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bot.answer_types import asked_type, has_digits, holds
 from bot.sentences import Sentence, sentences
 from indexing import bm25
 from indexing.retrieval import Hit, is_cjk
@@ -37,14 +38,11 @@ COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − ra
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-NUMBER_BONUS = 0.1  # a question asking for an amount, a date or a duration prefers sentences with numbers
+NUMBER_BONUS = 0.1  # a question asking for a time, a share or a number prefers sentences holding one (bot.answer_types)
 SHORT_WORDS = 6
+NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
+EMBEDDED_SENTENCES = 8  # only the lexically best candidates are embedded (docs/benchmarks.md: same leads, a third of the cost)
 CACHED_SENTENCES = 20_000  # sentence vectors kept in this process (~30 MB at 384 float32s), most recent first
-# The expected answer is a number, an amount, a date or a duration (classic answer-type cue).
-_ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|old|far|big|large)|when|what (?:time|date|day|year|age|percent(?:age)?)"
-                          r"|which (?:year|day|date)|limit|maximum|minimum|max|min|deadline|percent(?:age)?)\b|%"
-                          r"|多少|几|多久|多长|什么时候|何时|哪年|哪天|上限|下限|最多|最少", re.IGNORECASE)
-_HAS_NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两半]+\s*[个天周月年日次小分%]")
 _BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
                              re.IGNORECASE)
 
@@ -65,24 +63,28 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     candidates: list[tuple[int, list[Sentence]]] = []
     for rank, hit in enumerate(hits[:SECTIONS]):
         found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
-                        if _words(s.text) >= 3 or _HAS_NUMBER.search(s.text))
+                        if _words(s.text) >= 3 or has_digits(s.text))
         if found:
             candidates.append((rank, found))
     flat = [(rank, i, s) for rank, found in candidates for i, s in enumerate(found)]
     if not flat:
         return []
-    texts = [s.text for _, _, s in flat]
-    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *texts]).astype(float)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
-    cosines = vectors[1:] @ vectors[0]
     total = sum(idf.values())
     weight = COSINE_WEIGHT_CJK if is_cjk(question) else COSINE_WEIGHT
-    asks_number = bool(_ASKS_NUMBER.search(question))
-    scores = []
-    for (rank, _, s), cosine in zip(flat, cosines):
-        share = sum(w for t, w in idf.items() if t in set(bm25.tokens(s.text))) / total if total else 0.0
-        bonus = NUMBER_BONUS if asks_number and _HAS_NUMBER.search(s.text) else 0.0
-        scores.append(weight * float(cosine) + (1 - weight) * share + bonus - RANK_PENALTY * rank)
+    asked = asked_type(question)
+    lexical = []
+    for rank, _, s in flat:
+        words = set(bm25.tokens(s.text))
+        share = sum(w for t, w in idf.items() if t in words) / total if total else 0.0
+        bonus = NUMBER_BONUS if holds(s.text, asked) else 0.0
+        lexical.append((1 - weight) * share + bonus - RANK_PENALTY * rank)
+    # Only the lexically most promising sentences go through the model (its cost is the lead's cost).
+    embedded = sorted(range(len(flat)), key=lambda k: lexical[k], reverse=True)[:EMBEDDED_SENTENCES]
+    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *(flat[k][2].text for k in embedded)]).astype(float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
+    scores = [float("-inf")] * len(flat)
+    for k, cosine in zip(embedded, vectors[1:] @ vectors[0]):
+        scores[k] = weight * float(cosine) + lexical[k]
     order = sorted(range(len(flat)), key=lambda k: scores[k], reverse=True)
     by_rank = dict(candidates)
     chosen: dict[tuple[int, int], float] = {}
@@ -92,7 +94,7 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         if scores[k] < scores[order[0]] - NEAR_BEST or seeds >= MAX_SENTENCES:
             break
         rank, i, sentence = flat[k]
-        if (rank, i) in chosen or sentence.text in seen_texts:
+        if (rank, i) in chosen or sentence.text in seen_texts or _repeats(sentence.text, seen_texts):
             continue
         group = [(rank, j) for j in _with_context(by_rank[rank], i) if (rank, j) not in chosen]
         size = sum(len(by_rank[r][j].text) + 1 for r, j in group)
@@ -149,6 +151,18 @@ def _searched_text(hit: Hit) -> str:
     answer nearly always is. Embedding every sentence of a long section cost up to a second per
     answer on two cores (docs/tuning.md §8)."""
     return "\n\n".join(hit.matched[:MATCHED_CHILDREN]) or hit.text
+
+
+def _repeats(text: str, shown: set[str]) -> bool:
+    """Whether a sentence says what a shown one already says: pages copy paragraphs from each
+    other ("We offer a $5,000 referral bonus…" / "We also offer a $5,000 referral bonus…"), and a
+    repeat takes the place of a sentence that could hold the answer."""
+    words = set(bm25.tokens(text))
+    for other in shown:
+        theirs = set(bm25.tokens(other))
+        if words and theirs and len(words & theirs) / len(words | theirs) >= NEAR_DUPLICATE:
+            return True
+    return False
 
 
 def _unique(found) -> list[Sentence]:
