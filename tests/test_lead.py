@@ -97,3 +97,20 @@ def test_a_sentence_repeating_one_already_shown_is_not_shown_again():
     shown = {"We offer a $5,000 referral bonus for any new hire that comes from an employee referral."}
     assert _repeats("We also offer a $5,000 referral bonus for any new hire that comes from an employee referral.", shown)
     assert not _repeats("The referrer is paid within 90 days of the new hire's first day.", shown)
+
+
+def _section(heading: str, text: str, rank: int):
+    from indexing.retrieval import Hit
+
+    return Hit(parent_id=f"p{rank}", doc_id=f"d{rank}", source="t", path=f"faq{rank}.md", title="Benefits FAQ",
+               heading_path=["Benefits FAQ", heading], url="", text=text, matched=[text], updated_at=None,
+               score=1.0 - rank / 10, cosine=None, bm25=None)
+
+
+def test_a_short_answer_is_scored_under_its_heading(index):
+    # FAQ pages answer under the question: "Not at this time." says nothing without its heading.
+    hits = [_section("Who handles our 401k?", "Our 401k plan is administered by Human Interest. Enrolment opens in your first week.", 0),
+            _section("Q. Does the company match my 401k?", "Not at this time.", 1)]
+    question = "do we get a 401k match"
+    lead = choose_lead(question, hits, {"d0": 1, "d1": 2}, index.embedder, question_idf(index, question, None))
+    assert "Not at this time." in render_lead(lead)
