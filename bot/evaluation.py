@@ -163,13 +163,13 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
     other half too, so the figure is not fitted to the whole file. The gate does not change
     which pages are cited, so hit@k is the same at every threshold.
     """
-    from indexing.retrieval import is_found
+    from indexing.gate import GateSignals, is_found
 
     thresholds = thresholds or [round(0.30 + 0.01 * i, 2) for i in range(51)]
     halves = {"fit": rows[0::2], "held_out": rows[1::2], "all": rows}
 
     def prf(subset: list[dict], t: float) -> dict:
-        refused = [r for r in subset if not is_found(r["signals"], t)]
+        refused = [r for r in subset if not is_found(GateSignals.from_json(r["signals"]), t)]
         right = sum(1 for r in refused if r["kind"] == "not_found")
         unanswerable = sum(1 for r in subset if r["kind"] == "not_found")
         p = right / len(refused) if refused else 0.0
