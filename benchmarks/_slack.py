@@ -130,7 +130,8 @@ def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator[
     import httpx
 
     from bot.serve import serving_in_thread, web_app
-    from bot.slack_app import build_app, web_client
+    from bot.slack.app import build_app
+    from bot.slack.client import web_client
 
     settings = bot_settings(slack)
     app = build_app(settings, index, web_client(settings))  # Bolt's default listener pool, as `kb serve`

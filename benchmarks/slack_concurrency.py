@@ -38,9 +38,9 @@ def main() -> None:
     parser.add_argument("--grace", type=float, default=2.0, help="seconds to wait for late duplicates once all are answered")
     args = parser.parse_args()
 
-    from bot import blocks
+    from bot.slack import blocks
     from bot.answer import answer_question
-    from bot.mrkdwn import neutralise
+    from bot.slack.mrkdwn import neutralise
 
     pool = load_questions()
     questions = [pool[i % len(pool)] for i in range(args.questions)]

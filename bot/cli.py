@@ -337,8 +337,8 @@ def _cli_scopes(settings, channel: str | None, user: str | None, shared: bool) -
         fail(str(exc))
     is_dm = user is not None and (channel is None or channel.startswith("D"))
     if settings.slack_bot_token is not None and settings.slack_bot_token.get_secret_value():
-        from bot.access import SlackAccess
-        from bot.slack_app import web_client
+        from bot.slack.access import SlackAccess
+        from bot.slack.client import web_client
 
         return SlackAccess(config, web_client(settings)).scopes(channel, user, is_dm=is_dm, shared_hint=shared)
     return visible_scopes(config, channel, user, [], is_dm, shared)
@@ -423,11 +423,14 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     settings = _settings()
     configured = _sources(settings)
     index = _open_index(settings)
-    info = index.status()
+    from indexing.status import index_status
+
+    info = index_status(index).__dict__
     with index.session() as s:
         orphans = [r.name for r in catalog.unconfigured(s, configured)]
     if as_json:
         info["last_runs"] = [r.model_dump(mode="json") for r in info["last_runs"]]
+        info.pop("unconfigured")
         info["unconfigured_sources"] = orphans
         typer.echo(json.dumps(info, ensure_ascii=False, default=str))
         return

@@ -42,10 +42,10 @@ from test_slack import (  # noqa: E402
     wait_until,
 )
 
-from bot import blocks  # noqa: E402
-from bot.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402
+from bot.slack import blocks  # noqa: E402
+from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402
 from bot.records import document_access  # noqa: E402
-from bot.slack_app import SHARE_REFUSED  # noqa: E402
+from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
 from connectors.access import AccessConfig, ScopeRule, visible_scopes  # noqa: E402
 from connectors.sources import (  # noqa: E402
     SourceConfig,
