@@ -116,6 +116,11 @@ class Audience:
     def operator(cls) -> Audience:
         return cls(kind=OPERATOR)
 
+    @classmethod
+    def limited(cls, scopes) -> Audience:
+        """The operator's view of these scopes only (`kb eval --scope`, benchmarks)."""
+        return cls(kind=OPERATOR, scopes=tuple(scopes))
+
     @property
     def search_scopes(self) -> list[str] | None:
         """The scopes as retrieval takes them: None searches everything."""
