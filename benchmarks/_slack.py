@@ -269,14 +269,14 @@ def outcome(slack: RecordingSlack, batch: list[Sent]) -> Outcome:
 
 
 def direct_answers(index, questions: list[str], repeat: int = 1) -> list[float]:
-    """Seconds per `answer_question` call, one at a time, in this thread: the baseline."""
-    from bot.answer import answer_question
+    """Seconds per `KnowledgeBase.ask` call, one at a time, in this thread: the baseline."""
+    from bot.knowledge import KnowledgeBase
 
     took = []
     for _ in range(repeat):
         for q in questions:
             started = time.perf_counter()
-            answer_question(index, q)
+            KnowledgeBase(index).ask(q)
             took.append(time.perf_counter() - started)
     return took
 
