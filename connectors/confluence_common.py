@@ -39,6 +39,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, Tag
 from markdownify import MarkdownConverter
 
+from connectors.document import SURROGATE
+
 # A storage body that is only a URL or a file name is page text, not a mistake (bs4 warns per page).
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 
@@ -333,11 +335,9 @@ def tidy(markdown: str) -> str:
     text = markdown.replace("\xa0", " ").replace("\u200b", "").replace("\r\n", "\n").replace("\x00", "")
     text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))  # not `[ \t]+\n`: quadratic on long runs
     text = re.sub(r"\n{3,}", "\n\n", text)
-    text = _SURROGATE.sub("\ufffd", text)
+    text = SURROGATE.sub("\ufffd", text)
     return text.strip() + "\n" if text.strip() else ""
 
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # --- storage format (XML export, REST body.storage) → Markdown ---------------------------------

@@ -15,7 +15,6 @@ vocabulary (IDF-weighted) the top sections contain.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +29,7 @@ from indexing.store import ChunkHit
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
 ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME = "answered", "uncertain", "not_found"
 OUTCOMES = (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK = bm25_module.CJK
 COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
 
 

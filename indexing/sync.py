@@ -82,13 +82,15 @@ class SyncReport:
 
 
 @dataclass
-class _Pending:
+class _ChunkedDocument:
+    """A changed document, split into its sections, waiting to be embedded and written in a batch."""
+
     doc: SourceDocument
     parents: list[Parent]
     is_new: bool
 
 
-Progress = Callable[[SourceDocument], None]
+DocumentDone = Callable[[SourceDocument], None]  # called once per document a sync has dealt with
 
 
 def sync_documents(
@@ -99,7 +101,7 @@ def sync_documents(
     prune: bool = True,
     delete_ids: Iterable[str] = (),
     trigger: str = "cli",
-    progress: Progress | None = None,
+    progress: DocumentDone | None = None,
     limit: DeletionLimit | None = None,
     allow_deletes: bool = False,
 ) -> SyncReport:
@@ -169,10 +171,10 @@ class _Known:
 
 
 def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict[str, _Known], seen: set[str],
-              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: Progress | None,
+              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: DocumentDone | None,
               failures: _Failures) -> None:
     """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding."""
-    pending: list[_Pending] = []
+    pending: list[_ChunkedDocument] = []
     for doc in documents:
         doc = storable(doc)
         seen.add(doc.doc_id)
@@ -202,7 +204,7 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict[str
                 if not parents:
                     skips.append((doc, "no indexable text (only headings, macros or whitespace)"))
                     continue
-                pending.append(_Pending(doc, parents, is_new=doc.doc_id not in known))
+                pending.append(_ChunkedDocument(doc, parents, is_new=doc.doc_id not in known))
                 if sum(len(p.children) for item in pending for p in item.parents) >= index.config.sync_batch_children:
                     failures.flush()
                     _flush(index, pending, report)
@@ -292,7 +294,7 @@ def delete_documents(index: Index, doc_ids: list[str]) -> int:
     return count
 
 
-def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
+def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) -> None:
     """Embed a batch of documents' children (cache first), then swap each document in."""
     if not pending:
         return
@@ -316,7 +318,7 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
             report.updated += 1
 
 
-def _embed(index: Index, pending: list[_Pending], report: SyncReport) -> list[tuple[_Pending, list]]:
+def _embed(index: Index, pending: list[_ChunkedDocument], report: SyncReport) -> list[tuple[_ChunkedDocument, list]]:
     """Each pending document with its children's vectors, embedded together (cache first).
 
     If the batch fails, each of its documents is tried alone: a document the model cannot take

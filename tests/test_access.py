@@ -47,13 +47,12 @@ from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisati
 from bot.records import document_access  # noqa: E402
 from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
 from connectors.access import AccessConfig, ScopeRule, visible_scopes  # noqa: E402
+from connectors.connector import SpaceScoped, open_connector  # noqa: E402
 from connectors.sources import (  # noqa: E402
     SourceConfig,
     SourcesError,
-    SpaceScoped,
     load_access,
     load_sources,
-    open_connector,
     read_sources_file,
 )
 from indexing import catalog  # noqa: E402

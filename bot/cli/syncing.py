@@ -109,7 +109,8 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from connectors.sources import SourcesError, open_connector
+    from connectors.connector import open_connector
+    from connectors.sources import SourcesError
 
     kb = common.open_kb(settings, sources, index=index)
     console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width

@@ -22,7 +22,7 @@ from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.slack.errors import apology, apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
-from connectors.sources import open_connector
+from connectors.connector import open_connector
 from indexing.sync import SyncReport
 
 if TYPE_CHECKING:
