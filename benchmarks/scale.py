@@ -150,7 +150,7 @@ def real_corpus(target: int, questions: list[dict]) -> Corpus:
     """Handbook pages (expected sources first) chunked until `target` children."""
     from connectors.markdown import MarkdownFolder
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())
@@ -203,7 +203,7 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
     """Endless stream of (SourceDocument, [(embed_text, vector)]) built from the real chunks."""
     from connectors.document import SourceDocument
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)

@@ -41,8 +41,8 @@ from connectors.confluence_common import (  # noqa: E402
     MAX_TAGS,
     ExportError,
     PageLimitExceeded,
-    storage_to_markdown,
 )
+from connectors.confluence_storage import storage_to_markdown  # noqa: E402
 from connectors.confluence_html import ConfluenceHtmlExport  # noqa: E402
 from connectors.confluence_xml import ConfluenceXmlExport  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
