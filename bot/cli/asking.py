@@ -68,7 +68,7 @@ def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
         from bot.slack.client import web_client
 
         client = web_client(settings)
-    return SlackAccess(config, client).audience(channel, user, is_dm=is_dm, shared_hint=shared)
+    return SlackAccess(config, client).audience(channel, user, is_dm=is_dm, said_shared=shared)
 
 
 def interactive(settings, as_json: bool = False, audience=None, index=None) -> None:

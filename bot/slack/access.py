@@ -103,26 +103,26 @@ class SlackAccess:
         return not self.config.scopes and self.config.shared_channels != SHARED_NONE
 
     def audience(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
-                 shared_hint: bool = False) -> Audience:
+                 said_shared: bool = False) -> Audience:
         """Who reads an answer to `user` asking in `channel` (no scopes: answer nothing here).
 
         `is_dm`: whether this is the user's direct message with Docent; None lets
-        `conversations.info` decide. `shared_hint`: Slack already said the conversation is shared
-        (an event envelope's `is_ext_shared_channel`).
+        `conversations.info` decide. `said_shared`: the caller already knows the conversation is
+        shared with another organisation (an event envelope's `is_ext_shared_channel`, `kb ask --shared`).
         """
         if self.only_public:
-            kind = SHARED if shared_hint else DIRECT if is_dm else CHANNEL
+            kind = SHARED if said_shared else DIRECT if is_dm else CHANNEL
             return Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user)
         conversation = self.conversation(channel) if channel else Conversation(shared=False)
         if is_dm is None:
             is_dm = bool(user) and conversation.im_user == user
         groups = self.groups_of(user) if is_dm and user else set()
-        return audience_for(self.config, channel, user, groups, is_dm, shared_hint or conversation.shared)
+        return audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared)
 
     def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
-               shared_hint: bool = False) -> list[str]:
+               said_shared: bool = False) -> list[str]:
         """The visible scopes of `audience(...)`, sorted (an empty list: answer nothing here)."""
-        return list(self.audience(channel, user, is_dm=is_dm, shared_hint=shared_hint).scopes or ())
+        return list(self.audience(channel, user, is_dm=is_dm, said_shared=said_shared).scopes or ())
 
     def conversation(self, channel: str) -> Conversation:
         return self._cached("conversation", channel, self._read_conversation)

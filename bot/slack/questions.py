@@ -83,7 +83,7 @@ class Asked:
     reply_thread: str | None  # the thread the answer goes to (None: the DM itself)
     context_thread: str | None  # the thread whose earlier question joins retrieval
     is_dm: bool | None = None  # None: `conversations.info` decides
-    shared_hint: bool = False  # the event envelope said the channel is shared with another organisation
+    said_shared: bool = False  # the event envelope said the channel is shared with another organisation
 
 
 def register(app, services: Services) -> None:
@@ -112,7 +112,7 @@ def register(app, services: Services) -> None:
 
 def _asked(event: dict, body: dict | None, context, **where) -> Asked:
     return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
-                 bot_user=context.bot_user_id, shared_hint=bool((body or {}).get("is_ext_shared_channel")), **where)
+                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")), **where)
 
 
 def is_human_message(event: dict) -> bool:
@@ -182,7 +182,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
         if not question:
             post(client, channel, reply_thread, EMPTY_MENTION)
             return
-        audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm, shared_hint=asked.shared_hint)
+        audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm, said_shared=asked.said_shared)
         if audience.sees_nothing:
             log.info("not answering %s %s/%s: no access scope is visible there", asked.surface, channel, ts)
             post(client, channel, reply_thread, NOT_HERE)
