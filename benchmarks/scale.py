@@ -7,7 +7,7 @@
 Two throwaway indexes (each its own temporary KB home with an embedded Postgres, deleted at
 exit unless `--keep`) are built the same way, through Docent's real write path, then the
 Sourcegraph eval questions are answered on both, alternating, with the model loaded — the same
-call as `kb ask` / `kb eval` (`bot.answer.answer_question`, hybrid, extractive, all scopes; with
+call as `kb ask` / `kb eval` (`bot.knowledge.KnowledgeBase.ask`, hybrid, extractive, all scopes; with
 `--scope public` filtered to that scope, as every Slack question is — Postgres plans the two
 differently, see docs/benchmarks.md).
 The small index is the baseline: the ratios show how latency grows with the index.
@@ -151,7 +151,7 @@ def real_corpus(target: int, questions: list[dict]) -> Corpus:
     """Handbook pages (expected sources first) chunked until `target` children."""
     from connectors.markdown import MarkdownFolder
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())
@@ -204,7 +204,7 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
     """Endless stream of (SourceDocument, [(embed_text, vector)]) built from the real chunks."""
     from connectors.document import SourceDocument
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -375,7 +375,8 @@ def main() -> None:
     real_target = min(args.real, baseline)
     run_started = time.perf_counter()
 
-    from bot.answer import answer_question
+    from bot.knowledge import KnowledgeBase
+    from connectors.access import Audience
     from indexing.embedding import Embedder
 
     questions = eval_questions()
@@ -426,9 +427,11 @@ def main() -> None:
     # then warm rounds alternating the indexes.
     print(f"load before queries: {os.getloadavg()[0]:.2f}; scopes searched: {', '.join(args.scope or ['all'])}", flush=True)
     reset_peak()
+    audience = Audience.limited(args.scope) if args.scope else Audience.operator()
+    kbs = {id(b): KnowledgeBase(b.index) for b in (small, large)}
     for b in (small, large):
         t = time.perf_counter()
-        answer_question(b.index, "warm-up question about the handbook", args.scope)
+        kbs[id(b)].ask("warm-up question about the handbook", audience)
         b.numbers["first answer after the build, ms"] = (time.perf_counter() - t) * 1000
     import torch
 
@@ -448,7 +451,7 @@ def main() -> None:
                     bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
                 threads_key = (threads, cap)
                 t = time.perf_counter()
-                answer = answer_question(b.index, q["question"], args.scope)
+                answer = kbs[id(b)].ask(q["question"], audience)
                 b.totals.setdefault(threads_key, []).append((time.perf_counter() - t) * 1000)
                 for stage in STAGES:
                     b.stages.setdefault(threads_key, {}).setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.answer import answer_question
+from bot.knowledge import KnowledgeBase
+from connectors.access import Audience
 from indexing.index import Index
 from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, OUTCOMES
 
@@ -56,13 +57,21 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None, mode: str = "hybrid",
-             llm=None) -> dict:
-    """Answer every question and score it; returns {"metrics", "questions"}.
+def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[str] | None = None,
+             mode: str = "hybrid", llm=None, extractive: bool = False) -> dict:
+    """Answer every question through `KnowledgeBase.ask` and score it; returns {"metrics", "questions"}.
 
-    Extractive unless `llm` (a `bot.llm.LLMClient`) is given: then the model writes the answers,
-    its "not found" counts as a refusal (`bot.answer`), and keyword coverage is of its text.
+    `scopes`: the operator's view limited to these access scopes (None: all). Extractive unless
+    the knowledge base has an LLM (or `llm`, a `bot.llm.LLMClient`, is given) and `extractive` is
+    off: then the model writes the answers, its "not found" counts as a refusal (`bot.answer`),
+    and keyword coverage is of its text.
     """
+    if not isinstance(kb, KnowledgeBase):
+        kb = KnowledgeBase(kb, llm=llm)
+    elif llm is not None:
+        kb = KnowledgeBase(kb.index, llm=llm, runner=kb.runner)
+    index = kb.index
+    audience = Audience.operator() if scopes is None else Audience.limited(scopes)
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
     rows = []
@@ -70,7 +79,7 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
     try:
         for q in questions:
             started = time.perf_counter()
-            answer = answer_question(index, q.question, scopes=scopes, mode=mode, llm=llm)
+            answer = kb.ask(q.question, audience, mode=mode, extractive=extractive)
             latency = (time.perf_counter() - started) * 1000
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)

@@ -10,7 +10,6 @@ answered; between → uncertain ("I'm not sure this answers it — check [1]").
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,7 @@ ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME = "answered", "uncertain", "not_found"
 OUTCOMES = (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)
 COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
 AGREE_BONUS = 0.05  # the first gate's "legs agree" rule (cos ≥ 0.47, or agree and cos ≥ 0.42), as one score
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK = bm25_module.CJK
 
 
 @dataclass(frozen=True)
