@@ -130,7 +130,8 @@ def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator[
     import httpx
 
     from bot.serve import serving_in_thread, web_app
-    from bot.slack_app import build_app, web_client
+    from bot.slack.app import build_app
+    from bot.slack.client import web_client
 
     settings = bot_settings(slack)
     app = build_app(settings, index, web_client(settings))  # Bolt's default listener pool, as `kb serve`
@@ -268,14 +269,14 @@ def outcome(slack: RecordingSlack, batch: list[Sent]) -> Outcome:
 
 
 def direct_answers(index, questions: list[str], repeat: int = 1) -> list[float]:
-    """Seconds per `answer_question` call, one at a time, in this thread: the baseline."""
-    from bot.answer import answer_question
+    """Seconds per `KnowledgeBase.ask` call, one at a time, in this thread: the baseline."""
+    from bot.knowledge import KnowledgeBase
 
     took = []
     for _ in range(repeat):
         for q in questions:
             started = time.perf_counter()
-            answer_question(index, q)
+            KnowledgeBase(index).ask(q)
             took.append(time.perf_counter() - started)
     return took
 

@@ -4,6 +4,8 @@
     python -m benchmarks.gate_calibration collect sg --home /tmp/kb-sg
     # 2. once all five are collected:
     python -m benchmarks.gate_calibration fit
+    # or both steps for the five public sets in one command ({corpus}: sample clef sg mszh squad):
+    python -m benchmarks.gate_calibration all --homes '/tmp/i14/kb-{corpus}'
 
 `collect` asks the corpus's index its public questions, their casual rewrites and foreign
 questions (`benchmarks.gate_questions`) and writes each question's gate signals and the rank of
@@ -41,7 +43,7 @@ def collect(corpus: str, home: Path) -> Path:
                 paths = list(dict.fromkeys(h.path for h in r.hits))
                 rank = next((i + 1 for i, p in enumerate(paths) if p in q.get("expected_sources", [])), None)
                 rows.append({"corpus": corpus, "set": set_name, "id": q["id"], "kind": q.get("kind", "fact"),
-                             "hit_rank": rank, "signals": r.signals})
+                             "hit_rank": rank, "signals": r.signals.to_json()})
     finally:
         index.close()
     target.write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -55,16 +57,23 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("corpus")
     c.add_argument("--home", type=Path, required=True)
     sub.add_parser("fit")
+    a = sub.add_parser("all", help="collect every public set from its own index, then fit")
+    a.add_argument("--homes", required=True, help="KB home of each corpus, with {corpus} in it")
     args = parser.parse_args(argv)
     if args.command == "collect":
         print(collect(args.corpus, args.home))
-    else:
-        from bot.gate_fit import loco_report
+        return
+    if args.command == "all":
+        from benchmarks.gate_questions import CORPORA
 
-        rows = [json.loads(line) for f in sorted(OUT.glob("gate-*.jsonl")) for line in f.read_text().splitlines()]
-        if not rows:
-            sys.exit(f"nothing collected in {OUT}: run `collect` first")
-        print(loco_report(rows))
+        for corpus in CORPORA:
+            print(collect(corpus, Path(args.homes.format(corpus=corpus))), file=sys.stderr)
+    from bot.gate_fit import loco_report
+
+    rows = [json.loads(line) for f in sorted(OUT.glob("gate-*.jsonl")) for line in f.read_text().splitlines()]
+    if not rows:
+        sys.exit(f"nothing collected in {OUT}: run `collect` first")
+    print(loco_report(rows))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("--scope", action="append", default=None, help="access scope to search (repeatable; default: all)")
     args = parser.parse_args()
 
-    from bot.answer import answer_question
+    from bot.knowledge import KnowledgeBase
+    from connectors.access import Audience
     from connectors.markdown import MarkdownFolder
     from indexing.sync import sync_documents
 
@@ -34,7 +35,9 @@ def main() -> None:
         folder = MarkdownFolder(HANDBOOK, source="handbook", exclude=CORPUS_EXCLUDES)
         sync_documents(index, folder.documents(), "handbook")
     index.embedder.embed_query("warm-up")
-    answer_question(index, "warm-up question about the handbook", args.scope)
+    kb = KnowledgeBase(index)
+    audience = Audience.limited(args.scope) if args.scope else Audience.operator()
+    kb.ask("warm-up question about the handbook", audience)
 
     embed_only, total, stages = [], [], {}
     for _ in range(args.repeat):
@@ -43,7 +46,7 @@ def main() -> None:
             index.embedder.embed_query(q)
             embed_only.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            answer = answer_question(index, q, args.scope)
+            answer = kb.ask(q, audience)
             total.append((time.perf_counter() - started) * 1000)
             for stage in ("embed", "vector", "bm25", "fuse", "answer"):
                 stages.setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))

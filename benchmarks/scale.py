@@ -2,11 +2,12 @@
 
     .venv/bin/python -m benchmarks.scale [--chunks 100000] [--baseline 5000] [--real 3000] [--repeat 3]
         [--threads 0,1] [--noise 0.1] [--seed 5] [--cache-dir DIR] [--keep] [--no-reindex] [--scope public]
+        [--lead all,8 --cold-lead]
 
 Two throwaway indexes (each its own temporary KB home with an embedded Postgres, deleted at
 exit unless `--keep`) are built the same way, through Docent's real write path, then the
 Sourcegraph eval questions are answered on both, alternating, with the model loaded — the same
-call as `kb ask` / `kb eval` (`bot.answer.answer_question`, hybrid, extractive, all scopes; with
+call as `kb ask` / `kb eval` (`bot.knowledge.KnowledgeBase.ask`, hybrid, extractive, all scopes; with
 `--scope public` filtered to that scope, as every Slack question is — Postgres plans the two
 differently, see docs/benchmarks.md).
 The small index is the baseline: the ratios show how latency grows with the index.
@@ -150,7 +151,7 @@ def real_corpus(target: int, questions: list[dict]) -> Corpus:
     """Handbook pages (expected sources first) chunked until `target` children."""
     from connectors.markdown import MarkdownFolder
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())
@@ -203,7 +204,7 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
     """Endless stream of (SourceDocument, [(embed_text, vector)]) built from the real chunks."""
     from connectors.document import SourceDocument
     from indexing.chunking import chunk_document
-    from indexing.sync import storable
+    from indexing.storable import storable
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -362,6 +363,11 @@ def main() -> None:
                         help="torch thread counts to answer with, alternating round by round (0: torch's default)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary KB homes (printed)")
     parser.add_argument("--no-reindex", action="store_true", help="skip the from-scratch HNSW rebuild")
+    parser.add_argument("--lead", default=None,
+                        help="compare caps on the lead's embedded sentences (bot.lead.EMBEDDED_SENTENCES), e.g. 'all,8'; "
+                             "settings alternate round by round like --threads")
+    parser.add_argument("--cold-lead", action="store_true",
+                        help="forget the lead's sentence vectors before every answer (every section unseen: the worst case)")
     parser.add_argument("--scope", action="append", default=None,
                         help="ask within this access scope (repeatable; every page here is 'public'); default: all")
     args = parser.parse_args()
@@ -369,7 +375,8 @@ def main() -> None:
     real_target = min(args.real, baseline)
     run_started = time.perf_counter()
 
-    from bot.answer import answer_question
+    from bot.knowledge import KnowledgeBase
+    from connectors.access import Audience
     from indexing.embedding import Embedder
 
     questions = eval_questions()
@@ -420,24 +427,34 @@ def main() -> None:
     # then warm rounds alternating the indexes.
     print(f"load before queries: {os.getloadavg()[0]:.2f}; scopes searched: {', '.join(args.scope or ['all'])}", flush=True)
     reset_peak()
+    audience = Audience.limited(args.scope) if args.scope else Audience.operator()
+    kbs = {id(b): KnowledgeBase(b.index) for b in (small, large)}
     for b in (small, large):
         t = time.perf_counter()
-        answer_question(b.index, "warm-up question about the handbook", args.scope)
+        kbs[id(b)].ask("warm-up question about the handbook", audience)
         b.numbers["first answer after the build, ms"] = (time.perf_counter() - t) * 1000
     import torch
 
-    settings = [int(n) or torch.get_num_threads() for n in args.threads.split(",")]
-    for r in range(args.repeat * len(settings)):  # thread settings alternate round by round
-        threads = settings[r % len(settings)]
+    import bot.lead
+
+    leads = [None] if args.lead is None else [10**9 if v == "all" else int(v) for v in args.lead.split(",")]
+    settings = [(int(n) or torch.get_num_threads(), cap) for n in args.threads.split(",") for cap in leads]
+    for r in range(args.repeat * len(settings)):  # settings alternate round by round
+        threads, cap = settings[r % len(settings)]
         torch.set_num_threads(threads)
+        if cap is not None:
+            bot.lead.EMBEDDED_SENTENCES = cap
         for n, q in enumerate(questions):
             order = (small, large) if (n + r // len(settings)) % 2 == 0 else (large, small)
             for b in order:
+                if args.cold_lead:
+                    bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
+                threads_key = (threads, cap)
                 t = time.perf_counter()
-                answer = answer_question(b.index, q["question"], args.scope)
-                b.totals.setdefault(threads, []).append((time.perf_counter() - t) * 1000)
+                answer = kbs[id(b)].ask(q["question"], audience)
+                b.totals.setdefault(threads_key, []).append((time.perf_counter() - t) * 1000)
                 for stage in STAGES:
-                    b.stages.setdefault(threads, {}).setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
+                    b.stages.setdefault(threads_key, {}).setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
                 if r == 0:
                     if q.get("kind") == "not_found":
                         b.refusals.append(not answer.found)
@@ -472,7 +489,9 @@ def main() -> None:
     row("documents (real + synthetic)", small.docs, large.docs)
     for threads in dict.fromkeys(settings):
         a, z = small.stages[threads], large.stages[threads]
-        row(f"[{threads} torch thread{'s' if threads > 1 else ''}] answer p50, ms", pct(small.totals[threads], 50), pct(large.totals[threads], 50))
+        n, cap = threads
+        label = f"{n} torch thread{'s' if n > 1 else ''}" + ("" if cap is None else f", lead embeds {'all' if cap >= 10**9 else cap}")
+        row(f"[{label}] answer p50, ms", pct(small.totals[threads], 50), pct(large.totals[threads], 50))
         row("  answer p95, ms", pct(small.totals[threads], 95), pct(large.totals[threads], 95))
         row("  answer max, ms", max(small.totals[threads]), max(large.totals[threads]))
         for b in (small, large):  # everything but embedding the question: the part that depends on the index

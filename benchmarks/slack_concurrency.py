@@ -11,7 +11,7 @@ recorded), and that every question got exactly one threaded reply, one 👀, one
 no apology, and the same answer text as a direct call. By default two bursts run one after the
 other: the first meets a server that has answered nothing yet (Bolt's first dispatch, fresh
 database and HTTP connections), the second a warm one. The baseline in the same process:
-`answer_question` called directly, one question at a time, for the same questions, before and
+`KnowledgeBase.ask` called directly, one question at a time, for the same questions, before and
 after the bursts; the ratios use the lower of the two medians (on a shared machine either round
 may be disturbed by other work, and disturbance only adds).
 
@@ -38,9 +38,9 @@ def main() -> None:
     parser.add_argument("--grace", type=float, default=2.0, help="seconds to wait for late duplicates once all are answered")
     args = parser.parse_args()
 
-    from bot import blocks
-    from bot.answer import answer_question
-    from bot.mrkdwn import neutralise
+    from bot.slack import blocks
+    from bot.knowledge import KnowledgeBase
+    from bot.slack.mrkdwn import neutralise
 
     pool = load_questions()
     questions = [pool[i % len(pool)] for i in range(args.questions)]
@@ -48,13 +48,14 @@ def main() -> None:
     index = fresh_index()
     sync_sample(index)
     index.embedder.embed_query("warm-up")
-    answer_question(index, "warm-up question about the wiki")
+    kb = KnowledgeBase(index)
+    kb.ask("warm-up question about the wiki")
     setup_s = time.perf_counter() - started
 
     direct, expected = [], {}
     for q in questions:
         t0 = time.perf_counter()
-        answer = answer_question(index, q)
+        answer = kb.ask(q)
         direct.append(time.perf_counter() - t0)
         expected[q] = digest(neutralise(blocks.fallback_text(answer)))
 
@@ -102,7 +103,7 @@ def main() -> None:
              row("end-to-end p95 / direct p50", lambda o, *_: ms(o.answer, 95) / direct_p50),
          ])
     table("Baseline in the same process, and the run", [
-        ("answer_question direct, one at a time, p50 before / after the bursts, ms",
+        ("KnowledgeBase.ask direct, one at a time, p50 before / after the bursts, ms",
          f"{pct(direct, 50) * 1000:.1f} / {pct(after, 50) * 1000:.1f}"),
         ("baseline for the ratios: the lower of the two p50s, ms", direct_p50),
         (f"{args.questions} × direct p50 (the last answer if served one by one), ms", args.questions * direct_p50),

@@ -18,7 +18,7 @@ request). Reported per rate: sent, answered, duplicates, errors, ack p95/max, en
 (event → chat.postMessage) p50/p95 of the steady phase and p95 of the burst, `/kb help` acks,
 syncs completed meanwhile, RSS — and the highest rate whose steady end-to-end p95 stays under
 1 s with every mention check passing. Baseline in the same process:
-`answer_question` called directly, one at a time, before and after the load; ratios use the lower
+`KnowledgeBase.ask` called directly, one at a time, before and after the load; ratios use the lower
 of the two medians (other work on a shared machine only adds).
 
 `--soak SECONDS` then runs one steady rate (`--soak-rate`, default the highest sustained rate
@@ -183,7 +183,7 @@ def main() -> None:
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
 
-    from bot.answer import answer_question
+    from bot.knowledge import KnowledgeBase
     from indexing.runner import SyncRunner
 
     questions = load_questions()
@@ -196,7 +196,7 @@ def main() -> None:
     runner = SyncRunner(index, [source])
     first = runner.sync(CHURN, trigger="benchmark")
     index.embedder.embed_query("warm-up")
-    answer_question(index, "warm-up question about the wiki")
+    KnowledgeBase(index).ask("warm-up question about the wiki")
     setup_s = time.perf_counter() - started
 
     direct_answers(index, questions)  # warm: the first queries after a large sync are slower
@@ -266,7 +266,7 @@ def main() -> None:
     summary = [
         (f"highest sustained rate: steady e2e p95 < {TARGET_P95_S:.0f} s, every mention answered once, "
          f"acks < {ACK_LIMIT_S:.0f} s, no errors", verdict),
-        ("baseline: answer_question direct, one at a time, no load: p50 before / after, ms",
+        ("baseline: KnowledgeBase.ask direct, one at a time, no load: p50 before / after, ms",
          f"{pct(before, 50) * 1000:.1f} / {pct(after, 50) * 1000:.1f}"),
         ("baseline for the ratios: the lower of the two p50s, ms", direct_p50 * 1000),
         (f"background syncs of `{churn_name}`: completed / failed", f"{len(churn.done)} / {len(churn.errors)}"),

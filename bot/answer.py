@@ -121,7 +121,7 @@ def answer_question(
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()
     answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
-                    timings_ms=timings, signals=retrieval.signals, outcome=retrieval.outcome)
+                    timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome)
     lead: list[LeadSentence] = []
     if answer.found:
         lead = choose_lead(question, retrieval.hits, numbers, index.embedder, question_idf(index, question, scopes))

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.answer import answer_question
+from bot.knowledge import KnowledgeBase
+from connectors.access import Audience
 from indexing.index import Index
 from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, OUTCOMES
 
@@ -56,13 +57,21 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def run_eval(index: Index, questions: list[Question], scopes: list[str] | None = None, mode: str = "hybrid",
-             llm=None) -> dict:
-    """Answer every question and score it; returns {"metrics", "questions"}.
+def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[str] | None = None,
+             mode: str = "hybrid", llm=None, extractive: bool = False) -> dict:
+    """Answer every question through `KnowledgeBase.ask` and score it; returns {"metrics", "questions"}.
 
-    Extractive unless `llm` (a `bot.llm.LLMClient`) is given: then the model writes the answers,
-    its "not found" counts as a refusal (`bot.answer`), and keyword coverage is of its text.
+    `scopes`: the operator's view limited to these access scopes (None: all). Extractive unless
+    the knowledge base has an LLM (or `llm`, a `bot.llm.LLMClient`, is given) and `extractive` is
+    off: then the model writes the answers, its "not found" counts as a refusal (`bot.answer`),
+    and keyword coverage is of its text.
     """
+    if not isinstance(kb, KnowledgeBase):
+        kb = KnowledgeBase(kb, llm=llm)
+    elif llm is not None:
+        kb = KnowledgeBase(kb.index, llm=llm, runner=kb.runner)
+    index = kb.index
+    audience = Audience.operator() if scopes is None else Audience.limited(scopes)
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
     rows = []
@@ -70,7 +79,7 @@ def run_eval(index: Index, questions: list[Question], scopes: list[str] | None =
     try:
         for q in questions:
             started = time.perf_counter()
-            answer = answer_question(index, q.question, scopes=scopes, mode=mode, llm=llm)
+            answer = kb.ask(q.question, audience, mode=mode, extractive=extractive)
             latency = (time.perf_counter() - started) * 1000
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
@@ -163,13 +172,13 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
     other half too, so the figure is not fitted to the whole file. The gate does not change
     which pages are cited, so hit@k is the same at every threshold.
     """
-    from indexing.retrieval import is_found
+    from indexing.gate import GateSignals, is_found
 
     thresholds = thresholds or [round(0.30 + 0.01 * i, 2) for i in range(51)]
     halves = {"fit": rows[0::2], "held_out": rows[1::2], "all": rows}
 
     def prf(subset: list[dict], t: float) -> dict:
-        refused = [r for r in subset if not is_found(r["signals"], t)]
+        refused = [r for r in subset if not is_found(GateSignals.from_json(r["signals"]), t)]
         right = sum(1 for r in refused if r["kind"] == "not_found")
         unanswerable = sum(1 for r in subset if r["kind"] == "not_found")
         p = right / len(refused) if refused else 0.0

@@ -1,6 +1,6 @@
 """Fitting the gate's two thresholds on labelled questions, and scoring it leave-one-corpus-out.
 
-The gate turns one score per question (`indexing.retrieval.gate_score`) into three outcomes:
+The gate turns one score per question (`indexing.gate.gate_score`) into three outcomes:
 below `refuse_below` → not found; from there to `answer_from` → uncertain; above → answered.
 The fit is deliberately simple, so that it can hold on questions nobody tuned for:
 
@@ -21,12 +21,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, gate_score, outcome_for
+from indexing.gate import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, GateSignals, gate_score, outcome_for
 
 MAX_REFUSED = 0.03  # target ≤ 0.05 out of corpus: a margin for the step from fit to held-out
 MAX_CONFIDENT = 0.25  # target ≤ 0.30
 NOT_FITTED_UNANSWERABLE = {"squad"}  # see the module docstring
 GRID = [round(0.0 + 0.005 * i, 3) for i in range(241)]  # 0.00 … 1.20
+
+
+def signals_of(row: dict) -> GateSignals:
+    """A collected row's signals (rows are JSON: `kb eval --json`, `benchmarks/out/gate-*.jsonl`)."""
+    return GateSignals.from_json(row["signals"])
+
+
+def score_of(row: dict) -> float:
+    return gate_score(signals_of(row))
 
 
 def language(row: dict) -> str:
@@ -45,6 +54,7 @@ def _mean_rate(rows: list[dict], predicate) -> float | None:
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
     """{language: (refuse_below, answer_from)} fitted on `rows` (collected gate rows)."""
     fitted = {}
+    score = {id(r): score_of(r) for r in rows}  # once per row, not once per threshold tried
     for lang in ("en", "cjk"):
         mine = [r for r in rows if language(r) == lang]
         answerable = [r for r in mine if r["kind"] != "not_found"]
@@ -53,12 +63,12 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
         if not answerable:
             fitted[lang] = (0.0, 0.0)
             continue
-        refuse = max((t for t in GRID if (_mean_rate(answerable, lambda r: gate_score(r["signals"]) < t) or 0) <= MAX_REFUSED),
+        refuse = max((t for t in GRID if (_mean_rate(answerable, lambda r: score[id(r)] < t) or 0) <= MAX_REFUSED),
                      default=0.0)
         own = [r for r in unanswerable if r["set"] != "foreign"]
         foreign = [r for r in unanswerable if r["set"] == "foreign"]
         answer = next((t for t in GRID if t >= refuse and all(
-            (_mean_rate(group, lambda r: gate_score(r["signals"]) >= t) or 0) <= MAX_CONFIDENT
+            (_mean_rate(group, lambda r: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
             for group in (own, foreign))), GRID[-1])
         fitted[lang] = (refuse, answer)
     return fitted
@@ -66,7 +76,7 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
 
 def outcome(row: dict, thresholds: dict[str, tuple[float, float]]) -> str:
     refuse, answer = thresholds[language(row)]
-    return outcome_for(gate_score(row["signals"]), refuse, answer)
+    return outcome_for(score_of(row), refuse, answer)
 
 
 def shares(rows: list[dict], thresholds) -> dict:

@@ -34,8 +34,8 @@ class Tidied:
 def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidied:
     """One housekeeping run; returns how many rows went."""
     from bot import records
-    from bot.conversation import prune_answer_messages
-    from bot.dedupe import Deduper
+    from bot.slack.conversation import prune_answer_messages
+    from bot.slack.dedupe import Deduper
 
     now = now or datetime.now(timezone.utc)
     deliveries = Deduper(index).prune(now=now)

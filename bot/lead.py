@@ -1,18 +1,22 @@
 """The one to three sentences that answer the question, chosen from the top sections.
 
 The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
-chunks of the top sections is scored by how close it is in meaning to the question (the bundled model's cosine)
-and by how much of the question's rare vocabulary it holds (IDF-weighted share of the
-question's terms, the same terms the keyword leg searches). For mostly-CJK questions the
-English model's cosine says little, so the terms carry most of the weight, as in ranking.
+chunks of the top sections is scored by how much of the question's rare vocabulary it holds
+(IDF-weighted share of the keyword leg's terms) and by how close it is in meaning to the question
+(the bundled model's cosine). The model is the lead's whole cost, so only the `EMBEDDED_SENTENCES`
+lexically best candidates go through it (docs/benchmarks.md: the same leads on all five public
+sets, a fraction of the time). For mostly-CJK questions the English model's cosine says little,
+so the terms carry most of the weight, as in ranking. A short sentence is scored with its
+section's heading in front ("Q. Does it match my 401k?: Not at this time.").
 
-A question that asks for an amount, a date or a duration ("how many", "when", "多少") prefers
-sentences that hold a number: the expected answer type, the oldest cue in question answering.
+A question that asks for a time, a share or a number ("when", "what %", "how many", "多少")
+prefers sentences holding one (`bot.answer_types`): the oldest cue in question answering.
 
 A sentence that cannot stand alone keeps its neighbour: one that introduces a list (ends with
 ":") gets the next one, a very short one or one that opens with a back-reference ("This",
 "It", "They" …) gets the one before it. Sentences that score almost as well as the best are
-added, up to `MAX_SENTENCES` and `MAX_CHARS`, so an answer spread over two sections shows both.
+added, up to `MAX_SENTENCES` and `MAX_CHARS`, so an answer spread over two sections shows both;
+one repeating a sentence already chosen (pages copy paragraphs) is skipped.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bot.answer_types import asked_type, has_digits, holds
 from bot.sentences import Sentence, sentences
 from indexing import bm25
 from indexing.retrieval import Hit, is_cjk
@@ -37,14 +42,12 @@ COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − ra
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-NUMBER_BONUS = 0.1  # a question asking for an amount, a date or a duration prefers sentences with numbers
-SHORT_WORDS = 6
+NUMBER_BONUS = 0.1  # a question asking for a time, a share or a number prefers sentences holding one (bot.answer_types)
+SHORT_WORDS = 6  # a sentence shorter than this gets its context: a neighbour to show, its heading to score
+HEADING_CONTEXT = True  # score short sentences with their section's heading (_in_context)
+NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
+EMBEDDED_SENTENCES = 8  # only the lexically best candidates are embedded (docs/benchmarks.md: same leads, a third of the cost)
 CACHED_SENTENCES = 20_000  # sentence vectors kept in this process (~30 MB at 384 float32s), most recent first
-# The expected answer is a number, an amount, a date or a duration (classic answer-type cue).
-_ASKS_NUMBER = re.compile(r"\b(?:how (?:many|much|long|often|soon|quickly|old|far|big|large)|when|what (?:time|date|day|year|age|percent(?:age)?)"
-                          r"|which (?:year|day|date)|limit|maximum|minimum|max|min|deadline|percent(?:age)?)\b|%"
-                          r"|多少|几|多久|多长|什么时候|何时|哪年|哪天|上限|下限|最多|最少", re.IGNORECASE)
-_HAS_NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两半]+\s*[个天周月年日次小分%]")
 _BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
                              re.IGNORECASE)
 
@@ -65,24 +68,29 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     candidates: list[tuple[int, list[Sentence]]] = []
     for rank, hit in enumerate(hits[:SECTIONS]):
         found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
-                        if _words(s.text) >= 3 or _HAS_NUMBER.search(s.text))
+                        if _words(s.text) >= 3 or has_digits(s.text))
         if found:
             candidates.append((rank, found))
     flat = [(rank, i, s) for rank, found in candidates for i, s in enumerate(found)]
     if not flat:
         return []
-    texts = [s.text for _, _, s in flat]
-    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *texts]).astype(float)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
-    cosines = vectors[1:] @ vectors[0]
     total = sum(idf.values())
     weight = COSINE_WEIGHT_CJK if is_cjk(question) else COSINE_WEIGHT
-    asks_number = bool(_ASKS_NUMBER.search(question))
-    scores = []
-    for (rank, _, s), cosine in zip(flat, cosines):
-        share = sum(w for t, w in idf.items() if t in set(bm25.tokens(s.text))) / total if total else 0.0
-        bonus = NUMBER_BONUS if asks_number and _HAS_NUMBER.search(s.text) else 0.0
-        scores.append(weight * float(cosine) + (1 - weight) * share + bonus - RANK_PENALTY * rank)
+    asked = asked_type(question)
+    scored = [_in_context(hits[rank], s) for rank, _, s in flat]
+    lexical = []
+    for (rank, _, s), text in zip(flat, scored):
+        words = set(bm25.tokens(text))
+        share = sum(w for t, w in idf.items() if t in words) / total if total else 0.0
+        bonus = NUMBER_BONUS if holds(s.text, asked) else 0.0
+        lexical.append((1 - weight) * share + bonus - RANK_PENALTY * rank)
+    # Only the lexically most promising sentences go through the model (its cost is the lead's cost).
+    embedded = sorted(range(len(flat)), key=lambda k: lexical[k], reverse=True)[:EMBEDDED_SENTENCES]
+    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *(scored[k] for k in embedded)]).astype(float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
+    scores = [float("-inf")] * len(flat)
+    for k, cosine in zip(embedded, vectors[1:] @ vectors[0]):
+        scores[k] = weight * float(cosine) + lexical[k]
     order = sorted(range(len(flat)), key=lambda k: scores[k], reverse=True)
     by_rank = dict(candidates)
     chosen: dict[tuple[int, int], float] = {}
@@ -92,7 +100,7 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         if scores[k] < scores[order[0]] - NEAR_BEST or seeds >= MAX_SENTENCES:
             break
         rank, i, sentence = flat[k]
-        if (rank, i) in chosen or sentence.text in seen_texts:
+        if (rank, i) in chosen or sentence.text in seen_texts or _repeats(sentence.text, seen_texts):
             continue
         group = [(rank, j) for j in _with_context(by_rank[rank], i) if (rank, j) not in chosen]
         size = sum(len(by_rank[r][j].text) + 1 for r, j in group)
@@ -149,6 +157,32 @@ def _searched_text(hit: Hit) -> str:
     answer nearly always is. Embedding every sentence of a long section cost up to a second per
     answer on two cores (docs/tuning.md §8)."""
     return "\n\n".join(hit.matched[:MATCHED_CHILDREN]) or hit.text
+
+
+def _in_context(hit: Hit, sentence: Sentence) -> str:
+    """The text a sentence is scored as: a short one with its section's heading in front.
+
+    A short sentence rarely stands alone — under "Q. Does Sourcegraph match my 401k?" the answer
+    is "Not at this time." — so, as a chunk is embedded with its heading path, it is scored
+    together with the heading that says what it is about (it is still shown as written).
+    Applied to every sentence, headings would drown the sentences' own words: measured worse
+    (docs/tuning.md §9)."""
+    heading = hit.heading_path[-1] if hit.heading_path else hit.title
+    if HEADING_CONTEXT and heading and _words(sentence.text) < SHORT_WORDS:
+        return f"{heading}: {sentence.text}"
+    return sentence.text
+
+
+def _repeats(text: str, shown: set[str]) -> bool:
+    """Whether a sentence says what a shown one already says: pages copy paragraphs from each
+    other ("We offer a $5,000 referral bonus…" / "We also offer a $5,000 referral bonus…"), and a
+    repeat takes the place of a sentence that could hold the answer."""
+    words = set(bm25.tokens(text))
+    for other in shown:
+        theirs = set(bm25.tokens(other))
+        if words and theirs and len(words & theirs) / len(words | theirs) >= NEAR_DUPLICATE:
+            return True
+    return False
 
 
 def _unique(found) -> list[Sentence]:

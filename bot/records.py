@@ -14,25 +14,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint, func, or_
+from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Field, SQLModel, select
 
 from bot.answer import Answer, Source
 from indexing.index import Index
+from indexing.registry import timestamptz, utcnow
 
 UP, DOWN = "up", "down"
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _when(**kwargs) -> Column:
-    return Column(DateTime(timezone=True), **kwargs)
 
 
 class QueryLog(SQLModel, table=True):
@@ -45,7 +38,7 @@ class QueryLog(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
     answer_id: str | None = Field(default=None, unique=True)  # None when answering failed
     surface: str  # mention / dm / thread / command
     user_id: str = Field(index=True)
@@ -76,21 +69,21 @@ class Feedback(SQLModel, table=True):
     user_id: str
     vote: str  # up / down
     reason: str | None = Field(default=None, sa_column=Column(Text))
-    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False))
-    updated_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
 
 
 class AdminAction(SQLModel, table=True):
     __tablename__ = "admin_actions"
 
     id: int | None = Field(default=None, primary_key=True)
-    created_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False, index=True))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
     user_id: str = Field(index=True)
     action: str  # e.g. "resync"
     argument: str = ""
     allowed: bool = False
     result: str = Field(default="", sa_column=Column(Text, nullable=False))
-    finished_at: datetime | None = Field(default=None, sa_column=_when())
+    finished_at: datetime | None = Field(default=None, sa_column=timestamptz())
 
 
 TABLES = [QueryLog, Feedback, AdminAction]

@@ -33,8 +33,9 @@ from bot.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
-from bot.slack_app import build_app, web_client
-from bot.workers import Workers
+from bot.slack.app import build_app
+from bot.slack.client import web_client
+from bot.slack.workers import Workers
 from indexing.index import Index
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ def start_listening(index: Index):
     """Hear the other replicas on this database (`indexing.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
     event one of them got drops the same cached details here. Returns the running listener."""
-    from bot import access
+    from bot.slack import access
     from indexing.notify import Listener, notify_now
 
     access.announce_with(lambda kind, key: notify_now(index.engine, "access", what=kind, key=key))

@@ -1,5 +1,5 @@
-"""Who may see which access scope, and the one rule that turns "asked here, by this person" into
-the scopes retrieval may search.
+"""Audience: who will read an answer, and the one rule that turns "asked here, by this person"
+into the access scopes retrieval may search.
 
 Every document carries an access scope (its source's `access`, or for Confluence its space's).
 The sources file says where each scope is visible (`[scopes.NAME]`, parsed in
@@ -14,8 +14,12 @@ The sources file says where each scope is visible (`[scopes.NAME]`, parsed in
 shared with other organisations (Slack Connect) see `public` only, or nothing with
 `shared_channels = "none"`, whatever else is configured.
 
+An `Audience` is that decision made once — a channel, a person's direct message with their user
+groups, a conversation shared with another organisation, or the operator at a terminal (every
+scope) — and passed down to retrieval, which searches only `Audience.scopes`.
+
 This module is pure: what Slack knows (is the channel shared? which groups is the user in?) is
-looked up by the caller (`bot.access`) and passed in.
+looked up by the caller (`bot.slack.access`) and passed in.
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ WILDCARD = "*"
 SHARED_PUBLIC = "public"  # Slack Connect channels see the public scope only (the default)
 SHARED_NONE = "none"  # Slack Connect channels get no answers at all
 SHARED_CHOICES = (SHARED_PUBLIC, SHARED_NONE)
+
+# The kinds of audience
+OPERATOR = "operator"  # `kb ask` without --as-*: every scope
+CHANNEL = "channel"  # everyone in a channel reads the answer, whoever asked
+DIRECT = "direct message"  # one person (and their user groups), in their DM with Docent
+SHARED = "shared"  # a conversation shared with another organisation (Slack Connect)
 
 
 @dataclass(frozen=True)
@@ -86,3 +96,55 @@ def visible_scopes(
         if rule.in_dm(user_id, groups) if is_dm else rule.in_channel(channel_id):
             visible.add(name)
     return sorted(visible)
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who will read an answer, and so the access scopes it may draw on.
+
+    `scopes` None is the operator's view (every scope, no filter); an empty tuple means nothing
+    may be shown here at all (a Slack Connect conversation with `shared_channels = "none"`).
+    """
+
+    kind: str
+    scopes: tuple[str, ...] | None = None
+    channel: str | None = None
+    user: str | None = None
+    groups: frozenset[str] = frozenset()
+
+    @classmethod
+    def operator(cls) -> Audience:
+        return cls(kind=OPERATOR)
+
+    @classmethod
+    def limited(cls, scopes) -> Audience:
+        """The operator's view of these scopes only (`kb eval --scope`, benchmarks)."""
+        return cls(kind=OPERATOR, scopes=tuple(scopes))
+
+    @property
+    def search_scopes(self) -> list[str] | None:
+        """The scopes as retrieval takes them: None searches everything."""
+        return None if self.scopes is None else list(self.scopes)
+
+    @property
+    def sees_nothing(self) -> bool:
+        return self.scopes is not None and not self.scopes
+
+    def sees_all(self, scopes: Iterable[str]) -> bool:
+        """Whether every one of `scopes` may be shown to this audience (e.g. all of a source's)."""
+        return self.scopes is None or set(scopes) <= set(self.scopes)
+
+
+def audience_for(
+    config: AccessConfig,
+    channel_id: str | None,
+    user_id: str | None,
+    user_groups: Iterable[str],
+    is_dm: bool,
+    is_shared: bool,
+) -> Audience:
+    """The audience of a question asked here, by this person (`visible_scopes` decides its scopes)."""
+    groups = frozenset(user_groups or ())
+    kind = SHARED if is_shared else DIRECT if is_dm else CHANNEL
+    scopes = visible_scopes(config, channel_id, user_id, groups, is_dm, is_shared)
+    return Audience(kind=kind, scopes=tuple(scopes), channel=channel_id, user=user_id, groups=groups)

@@ -45,9 +45,9 @@ from connectors.confluence_common import (
     ExportFiles,
     decode_utf8,
     page_url,
-    storage_to_markdown,
     zone,
 )
+from connectors.confluence_storage import storage_to_markdown
 from connectors.document import PUBLIC, SourceDocument
 
 STORAGE = "2"  # BodyContent.bodyType of storage XHTML

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from connectors.commonmark import Heading
 
 PUBLIC = "public"
+# A lone UTF-16 surrogate: what Python makes of undecodable bytes (surrogateescape), and what no
+# database text column, JSON encoder or Slack message accepts.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass

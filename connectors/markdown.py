@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from connectors.commonmark import Page, parse
-from connectors.document import PUBLIC, SourceDocument
+from connectors.document import PUBLIC, SURROGATE, SourceDocument
 from connectors.globs import GlobFilter
 from connectors.git_dates import GitDates
 
@@ -93,7 +93,7 @@ class MarkdownFolder:
 
     def read(self, rel: str) -> SourceDocument:
         """Read one file into a document; problems become the document's `error`."""
-        if _SURROGATE.search(rel):  # a file name that is not UTF-8: no id or URL can be made of it
+        if SURROGATE.search(rel):  # a file name that is not UTF-8: no id or URL can be made of it
             shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             return SourceDocument(source=self.source, path=shown, access=self.access,
                                   error="file name is not valid UTF-8; rename the file")
@@ -158,8 +158,6 @@ class MarkdownFolder:
         except (OSError, RuntimeError):
             return False
 
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _decode(raw: bytes) -> str:

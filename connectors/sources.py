@@ -33,7 +33,8 @@ mapping and `shared_channels`. (In TOML, top-level keys go before the first tabl
 Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
 type coercion): a typo, a number where text belongs or a bare string where a list belongs
 (`exclude = "drafts/**"`, which as a list of characters would exclude every file) stops Docent
-at start with the file, the table and the key. Globs follow gitignore rules (`connectors.globs`).
+at start with the file, the table and the key. Globs follow gitignore rules (`connectors.globs`);
+schedules and deletion limits are parsed by `connectors.sync_rules`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
+from connectors.sync_rules import (
+    MAX_DELETE_EXPECTED,
+    DeletionLimit,
+    Schedule,
+    SourcesError,
+    parse_max_delete,
+    parse_schedule,
+)
 
 KINDS = ("markdown", "confluence-html", "confluence-xml")
 CONFLUENCE_KINDS = ("confluence-html", "confluence-xml")
@@ -61,66 +70,6 @@ _SLACK_IDS = {
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
 _TOP_LEVEL = ("source", "sources", "scopes", "shared_channels")
-# Deletion guard defaults: a sync may not delete more than half of a source's pages when that is
-# 10 pages or more (a vanished mount or a wrong glob), nor every page of a source (any number).
-DEFAULT_DELETE_SHARE = 0.5
-DELETE_FLOOR = 10
-
-
-class SourcesError(ValueError):
-    """The sources file is missing, unreadable or wrong; the message says where."""
-
-
-@dataclass(frozen=True)
-class DeletionLimit:
-    """How much of its pages one sync of a source may delete (`max_delete` in the sources file):
-    `pages` (at most that many) or `share` (at most that share, once it is `DELETE_FLOOR` pages
-    or more). Whatever the limit, a sync that finds no page at all where there were some deletes
-    nothing: that is what an unmounted share or a half-finished clone looks like."""
-
-    share: float | None = DEFAULT_DELETE_SHARE
-    pages: int | None = None
-
-    def refusal(self, deleting: int, indexed: int, found: int) -> str | None:
-        """Why deleting `deleting` of `indexed` pages (having found `found`) is refused; None: allowed."""
-        if deleting == 0:
-            return None
-        if found == 0 and indexed > 0:
-            return (f"found no pages where {indexed} were indexed (an empty or unmounted folder, or "
-                    f"include/exclude globs that match nothing?); deleting none of them")
-        if self.pages is not None:
-            if deleting > self.pages:
-                return f"would delete {deleting} of {indexed} pages, more than max_delete = {self.pages}; deleting none"
-            return None
-        share = self.share if self.share is not None else DEFAULT_DELETE_SHARE
-        if deleting >= DELETE_FLOOR and deleting > share * indexed:
-            return (f"would delete {deleting} of {indexed} pages, more than {share:.0%} of the source; "
-                    f"deleting none")
-        return None
-
-    def __str__(self) -> str:
-        return f"{self.pages} pages" if self.pages is not None else f"{self.share:.0%}"
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """A re-sync schedule, parsed when the sources file is read: "every 30m" or a 5-field cron (UTC)."""
-
-    text: str
-    interval_seconds: int | None = None  # None: `text` is a cron expression
-
-    def trigger(self):
-        """The apscheduler trigger for it."""
-        if self.interval_seconds is not None:
-            from apscheduler.triggers.interval import IntervalTrigger
-
-            return IntervalTrigger(seconds=self.interval_seconds, timezone="UTC")
-        from apscheduler.triggers.cron import CronTrigger
-
-        return CronTrigger.from_crontab(self.text, timezone="UTC")
-
-    def __str__(self) -> str:
-        return self.text
 
 
 @dataclass
@@ -208,7 +157,7 @@ _EXPECTED = {
     "base_url": "a URL in quotes",
     "access": "a scope name, or for Confluence { SPACEKEY = \"scope\", \"*\" = \"default\" }",
     "schedule": "text: \"every 30m\" or a 5-field cron such as \"0 3 * * *\"",
-    "max_delete": "a number of pages (e.g. 25) or a share such as \"50%\"",
+    "max_delete": MAX_DELETE_EXPECTED,
 }
 
 
@@ -381,47 +330,6 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
     )
 
 
-_INTERVAL = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
-_SHARE = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
-
-
-def parse_schedule(text: str, where: str = "schedule") -> Schedule:
-    """"every 15m" (s, m, h, d) or a 5-field cron (UTC), checked now by apscheduler itself, so a
-    schedule that could never fire stops Docent at start rather than when it first comes due."""
-    text = text.strip()
-    if match := _INTERVAL.match(text):
-        seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-        if seconds <= 0:
-            raise SourcesError(f"{where}: the interval must be positive")
-        return Schedule(text=text, interval_seconds=seconds)
-    if len(text.split()) == 5:
-        schedule = Schedule(text=text)
-        try:
-            schedule.trigger()
-        except ValueError as exc:
-            raise SourcesError(f"{where}: cron {text!r} is not valid: {exc}") from None
-        return schedule
-    raise SourcesError(f"{where}: {text!r} is neither 'every <n>s|m|h|d' nor a 5-field cron")
-
-
-def parse_max_delete(value: int | str | None, where: str = "max_delete") -> DeletionLimit:
-    """`max_delete = 25` (pages), `"50%"` (a share of the source's pages), or unset: the default."""
-    if value is None:
-        return DeletionLimit()
-    if isinstance(value, bool):
-        raise SourcesError(f"{where}: must be {_EXPECTED['max_delete']}, not true/false")
-    if isinstance(value, int):
-        if value < 0:
-            raise SourcesError(f"{where}: must not be negative")
-        return DeletionLimit(share=None, pages=value)
-    if match := _SHARE.match(value.strip()):
-        share = float(match.group(1)) / 100
-        if share > 1:
-            raise SourcesError(f"{where}: a share is at most 100%")
-        return DeletionLimit(share=share)
-    raise SourcesError(f"{where}: must be {_EXPECTED['max_delete']}, not {value!r}")
-
-
 def adhoc_name(location: Path, taken: dict[str, str]) -> str:
     """The source name `kb sync PATH` gives a folder or export of its own: the file or folder
     name as a source name ("exports/html-space" → "html-space"), with a short hash of the full
@@ -438,51 +346,3 @@ def adhoc_name(location: Path, taken: dict[str, str]) -> str:
     if base not in taken:
         return base
     return f"{base}-{hashlib.sha1(str(location).encode()).hexdigest()[:6]}"
-
-
-def open_connector(source: SourceConfig):
-    """The connector object for a source; every connector has `documents()` and `read`-style access."""
-    kind = source.resolved_kind
-    per_space = source.access if isinstance(source.access, dict) else None
-    if per_space is not None and kind not in CONFLUENCE_KINDS:
-        raise SourcesError(f"source {source.name}: access per space is only for Confluence exports, "
-                           f"and {source.location} is a {kind} source")
-    access = per_space[WILDCARD] if per_space is not None else source.access
-    if kind == "markdown":
-        from connectors.markdown import MarkdownFolder
-
-        return MarkdownFolder(source.location, source=source.name, include=source.include, exclude=source.exclude,
-                              url_template=source.url_template, access=access)
-    if kind == "confluence-html":
-        from connectors.confluence_html import ConfluenceHtmlExport
-
-        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
-    elif kind == "confluence-xml":
-        from connectors.confluence_xml import ConfluenceXmlExport
-
-        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
-    else:
-        raise SourcesError(f"source {source.name}: unknown kind {kind!r}")
-    return SpaceScoped(connector, per_space) if per_space is not None else connector
-
-
-class SpaceScoped:
-    """A Confluence export whose pages take their access scope from their space
-    (`doc.metadata["space"]`, matched case-insensitively; "*" for every other space).
-    Everything else is the wrapped connector's."""
-
-    def __init__(self, connector, access: dict[str, str]) -> None:
-        self.connector = connector
-        self.default = access[WILDCARD]
-        self.by_space = {space.casefold(): scope for space, scope in access.items() if space != WILDCARD}
-
-    def scope_of(self, space: str | None) -> str:
-        return self.by_space.get((space or "").casefold(), self.default)
-
-    def documents(self):
-        for doc in self.connector.documents():
-            doc.access = self.scope_of(doc.metadata.get("space"))
-            yield doc
-
-    def __getattr__(self, name: str):
-        return getattr(self.connector, name)

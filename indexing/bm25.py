@@ -38,7 +38,9 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEB
 # cold then tokenises at most about this many pages (docs/benchmarks.md, "keyword leg").
 BASE_EVERY_DOCS = 200
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+# One Chinese/Japanese/Korean character (kana, CJK ideographs and compatibility ideographs, Hangul)
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK_RUN = re.compile(CJK.pattern + "+")
 _PATH_EXTENSION = re.compile(r"\.(md|markdown|mdx|html?|xml|json|txt)$", re.IGNORECASE)
 _PATH_SEPARATORS = re.compile(r"[/\\_.\-]+")
 
@@ -68,7 +70,7 @@ def analyze(text: str) -> str:
             return f" {run} "
         return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
-    return _CJK.sub(bigrams, text)
+    return _CJK_RUN.sub(bigrams, text)
 
 
 def question_text(question: str) -> str:

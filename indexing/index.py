@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, SQLModel, func, select
+from sqlmodel import Session, SQLModel
 
 from indexing import registry
 from indexing.bm25 import Bm25Index
@@ -49,36 +49,6 @@ class Index:
     def chunk_count(self) -> int:
         with self.session() as s:
             return self.store.count(s)
-
-    def status(self, scopes: list[str] | None = None) -> dict:
-        """Counts for `kb status`: documents by status, chunks, failed and skipped pages with their
-        reasons, last sync per source (with its result: ok, refused, aborted).
-
-        With `scopes` (what `/kb status` may show where it is asked), documents, chunks and
-        failures are those of these access scopes only. Sync runs belong to a source, not a
-        scope, so they are all returned: the caller decides which sources it may name.
-        """
-        Record = registry.DocumentRecord
-        visible = [] if scopes is None else [Record.access.in_(list(scopes))]
-        with self.session() as s:
-            by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
-            failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
-            skips = s.exec(select(Record).where(Record.status == registry.Status.SKIPPED, *visible)).all()
-            # The last run of every source (not the last 50 runs of all: a busy source would hide the others).
-            Run = registry.SyncRun
-            latest = select(func.max(Run.id)).group_by(Run.source)
-            runs = s.exec(select(Run).where(Run.id.in_(latest)).order_by(Run.id.desc())).all()
-            chunks = self.store.count(s, None if scopes is None else list(scopes))
-        last_runs = {run.source: run for run in runs}
-        return {
-            "documents": {str(k.value if hasattr(k, "value") else k): v for k, v in by_status.items()},
-            "chunks": chunks,
-            "failed": [(d.id, d.error) for d in failures],
-            "skipped": [(d.id, d.error) for d in skips],
-            "last_runs": list(last_runs.values()),
-            "database": self.location,
-            "home": str(self.config.home),
-        }
 
     def close(self) -> None:
         """Let go of every database connection: the vector store's two engines (psycopg2 and

@@ -26,10 +26,11 @@ GENERATION_KEY = "generation"  # bumped by every committed document change (Chun
 
 
 def utcnow() -> datetime:
+    """Now, in UTC, zone-aware: the one clock every stored timestamp uses."""
     return datetime.now(timezone.utc)
 
 
-def _when(**kwargs) -> Column:
+def timestamptz(**kwargs) -> Column:
     """A timestamptz column: times are stored with their zone and read back aware."""
     return Column(DateTime(timezone=True), **kwargs)
 
@@ -62,8 +63,8 @@ class DocumentRecord(SQLModel, table=True):
     status: Status = Field(default=Status.PENDING, index=True)
     error: str | None = Field(default=None, sa_column=Column(Text))
     chunk_count: int = 0
-    updated_at: datetime | None = Field(default=None, sa_column=_when())  # when the page itself last changed
-    indexed_at: datetime | None = Field(default=None, sa_column=_when())  # when this version was committed to the index
+    updated_at: datetime | None = Field(default=None, sa_column=timestamptz())  # when the page itself last changed
+    indexed_at: datetime | None = Field(default=None, sa_column=timestamptz())  # when this version was committed to the index
 
 
 class ParentSection(SQLModel, table=True):
@@ -91,8 +92,8 @@ class SyncRun(SQLModel, table=True):
     source: str = Field(index=True)
     trigger: str = "cli"  # cli / watcher / schedule / admin
     runner: str = ""  # host:pid of the process that ran it
-    started_at: datetime = Field(default_factory=utcnow, sa_column=_when(nullable=False))
-    finished_at: datetime | None = Field(default=None, sa_column=_when())
+    started_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+    finished_at: datetime | None = Field(default=None, sa_column=timestamptz())
     added: int = 0
     updated: int = 0
     unchanged: int = 0

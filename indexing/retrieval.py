@@ -8,30 +8,33 @@ can rank a page, but never show it where it is no longer visible.
 
 Fusion is a weighted sum of each parent's best cosine and its best BM25 score (normalised by
 the question's top BM25 score); reciprocal-rank fusion (k=60) remains as the `hybrid-rrf` mode
-for comparison. Fused scores are relative to one question, so the not-found gate looks at raw
-signals instead: the best cosine similarity of any child, and how much of the question's rare
-vocabulary (IDF-weighted) the top sections contain.
+for comparison. Fused scores are relative to one question, so the not-found gate
+(`indexing.gate`) reads raw signals instead.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlmodel import select
 
-from indexing import bm25 as bm25_module
+from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported from here by bot/
+    ANSWERED,
+    NOT_FOUND_OUTCOME,
+    OUTCOMES,
+    UNCERTAIN,
+    GateSignals,
+    gate_outcome,
+    gate_signals,
+    is_cjk,
+)
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
 from indexing.store import ChunkHit
 
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
-ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME = "answered", "uncertain", "not_found"
-OUTCOMES = (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
 
 
 @dataclass
@@ -62,7 +65,7 @@ class Retrieval:
     question: str
     hits: list[Hit]
     found: bool  # outcome != "not_found"
-    signals: dict = field(default_factory=dict)  # raw gate inputs: best cosine, term coverage
+    signals: GateSignals = field(default_factory=GateSignals)  # the gate's raw inputs
     timings_ms: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
 
@@ -144,13 +147,6 @@ def rrf_parents(dense: list[ChunkHit], keyword: list[ChunkHit], k: int) -> tuple
     return {pid: child[kids[0]] for pid, kids in by_parent.items()}, by_parent
 
 
-def is_cjk(text: str) -> bool:
-    """Whether a question is mostly Chinese/Japanese/Korean: then the English embedding model's
-    cosine says little (unrelated Chinese text scores 0.5–0.9) and keywords carry the ranking."""
-    letters = [c for c in text if c.isalpha()]
-    return bool(letters) and sum(1 for c in letters if _CJK.match(c)) / len(letters) >= 0.3
-
-
 def _best_per_parent(hits: list[ChunkHit]) -> dict[str, float]:
     best: dict[str, float] = {}
     for h in hits:
@@ -166,56 +162,6 @@ def _children_by_parent(child: dict[str, float], dense: list[ChunkHit], keyword:
     for node_id in sorted(child, key=child.get, reverse=True):
         kids.setdefault(parent_of[node_id], []).append(node_id)
     return kids
-
-
-def gate_signals(
-    index: Index, question: str, scopes: list[str] | None, dense: list[ChunkHit], keyword: list[ChunkHit], hits: list[Hit]
-) -> dict:
-    """Raw, comparable-across-questions evidence that the knowledge base covers the question.
-
-    - best_cosine: the closest child's cosine similarity to the question;
-    - term_coverage: the share of the question's terms, weighted by rarity (IDF), that occur in
-      the top sections — a question whose distinctive words the wiki never uses is rarely answered;
-    - top_coverage: the same share for the keyword leg's terms (function words out) in the best
-      section alone. For Chinese questions these terms are character bigrams, and this is the
-      signal the gate uses for them: MiniLM's cosine is high for unrelated Chinese text.
-    """
-    best_cosine = max((h.score for h in dense), default=0.0)
-    coverage = unknown = top = top_known = 0.0
-    terms = set(bm25_module.tokens(question))
-    keyword_terms = set(bm25_module.tokens(bm25_module.question_text(question)))
-    if terms or keyword_terms:
-        weights, known = index.bm25.idf(terms | keyword_terms, scopes)
-        total = sum(weights[t] for t in terms) or 1.0
-        unknown = sum(weights[t] for t in terms if t not in known) / total
-        if hits:
-            text = " ".join(f"{h.title} {h.heading} {h.text}" for h in hits[:COVERAGE_SECTIONS])
-            present = set(bm25_module.tokens(text))
-            coverage = sum(weights[t] for t in terms if t in present) / total
-            best = set(bm25_module.tokens(f"{hits[0].title} {hits[0].heading} {hits[0].text}"))
-            top = sum(weights[t] for t in keyword_terms if t in best) / (sum(weights[t] for t in keyword_terms) or 1.0)
-            seen = [t for t in keyword_terms if t in known]
-            top_known = sum(weights[t] for t in seen if t in best) / (sum(weights[t] for t in seen) or 1.0)
-    top_vector = dense[0].metadata["doc_id"] if dense else None
-    top_keyword = keyword[0].metadata["doc_id"] if keyword else None
-    return {
-        "best_cosine": round(best_cosine, 4),
-        "term_coverage": round(coverage, 4),
-        "top_coverage": round(top, 4),
-        "top_known_coverage": round(top_known, 4),  # ... of the terms the visible wiki uses at all
-        "unknown_terms": round(unknown, 4),  # IDF share of question terms the visible wiki never uses
-        "legs_agree": top_vector is not None and top_vector == top_keyword,
-        "best_bm25": round(keyword[0].score, 4) if keyword else 0.0,
-        "cjk": is_cjk(question),
-    }
-
-
-def is_found(signals: dict, min_cosine: float, agree_min_cosine: float = 0.42) -> bool:
-    """The first not-found gate, kept for `kb eval --calibrate`'s single-threshold sweep: found
-    when some chunk is close in meaning to the question, or when both legs put the same page
-    first and it is at least loosely related."""
-    cosine = signals["best_cosine"]
-    return cosine >= min_cosine or (bool(signals["legs_agree"]) and cosine >= min(agree_min_cosine, min_cosine))
 
 
 def _parents(
@@ -260,39 +206,3 @@ def _parents(
             )
         )
     return hits
-
-
-AGREE_BONUS = 0.05  # the first gate's "legs agree" rule (cos ≥ 0.47, or agree and cos ≥ 0.42), as one score
-
-
-def gate_score(signals: dict) -> float:
-    """One number per question that the gate's thresholds cut (comparable across questions).
-
-    English: the best child's cosine, plus a little when both legs put the same page first.
-    Mostly-CJK questions: how much of the question's rare character bigrams (IDF-weighted) the
-    best section holds — MiniLM's cosine is 0.5–0.9 for unrelated Chinese text (docs/tuning.md §8).
-    """
-    if signals.get("cjk"):
-        return float(signals.get("top_coverage", 0.0))
-    return float(signals["best_cosine"]) + AGREE_BONUS * bool(signals.get("legs_agree"))
-
-
-def outcome_for(score: float, refuse_below: float, answer_from: float) -> str:
-    if score < refuse_below:
-        return NOT_FOUND_OUTCOME
-    return ANSWERED if score >= answer_from else UNCERTAIN
-
-
-def gate_outcome(signals: dict, cfg) -> str:
-    """Answered, uncertain or not found, from the signals and the configured thresholds
-    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`).
-
-    A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
-    nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
-    nothing in the wiki can ground an answer. Of the 590 public questions, one (unanswerable) has
-    no keyword hit."""
-    if not signals.get("best_bm25"):
-        return NOT_FOUND_OUTCOME
-    if signals.get("cjk"):
-        return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
-    return outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)

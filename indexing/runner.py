@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from connectors.sources import SourceConfig, open_connector
+from connectors.connector import IncrementalConnector, open_connector
+from connectors.sources import SourceConfig
 from indexing import catalog
 from indexing.index import Index
 from indexing.locks import advisory_lock
-from indexing.sync import Progress, SyncReport, sync_documents
+from indexing.sync import DocumentDone, SyncReport, sync_documents
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class SyncRunner:
         except KeyError:
             raise KeyError(f"no source named {name!r} (configured: {', '.join(sorted(self.sources)) or 'none'})") from None
 
-    def sync(self, name: str, trigger: str = "cli", wait: bool = True, progress: Progress | None = None,
+    def sync(self, name: str, trigger: str = "cli", wait: bool = True, progress: DocumentDone | None = None,
              allow_deletes: bool = False) -> SyncReport | None:
         """A full sync of one source; None if `wait` is off and another sync of it is running.
         A report with `refused` set: the deletion guard kept every page (see `indexing.sync`)."""
@@ -57,7 +58,7 @@ class SyncRunner:
         """
         source = self.source(name)
         connector = open_connector(source)
-        if not hasattr(connector, "wants"):
+        if not isinstance(connector, IncrementalConnector):
             return self.sync(name, trigger=trigger)
         with advisory_lock(self.index.engine, f"sync:{name}", wait=True):
             wanted = {rel for rel in paths if connector.wants(rel)} | self._under(connector, name, folders)
@@ -72,7 +73,7 @@ class SyncRunner:
             return sync_documents(self.index, docs, name, prune=False, delete_ids=gone, trigger=trigger,
                                   limit=source.max_delete)
 
-    def _under(self, connector, name: str, folders: Iterable[str]) -> set[str]:
+    def _under(self, connector: IncrementalConnector, name: str, folders: Iterable[str]) -> set[str]:
         """The pages indexed under these folders, and the wanted files in them now."""
         from sqlmodel import select
 

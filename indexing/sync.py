@@ -31,10 +31,8 @@ Failures are written in batches, so a folder of 10,000 unreadable files costs se
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,6 +46,7 @@ from indexing.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.memory import release_free_memory
 from indexing.registry import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, utcnow
+from indexing.storable import storable
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +81,15 @@ class SyncReport:
 
 
 @dataclass
-class _Pending:
+class _ChunkedDocument:
+    """A changed document, split into its sections, waiting to be embedded and written in a batch."""
+
     doc: SourceDocument
     parents: list[Parent]
     is_new: bool
 
 
-Progress = Callable[[SourceDocument], None]
+DocumentDone = Callable[[SourceDocument], None]  # called once per document a sync has dealt with
 
 
 def sync_documents(
@@ -99,7 +100,7 @@ def sync_documents(
     prune: bool = True,
     delete_ids: Iterable[str] = (),
     trigger: str = "cli",
-    progress: Progress | None = None,
+    progress: DocumentDone | None = None,
     limit: DeletionLimit | None = None,
     allow_deletes: bool = False,
 ) -> SyncReport:
@@ -116,14 +117,14 @@ def sync_documents(
         s.add(run)
         s.commit()
         s.refresh(run)
-        known = {r.id: _Known(r.content_hash, r.status, r.chunk_count)
+        indexed = {r.id: _Indexed(r.content_hash, r.status, r.chunk_count)
                  for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == source))}
     embedded_before = index.embedder.texts_embedded
-    seen: set[str] = set()
+    found: set[str] = set()
     skips: list[tuple[SourceDocument, str]] = []
     failures = _Failures(index, report)
     try:
-        _sync_all(index, documents, known, seen, skips, report, progress, failures)
+        _sync_all(index, documents, indexed, found, skips, report, progress, failures)
     except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
         failures.finish()
         _record_skips(index, skips, report, withdraw=False)
@@ -134,12 +135,12 @@ def sync_documents(
         _finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
         raise
     failures.finish()
-    gone = sorted(((set(known) - seen) if prune else set()) | (set(delete_ids) - seen))
-    withdrawn = [doc for doc, _ in skips if known.get(doc.doc_id) and known[doc.doc_id].chunk_count]
-    deleting = len([d for d in gone if d in known]) + len(withdrawn)
+    gone = sorted(((set(indexed) - found) if prune else set()) | (set(delete_ids) - found))
+    withdrawn = [doc for doc, _ in skips if indexed.get(doc.doc_id) and indexed[doc.doc_id].chunk_count]
+    deleting = len([d for d in gone if d in indexed]) + len(withdrawn)
     if not allow_deletes:
-        report.refused = (limit or DeletionLimit()).refusal(deleting, indexed=len(known),
-                                                            found=len(seen) if prune else None)
+        report.refused = (limit or DeletionLimit()).refusal(deleting, indexed=len(indexed),
+                                                            found=len(found) if prune else None)
     if report.refused:
         log.info("sync of %s refused: %s", source, report.refused)  # the caller says so, once
         _record_skips(index, skips, report, withdraw=False)
@@ -149,7 +150,7 @@ def sync_documents(
 
     if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
-    if report.added + report.updated + report.deleted >= max(1, len(known) // 10):
+    if report.added + report.updated + report.deleted >= max(1, len(indexed) // 10):
         index.store.analyze(index.engine)  # a large change: the planner's scope sizes now, not in a minute
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
@@ -160,7 +161,7 @@ def sync_documents(
 
 
 @dataclass(frozen=True)
-class _Known:
+class _Indexed:
     """What the registry says of a document before this sync."""
 
     content_hash: str
@@ -168,15 +169,15 @@ class _Known:
     chunk_count: int
 
 
-def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict[str, _Known], seen: set[str],
-              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: Progress | None,
+def _sync_all(index: Index, documents: Iterable[SourceDocument], indexed: dict[str, _Indexed], found: set[str],
+              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: DocumentDone | None,
               failures: _Failures) -> None:
     """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding."""
-    pending: list[_Pending] = []
+    pending: list[_ChunkedDocument] = []
     for doc in documents:
         doc = storable(doc)
-        seen.add(doc.doc_id)
-        before = known.get(doc.doc_id)
+        found.add(doc.doc_id)
+        before = indexed.get(doc.doc_id)
         current = indexed_hash(doc, index.embedder.name)
         if doc.error:
             failures.add(doc, doc.error)
@@ -202,7 +203,7 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], known: dict[str
                 if not parents:
                     skips.append((doc, "no indexable text (only headings, macros or whitespace)"))
                     continue
-                pending.append(_Pending(doc, parents, is_new=doc.doc_id not in known))
+                pending.append(_ChunkedDocument(doc, parents, is_new=doc.doc_id not in indexed))
                 if sum(len(p.children) for item in pending for p in item.parents) >= index.config.sync_batch_children:
                     failures.flush()
                     _flush(index, pending, report)
@@ -236,46 +237,12 @@ def _record_skips(index: Index, skips: list[tuple[SourceDocument, str]], report:
                 report.skips.append(f"{doc.path}: {reason}")
 
 
-_NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
-
-
 def indexed_hash(doc: SourceDocument, model: str) -> str:
     """What a document's registry row records as indexed: its content hash, salted with how it
     was chunked and which model embedded it. A new chunker (`CHUNKING_VERSION`) or another
     embedding model then re-indexes every page on the next sync, instead of leaving the pages
     that did not change cut and embedded the old way."""
     return hashlib.sha256(f"{doc.content_hash}|chunking {CHUNKING_VERSION}|{model}".encode()).hexdigest()
-
-
-def storable(doc: SourceDocument) -> SourceDocument:
-    """The document as it can be stored: no NUL characters or lone surrogates in any text (Postgres
-    refuses them; a file name or an XML page can carry them). A document that needs none of this is
-    returned as it is."""
-    changed = {}
-    for name in ("source", "path", "title", "url", "access", "error"):
-        value = getattr(doc, name)
-        if value and _NUL_OR_SURROGATE.search(value):
-            changed[name] = _clean_text(value)
-    if doc.text and _NUL_OR_SURROGATE.search(doc.text):
-        changed["text"] = _clean_text(doc.text)
-    metadata = _clean_value(doc.metadata)
-    if metadata != doc.metadata:
-        changed["metadata"] = metadata
-    return dataclasses.replace(doc, **changed) if changed else doc
-
-
-def _clean_text(text: str) -> str:
-    return _NUL_OR_SURROGATE.sub(lambda m: "" if m.group(0) == "\x00" else "\ufffd", text)
-
-
-def _clean_value(value):
-    if isinstance(value, str):
-        return _clean_text(value) if _NUL_OR_SURROGATE.search(value) else value
-    if isinstance(value, dict):
-        return {_clean_value(k): _clean_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean_value(v) for v in value]
-    return value
 
 
 def delete_documents(index: Index, doc_ids: list[str]) -> int:
@@ -292,7 +259,7 @@ def delete_documents(index: Index, doc_ids: list[str]) -> int:
     return count
 
 
-def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
+def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) -> None:
     """Embed a batch of documents' children (cache first), then swap each document in."""
     if not pending:
         return
@@ -316,7 +283,7 @@ def _flush(index: Index, pending: list[_Pending], report: SyncReport) -> None:
             report.updated += 1
 
 
-def _embed(index: Index, pending: list[_Pending], report: SyncReport) -> list[tuple[_Pending, list]]:
+def _embed(index: Index, pending: list[_ChunkedDocument], report: SyncReport) -> list[tuple[_ChunkedDocument, list]]:
     """Each pending document with its children's vectors, embedded together (cache first).
 
     If the batch fails, each of its documents is tried alone: a document the model cannot take

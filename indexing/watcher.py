@@ -26,7 +26,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 
-class _Pending:
+class _QuietPeriod:
     """Changes of one source waiting for the quiet period to end."""
 
     def __init__(self) -> None:
@@ -43,7 +43,7 @@ class Watcher:
         self.sources = [s for s in sources if s.watchable]
         self.debounce = debounce
         self.max_delay = max_delay
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, _QuietPeriod] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._observer = None
@@ -74,7 +74,7 @@ class Watcher:
         'something structural, sync it all'."""
         now = time.monotonic()
         with self._lock:
-            pending = self._pending.setdefault(source.name, _Pending())
+            pending = self._pending.setdefault(source.name, _QuietPeriod())
             if not pending.paths and not pending.folders and not pending.full:
                 pending.first = now
             pending.last = now
@@ -102,7 +102,7 @@ class Watcher:
                 except Exception:  # a failed sync must not kill the watcher
                     log.exception("watcher sync of %s failed", name)
 
-    def _due(self) -> list[tuple[str, _Pending]]:
+    def _due(self) -> list[tuple[str, _QuietPeriod]]:
         now = time.monotonic()
         due = []
         with self._lock:
@@ -120,13 +120,14 @@ def _handler_base():
 
 class _Handler(_handler_base()):
     def __init__(self, watcher: Watcher, source: SourceConfig) -> None:
-        from connectors.sources import open_connector
+        from connectors.connector import IncrementalConnector, open_connector
 
         self.watcher = watcher
         self.source = source
         self.root = Path(source.location).resolve()
         connector = open_connector(source)
-        self.wants = getattr(connector, "wants", None)  # None: a connector that reads its folder whole
+        # None: a connector that reads its folder whole
+        self.wants = connector.wants if isinstance(connector, IncrementalConnector) else None
 
     def on_any_event(self, event) -> None:
         if event.event_type in ("opened", "closed_no_write"):

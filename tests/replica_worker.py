@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main() -> None:
     from slack_sdk import WebClient
 
-    from bot.access import SlackAccess
+    from bot.slack.access import SlackAccess
     from bot.serve import start_listening
     from connectors.access import AccessConfig
     from connectors.markdown import MarkdownFolder

@@ -42,18 +42,17 @@ from test_slack import (  # noqa: E402
     wait_until,
 )
 
-from bot import blocks  # noqa: E402
-from bot.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402
+from bot.slack import blocks  # noqa: E402
+from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402
 from bot.records import document_access  # noqa: E402
-from bot.slack_app import SHARE_REFUSED  # noqa: E402
+from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
 from connectors.access import AccessConfig, ScopeRule, visible_scopes  # noqa: E402
+from connectors.connector import SpaceScoped, open_connector  # noqa: E402
 from connectors.sources import (  # noqa: E402
     SourceConfig,
     SourcesError,
-    SpaceScoped,
     load_access,
     load_sources,
-    open_connector,
     read_sources_file,
 )
 from indexing import catalog  # noqa: E402
@@ -483,9 +482,9 @@ def test_a_user_added_to_a_group_sees_its_scope_as_soon_as_slack_says_so(slack, 
 @pytest.fixture
 def cli(index, restricted_synced, access_files, monkeypatch):
     """`kb ask` in process, on the test index (the same code path; no second model load)."""
-    import bot.cli
+    import bot.cli.common
 
-    monkeypatch.setattr(bot.cli, "_open_index", lambda settings: index)
+    monkeypatch.setattr(bot.cli.common, "open_index", lambda settings: index)
     for name in ("SLACK_BOT_TOKEN", "SLACK_API_URL", "KB_WIKI", "KB_LLM_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
 

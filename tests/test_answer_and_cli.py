@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 from conftest import SAMPLE_WIKI  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402
 
-from bot import blocks  # noqa: E402
+from bot.slack import blocks  # noqa: E402
 from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
 

@@ -180,7 +180,7 @@ def test_strip_headings_drops_heading_lines_but_not_code_comments():
 
 
 def test_slack_rendering_reads_fences_and_headings_as_the_chunker_does():
-    from bot.mrkdwn import to_mrkdwn
+    from bot.slack.mrkdwn import to_mrkdwn
 
     text = (FIXTURES / "four-backtick-fence.md").read_text() + "\nTravel\n======\n\n~~~\n# tilde <code>\n"
     assert to_mrkdwn(text) == (

@@ -41,9 +41,9 @@ from test_slack import (  # noqa: E402
     running_bot,
 )
 
-from bot import blocks  # noqa: E402
+from bot.slack import blocks  # noqa: E402
 from bot.cli import app as kb_cli  # noqa: E402
-from bot.slack_app import SHARE_REFUSED  # noqa: E402
+from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file  # noqa: E402
 from indexing import catalog  # noqa: E402
 from indexing.registry import DocumentRecord, Status, SyncRun  # noqa: E402

@@ -51,11 +51,12 @@ from test_slack import (  # noqa: E402
     running_bot,
 )
 
-from bot import blocks, records  # noqa: E402
+from bot import records  # noqa: E402
+from bot.slack import blocks  # noqa: E402
 from bot.answer import Answer  # noqa: E402
 from bot.cli import app as kb_cli  # noqa: E402
 from bot.records import Feedback  # noqa: E402
-from bot.slack_app import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
+from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
 from indexing.config import IndexConfig  # noqa: E402
 from indexing.database import is_unreachable  # noqa: E402
@@ -63,6 +64,7 @@ from indexing.embedding import Embedder  # noqa: E402
 from indexing.index import Index  # noqa: E402
 from indexing.registry import DocumentRecord, Status  # noqa: E402
 from indexing.retrieval import retrieve  # noqa: E402
+from indexing.status import index_status  # noqa: E402
 from indexing.sync import sync_documents  # noqa: E402
 
 KB = str(Path(sys.executable).parent / "kb")
@@ -300,7 +302,7 @@ def test_model_down_during_a_sync_keeps_previous_versions_searchable_until_it_re
         assert _indexed_versions(index, doc_id) == {"vone"}
     assert _finds(index, name, "leavevone") == {leave} and _finds(index, name, "vpnvone") == {vpn}
     assert _finds(index, name, "leavevtwo") == set()
-    assert {doc_id for doc_id, _ in index.status()["failed"]} >= {leave, vpn}
+    assert {doc_id for doc_id, _ in index_status(index).failed} >= {leave, vpn}
 
     failing_model.down = False
     report = _sync(failing_index, root, name)

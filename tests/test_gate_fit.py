@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.gate_fit import fit, loco, outcome
-from indexing.retrieval import gate_score, outcome_for
+from bot.gate_fit import fit, loco, outcome, score_of
+from indexing.gate import GateSignals, gate_score, outcome_for
 
 
 def _row(corpus, kind, cosine, set_name="public", cjk=False, coverage=0.0, agree=False):
@@ -12,9 +12,16 @@ def _row(corpus, kind, cosine, set_name="public", cjk=False, coverage=0.0, agree
 
 
 def test_gate_score_is_the_cosine_for_english_and_bigram_coverage_for_chinese():
-    assert gate_score({"best_cosine": 0.5, "legs_agree": False}) == 0.5
-    assert round(gate_score({"best_cosine": 0.5, "legs_agree": True}), 4) == 0.55
-    assert gate_score({"best_cosine": 0.9, "legs_agree": True, "cjk": True, "top_coverage": 0.12}) == 0.12
+    assert gate_score(GateSignals(best_cosine=0.5, legs_agree=False)) == 0.5
+    assert round(gate_score(GateSignals(best_cosine=0.5, legs_agree=True)), 4) == 0.55
+    assert gate_score(GateSignals(best_cosine=0.9, legs_agree=True, cjk=True, top_coverage=0.12)) == 0.12
+
+
+def test_signals_round_trip_through_json_and_old_rows_still_load():
+    signals = GateSignals(best_cosine=0.61, top_coverage=0.4, legs_agree=True, best_bm25=3.2)
+    assert GateSignals.from_json(signals.to_json()) == signals
+    # a query-log row from before a signal existed, with a key that is no longer a signal
+    assert GateSignals.from_json({"best_cosine": 0.5, "llm_not_found": True}) == GateSignals(best_cosine=0.5)
 
 
 def test_outcome_boundaries():
@@ -31,9 +38,9 @@ def _corpus(name, answerable, unanswerable):
 def test_fit_refuses_almost_no_answerable_question_and_answers_few_unanswerable_ones():
     rows = _corpus("a", [0.2 + 0.01 * i for i in range(40)], [0.1, 0.15, 0.3, 0.35])
     refuse, answer = fit(rows)["en"]
-    below = sum(1 for r in rows if r["kind"] == "fact" and gate_score(r["signals"]) < refuse)
+    below = sum(1 for r in rows if r["kind"] == "fact" and score_of(r) < refuse)
     assert below / 40 <= 0.03 and refuse > 0.15
-    confident = sum(1 for r in rows if r["kind"] == "not_found" and gate_score(r["signals"]) >= answer)
+    confident = sum(1 for r in rows if r["kind"] == "not_found" and score_of(r) >= answer)
     assert confident / 4 <= 0.25 and answer >= refuse
 
 

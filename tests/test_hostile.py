@@ -41,8 +41,8 @@ from connectors.confluence_common import (  # noqa: E402
     MAX_TAGS,
     ExportError,
     PageLimitExceeded,
-    storage_to_markdown,
 )
+from connectors.confluence_storage import storage_to_markdown  # noqa: E402
 from connectors.confluence_html import ConfluenceHtmlExport  # noqa: E402
 from connectors.confluence_xml import ConfluenceXmlExport  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
@@ -179,7 +179,7 @@ def test_fuzz_outgoing_text_never_carries_a_broadcast(text):
     import re
 
     from bot.answer import EmptyQuestion, clean_question
-    from bot.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
+    from bot.slack.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
 
     with timed("rendering fuzzed text", 5):
         for out in (to_mrkdwn(text), to_mrkdwn(text, {1: "https://x.test/a"})):  # text we did not write: escaped
@@ -557,7 +557,7 @@ BROADCASTS = ("<!channel>", "<!here>", "<!everyone>", "<!subteam^")
 
 def rendered(answer) -> str:
     """Everything Slack would be sent for an answer: the blocks (private and shared) and the fallback."""
-    from bot import blocks
+    from bot.slack import blocks
 
     parts = [blocks.answer_blocks(answer), blocks.answer_blocks(answer, share=True),
              blocks.answer_blocks(answer, shared_by="U1", question=answer.question), blocks.fallback_text(answer)]
@@ -604,7 +604,7 @@ GATE_FALSE_POSITIVE = pytest.mark.xfail(
                                   for n in HOSTILE_QUESTIONS])
 def test_hostile_questions_get_a_sensible_reply_and_never_echo_a_broadcast(index, sample_synced, name):
     from bot.answer import NOT_FOUND, answer_question
-    from bot.mrkdwn import slack_to_plain
+    from bot.slack.mrkdwn import slack_to_plain
 
     question = HOSTILE_QUESTIONS[name]
     with index.session() as s:
@@ -629,7 +629,7 @@ def test_hostile_questions_get_a_sensible_reply_and_never_echo_a_broadcast(index
 
 
 def test_slack_text_path_is_linear_on_a_40000_character_message():
-    from bot.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
+    from bot.slack.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
 
     for unit in ("<http:", "<@U1|", "<#C1|", "<!date^1|", "<!subteam^", "<!here|", "`", "[", "| - ", "# a" + " " * 50):
         message = unit * (40_000 // len(unit))
@@ -642,7 +642,7 @@ def test_slack_text_path_is_linear_on_a_40000_character_message():
 FALLBACK_EACH = """
 import json, sys
 from bot.answer import Answer
-from bot.blocks import fallback_text
+from bot.slack.blocks import fallback_text
 texts = json.load(sys.stdin)
 print(json.dumps({name: fallback_text(Answer("q", True, text, [], {})) for name, text in texts.items()}))
 """
@@ -660,7 +660,7 @@ def test_fallback_text_of_hostile_answers_is_computed():
 
 
 def test_markdown_to_slack_keeps_its_meaning_after_the_pattern_fixes():
-    from bot.mrkdwn import to_mrkdwn
+    from bot.slack.mrkdwn import to_mrkdwn
 
     assert to_mrkdwn("# Title ##") == "*Title*" and to_mrkdwn("## C#") == "*C#*"
     assert to_mrkdwn("| a | b |\n|---|:-:|\n| 1 | 2 |") == "*a* · *b*\n1 · 2"
@@ -758,8 +758,9 @@ def debug_log_file(path: Path):
 def slack_bot(settings, index, llm):
     """The Slack app as `kb serve` runs it (HTTP mode, its two pools), on a free port of 127.0.0.1."""
     from bot.serve import serving_in_thread, web_app
-    from bot.slack_app import build_app, web_client
-    from bot.workers import Workers
+    from bot.slack.app import build_app
+    from bot.slack.client import web_client
+    from bot.slack.workers import Workers
 
     workers = Workers()
     app = build_app(settings, index, web_client(settings), llm, workers=workers)

@@ -72,3 +72,45 @@ def test_sentence_vectors_are_reused_within_the_process_and_bounded():
     cache.vectors(model, ["dddd"])  # four texts in a cache of three: the least recently used goes
     cache.vectors(model, ["a"])
     assert model.asked[-1] == "a"
+
+
+def test_a_time_question_prefers_a_time_over_an_amount():
+    from bot.answer_types import TIME, asked_type, holds
+
+    assert asked_type("when does the referral bonus actually get paid out?") == TIME
+    assert asked_type("does it pay for a babysitter when i travel for work") is None  # "when" as a conjunction
+    assert holds("It is paid within 90 days of the first day.", TIME)
+    assert not holds("We offer a $5,000 referral bonus.", TIME)
+
+
+def test_a_share_question_wants_a_percentage_and_a_count_any_number():
+    from bot.answer_types import NUMBER, SHARE, asked_type, holds
+
+    assert asked_type("what % of health insurance does clef pay for?") == SHARE
+    assert holds("Clef pays 85% of premiums.", SHARE) and not holds("A waiver of $25 per month.", SHARE)
+    assert asked_type("how many vacation days do we get") == NUMBER and holds("You get fifteen days.", NUMBER)
+
+
+def test_a_sentence_repeating_one_already_shown_is_not_shown_again():
+    from bot.lead import _repeats
+
+    shown = {"We offer a $5,000 referral bonus for any new hire that comes from an employee referral."}
+    assert _repeats("We also offer a $5,000 referral bonus for any new hire that comes from an employee referral.", shown)
+    assert not _repeats("The referrer is paid within 90 days of the new hire's first day.", shown)
+
+
+def _section(heading: str, text: str, rank: int):
+    from indexing.retrieval import Hit
+
+    return Hit(parent_id=f"p{rank}", doc_id=f"d{rank}", source="t", path=f"faq{rank}.md", title="Benefits FAQ",
+               heading_path=["Benefits FAQ", heading], url="", text=text, matched=[text], updated_at=None,
+               score=1.0 - rank / 10, cosine=None, bm25=None)
+
+
+def test_a_short_answer_is_scored_under_its_heading(index):
+    # FAQ pages answer under the question: "Not at this time." says nothing without its heading.
+    hits = [_section("Who handles our 401k?", "Our 401k plan is administered by Human Interest. Enrolment opens in your first week.", 0),
+            _section("Q. Does the company match my 401k?", "Not at this time.", 1)]
+    question = "do we get a 401k match"
+    lead = choose_lead(question, hits, {"d0": 1, "d1": 2}, index.embedder, question_idf(index, question, None))
+    assert "Not at this time." in render_lead(lead)

@@ -44,7 +44,7 @@ def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
 
 
 def test_print_answer_shows_the_uncertain_line_first(capsys):
-    from bot.cli import print_answer
+    from bot.cli.asking import print_answer
 
     print_answer(_answer("uncertain"))
     out = capsys.readouterr().out

@@ -118,3 +118,12 @@ def test_the_planner_knows_how_big_each_access_scope_is(index, wiki_copy):
     hits = index.store.dense_search(index.embedder.embed_query("vpn server address"), ["plan-scope"], 20)
     assert len(hits) == 20 and {h.metadata["access"] for h in hits} == {"plan-scope"}
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_the_gate_signals_are_typed_and_keep_their_json_keys(index, sample_synced):
+    from indexing.gate import GateSignals
+
+    signals = retrieve(index, "how much parental leave does the primary caregiver get?", scopes=["sample"]).signals
+    assert isinstance(signals, GateSignals) and signals.best_cosine > 0.3 and signals.best_bm25 > 0 and not signals.cjk
+    assert set(signals.to_json()) == {"best_cosine", "term_coverage", "top_coverage", "top_known_coverage",
+                                      "unknown_terms", "legs_agree", "best_bm25", "cjk"}

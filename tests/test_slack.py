@@ -6,7 +6,7 @@ every Web API call and every use of a response URL. Events, slash commands, butt
 form submissions are sent the way Slack sends them, signed with the signing secret.
 
 Bolt runs listeners on its pool after the ack, and questions are answered on the answers pool
-(`bot.workers`, as in `kb serve`); both count work in flight, so a test can wait until the app is
+(`bot.slack.workers`, as in `kb serve`); both count work in flight, so a test can wait until the app is
 idle before asserting that something did *not* happen.
 """
 
@@ -35,14 +35,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 
 from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack  # noqa: E402
 
-from bot import blocks  # noqa: E402
+from bot.slack import blocks  # noqa: E402
 from bot.answer import Answer, Source  # noqa: E402
-from bot.dedupe import Delivery  # noqa: E402
+from bot.slack.dedupe import Delivery  # noqa: E402
 from bot.records import AdminAction, Feedback, QueryLog, feedback_report  # noqa: E402
 from bot.serve import StartupError, serve, serving_in_thread, web_app  # noqa: E402
 from bot.settings import Settings  # noqa: E402
-from bot.slack_app import build_app, web_client  # noqa: E402
-from bot.workers import Workers  # noqa: E402
+from bot.slack.app import build_app  # noqa: E402
+from bot.slack.client import web_client  # noqa: E402
+from bot.slack.workers import Workers  # noqa: E402
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 ADMIN = "UADMIN"
@@ -84,7 +85,7 @@ class Bot:
 
 @contextmanager
 def running_bot(settings: Settings, index, llm=None) -> Iterator[Bot]:
-    """The app as `kb serve` runs it — Bolt's listener pool and the answers pool of `bot.workers`
+    """The app as `kb serve` runs it — Bolt's listener pool and the answers pool of `bot.slack.workers`
     (the same `Workers` `kb serve` builds), in the Starlette app under uvicorn, on a free port of
     127.0.0.1; `llm` a `bot.llm.LLMClient` (None: extractive answers)."""
     workers = Workers()

@@ -27,12 +27,12 @@ from test_slack import (  # noqa: E402, F401 (slack, bot: the module's local Web
 )
 
 from bot import records  # noqa: E402
-from bot.access import SlackAccess  # noqa: E402
-from bot.dedupe import Delivery, Deduper  # noqa: E402
+from bot.slack.access import SlackAccess  # noqa: E402
+from bot.slack.dedupe import Delivery, Deduper  # noqa: E402
 from bot.housekeeping import start_housekeeping, tidy  # noqa: E402
 from bot.records import Feedback, QueryLog  # noqa: E402
 from bot.settings import Settings  # noqa: E402
-from bot.slack_app import RATE_LIMIT_RETRIES, web_client  # noqa: E402
+from bot.slack.client import RATE_LIMIT_RETRIES, web_client  # noqa: E402
 from connectors.access import AccessConfig, ScopeRule  # noqa: E402
 
 
@@ -91,7 +91,7 @@ def test_a_rate_limited_user_group_lookup_is_retried_before_access_is_decided(sl
 
 
 def test_a_lookup_still_rate_limited_after_the_retries_refuses_and_logs_why(slack, caplog):
-    caplog.set_level(logging.WARNING, logger="bot.access")
+    caplog.set_level(logging.WARNING, logger="bot.slack.access")
     group, user = "S" + uuid.uuid4().hex[:8].upper(), "U" + uuid.uuid4().hex[:8].upper()
     slack.set_usergroup(group, [user])
     slack.rate_limit("usergroups.users.list", times=RATE_LIMIT_RETRIES + 1, retry_after=0)

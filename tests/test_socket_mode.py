@@ -25,8 +25,9 @@ from test_slack import (  # noqa: E402, F401 (slack: the local Web API fixture, 
 )
 
 from bot.serve import StartupError, connect_socket_mode  # noqa: E402
-from bot.slack_app import build_app, web_client  # noqa: E402
-from bot.workers import Workers  # noqa: E402
+from bot.slack.app import build_app  # noqa: E402
+from bot.slack.client import web_client  # noqa: E402
+from bot.slack.workers import Workers  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Access scopes in Slack: the pure rule of `connectors.access.visible_scopes`, fed with what only
-Slack knows, each looked up with the bot token and cached for a short time (`CACHE_SECONDS`):
+"""Audiences in Slack: the pure rule of `connectors.access.audience_for`, fed with what only Slack
+knows, each looked up with the bot token and cached for a short time (`CACHE_SECONDS`):
 
 - whether a conversation is shared with another organisation (Slack Connect): `conversations.info`
   says `is_ext_shared` or `is_pending_ext_shared`, or `is_shared` without `is_org_shared` (a channel
@@ -19,10 +19,12 @@ tells the others through Postgres (`announce_with`, `forget_everywhere`; `indexi
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
 members cannot be read grants nothing. The reason is logged as a warning. A rate-limited or
-5xx lookup is first retried by the Web API client itself (`slack_app.retry_handlers`: after the
+5xx lookup is first retried by the Web API client itself (`bot.slack.client.retry_handlers`: after the
 `Retry-After` Slack sends), so only a limit that outlasts the retries refuses access. With no `[scopes]`
 configured and `shared_channels = "public"` every answer is public-only anyway, and nothing is
-looked up.
+looked up. Without a client (`kb ask --as-channel/--as-user` with no SLACK_BOT_TOKEN) nothing is
+looked up either: a conversation counts as shared only when the caller says so, and user groups
+grant nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.access import SHARED_NONE, AccessConfig, visible_scopes
+from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
 from connectors.document import PUBLIC
 
 log = logging.getLogger(__name__)
@@ -82,7 +84,7 @@ def shared_with_other_organisations(info: dict) -> bool:
 
 
 class SlackAccess:
-    """The scopes a question asked in Slack may search."""
+    """The audience of a question asked in Slack: where, by whom, and so which scopes it may search."""
 
     def __init__(self, config: AccessConfig, client, ttl: float = CACHE_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -100,21 +102,27 @@ class SlackAccess:
         """Nothing configured that could make a conversation see more, or less, than `public`."""
         return not self.config.scopes and self.config.shared_channels != SHARED_NONE
 
-    def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
-               shared_hint: bool = False) -> list[str]:
-        """Visible scopes for `user` asking in `channel` (an empty list: answer nothing here).
+    def audience(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
+                 said_shared: bool = False) -> Audience:
+        """Who reads an answer to `user` asking in `channel` (no scopes: answer nothing here).
 
         `is_dm`: whether this is the user's direct message with Docent; None lets
-        `conversations.info` decide. `shared_hint`: Slack already said the conversation is shared
-        (an event envelope's `is_ext_shared_channel`).
+        `conversations.info` decide. `said_shared`: the caller already knows the conversation is
+        shared with another organisation (an event envelope's `is_ext_shared_channel`, `kb ask --shared`).
         """
         if self.only_public:
-            return [PUBLIC]
+            kind = SHARED if said_shared else DIRECT if is_dm else CHANNEL
+            return Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user)
         conversation = self.conversation(channel) if channel else Conversation(shared=False)
         if is_dm is None:
             is_dm = bool(user) and conversation.im_user == user
         groups = self.groups_of(user) if is_dm and user else set()
-        return visible_scopes(self.config, channel, user, groups, is_dm, shared_hint or conversation.shared)
+        return audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared)
+
+    def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
+               said_shared: bool = False) -> list[str]:
+        """The visible scopes of `audience(...)`, sorted (an empty list: answer nothing here)."""
+        return list(self.audience(channel, user, is_dm=is_dm, said_shared=said_shared).scopes or ())
 
     def conversation(self, channel: str) -> Conversation:
         return self._cached("conversation", channel, self._read_conversation)
@@ -141,6 +149,8 @@ class SlackAccess:
     # -- Slack lookups --------------------------------------------------------------------------
 
     def _read_conversation(self, channel: str) -> tuple[Conversation, bool]:
+        if self.client is None:  # offline (`kb ask` without a token): not shared unless the caller says so
+            return Conversation(shared=False), True
         try:
             info = self.client.conversations_info(channel=channel)["channel"] or {}
         except Exception as exc:
@@ -151,6 +161,8 @@ class SlackAccess:
         return Conversation(shared=shared_with_other_organisations(info), im_user=im_user), True
 
     def _read_members(self, group: str) -> tuple[frozenset[str], bool]:
+        if self.client is None:  # offline: groups cannot be read, so they grant nothing
+            return frozenset(), True
         try:
             users = self.client.usergroups_users_list(usergroup=group)["users"] or []
         except Exception as exc:
@@ -191,7 +203,7 @@ def _tell_others(kind: str, key: str) -> None:
 
 def _reason(exc: Exception) -> str:
     """Why a lookup failed, for the log: Slack's error code, and for a rate limit that the client's
-    retries (`slack_app.retry_handlers`, honouring Retry-After) did not outlast, that too."""
+    retries (`bot.slack.client.retry_handlers`, honouring Retry-After) did not outlast, that too."""
     response = getattr(exc, "response", None)
     if response is not None:
         try:

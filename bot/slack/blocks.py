@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from bot.answer import Answer, Source
-from bot.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
+from bot.slack.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
 
 SECTION_CHARS = 3000  # Slack: section text
 MAX_BLOCKS = 50  # Slack: blocks per message

@@ -17,14 +17,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
-from sqlalchemy import Column, DateTime, delete
+from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, SQLModel, Session
 
 from indexing.index import Index
+from indexing.registry import timestamptz, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +33,11 @@ MEMORY_KEYS = 10_000
 KEEP = timedelta(days=3)  # Slack retries within minutes; older claims are pruned
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 class Delivery(SQLModel, table=True):
     __tablename__ = "slack_deliveries"
 
     key: str = Field(primary_key=True)  # "message:C123:1700000000.000100"
-    seen_at: datetime = Field(default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False, index=True))
+    seen_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
 
 
 class Deduper:

@@ -1,0 +1,43 @@
+"""The `kb` command line: a thin shell over `bot.knowledge.KnowledgeBase`.
+
+Every command is a plain function in one of the modules below, registered on the Typer app in
+`COMMANDS` — a new command is one line there. Those modules import only Typer at the top and
+load the heavy parts (the index, the model, Slack) inside the command, so `kb --help` is
+instant.
+
+- `syncing`: sync, sources, forget, watch;  `asking`: ask, status;  `evaluating`: eval;
+- `serving`: run, serve, feedback;  `common`: settings, opening the index, one-line failures.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from bot.cli import asking, evaluating, serving, syncing
+from bot.cli.common import quiet_libraries
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Docent: answers from your wiki, with citations.")
+
+COMMANDS = {  # name → function, in the order `kb --help` lists them
+    "sync": syncing.sync,
+    "sources": syncing.sources,
+    "forget": syncing.forget,
+    "watch": syncing.watch,
+    "ask": asking.ask,
+    "status": asking.status,
+    "eval": evaluating.evaluate,
+    "run": serving.run,
+    "serve": serving.serve,
+    "feedback": serving.feedback,
+}
+for _name, _command in COMMANDS.items():
+    app.command(_name)(_command)
+
+
+def main() -> None:
+    quiet_libraries()
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""`kb ask` and `kb status`: answers and index status in the terminal, for a chosen audience."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from bot.cli import common
+from bot.cli.common import fail
+
+NOTHING_VISIBLE = 'no access scope is visible there (a Slack Connect conversation, and shared_channels = "none")'
+UNAVAILABLE = "the knowledge base is temporarily unavailable: its database cannot be reached (try again shortly)"
+
+
+def ask(
+    question: Annotated[Optional[str], typer.Argument(help="The question; without it, questions are read line by line")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON")] = False,
+    as_channel: Annotated[Optional[str], typer.Option(
+        "--as-channel", help="Answer as Docent would in this Slack channel (id, e.g. C0123ABCD): only the scopes "
+                             "visible there, whoever asks")] = None,
+    as_user: Annotated[Optional[str], typer.Option(
+        "--as-user", help="Answer as Docent would in this user's direct message (id, e.g. U0123ABCD): their scopes "
+                          "and their user groups' (groups are looked up in Slack when SLACK_BOT_TOKEN is set)")] = None,
+    shared: Annotated[bool, typer.Option(
+        "--shared", help="Treat the conversation as shared with another organisation (Slack Connect)")] = False,
+) -> None:
+    """Answer a question from the index, with numbered sources.
+
+    Without --as-channel / --as-user / --shared, every access scope is searched (the operator's view). With them, the sources file's access rules apply as in Slack.
+    """
+    settings = common.settings()
+    audience = cli_audience(settings, as_channel, as_user, shared)
+    if question is not None:
+        index = common.open_index(settings)
+        ask_one(common.open_kb(settings, sources=[], llm=settings.llm_client(), index=index), question, audience,
+                as_json, exit_on_error=True)
+        return
+    interactive(settings, as_json, audience=audience)
+
+
+def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
+    """Who `kb ask` answers for: the operator (every scope) unless asked to answer as in Slack.
+
+    --as-channel: that channel's audience (a D… channel with --as-user is that user's DM with
+    Docent); --as-user alone: the user's DM with Docent. Decided by the Slack app's own
+    `SlackAccess`: with SLACK_BOT_TOKEN set, user groups and whether the channel is shared come
+    from Slack, as in the bot; without it nothing is looked up — only user ids count, and --shared
+    says whether the conversation is a Slack Connect one.
+    """
+    from connectors.access import Audience
+
+    if channel is None and user is None and not shared:
+        return Audience.operator()
+    from bot.settings import secret
+    from bot.slack.access import SlackAccess
+    from connectors.sources import SourcesError
+
+    try:
+        config = settings.access_config()
+    except SourcesError as exc:
+        fail(str(exc))
+    is_dm = user is not None and (channel is None or channel.startswith("D"))
+    client = None
+    if secret(settings.slack_bot_token):
+        from bot.slack.client import web_client
+
+        client = web_client(settings)
+    return SlackAccess(config, client).audience(channel, user, is_dm=is_dm, said_shared=shared)
+
+
+def interactive(settings, as_json: bool = False, audience=None, index=None) -> None:
+    """Questions read line by line from stdin, each answered (a prompt on a terminal)."""
+    from connectors.access import Audience
+
+    index = index or common.open_index(settings)
+    kb = common.open_kb(settings, sources=[], llm=settings.llm_client(), index=index)
+    audience = audience or Audience.operator()
+    tty = sys.stdin.isatty()
+    if tty:
+        typer.echo("Ask a question (Ctrl-D to quit).")
+    while True:
+        if tty:
+            typer.echo("? ", nl=False)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        if line.strip():
+            ask_one(kb, line, audience, as_json, exit_on_error=False)
+
+
+def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> None:
+    """One answer printed; an expected failure is one `error:` line (and the exit, if `exit_on_error`)."""
+    from bot.answer import EmptyQuestion
+    from indexing.database import is_unreachable
+
+    def error(message: str, code: int = 1) -> None:
+        if exit_on_error:
+            fail(message, code)
+        typer.echo(f"error: {message}", err=True)
+
+    try:
+        if not kb.chunk_count():
+            fail("the index is empty: run `kb sync` first")
+        if audience.sees_nothing:
+            return error(NOTHING_VISIBLE)
+        answer = kb.ask(question, audience)
+    except EmptyQuestion as exc:
+        return error(str(exc), code=2)
+    except Exception as exc:  # the database lost after start: one line; a prompt keeps going
+        if not is_unreachable(exc):
+            raise
+        return error(UNAVAILABLE)
+    if as_json:
+        typer.echo(json.dumps(answer.to_json(), ensure_ascii=False))
+        return
+    print_answer(answer)
+
+
+def print_answer(answer) -> None:
+    """The answer as in Slack: for an uncertain one the "not sure" line first (in yellow), the
+    lead sentences and passages, then the sources ("Nearest pages" when nothing was found)."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console()
+    text = answer.text
+    if answer.outcome == "uncertain":
+        first, _, text = text.partition("\n\n")
+        console.print(f"[yellow]{first}[/]", highlight=False)
+    console.print(Markdown(text))
+    if answer.note:
+        console.print(f"[yellow]{answer.note}[/]")
+    if answer.sources:
+        console.print("[bold]Sources[/]" if answer.found else "[bold]Nearest pages[/]")
+        for s in answer.sources:
+            where = " › ".join([s.title, *s.heading_path])
+            console.print(f"  [{s.n}] {where}\n      {s.url}", highlight=False)
+    console.print(f"[dim]{answer.timings_ms.get('total', 0):.0f} ms[/]")
+
+
+def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Documents by status, chunks, last sync per source, and where the index lives."""
+    info = common.open_kb(common.settings()).status()
+    if as_json:
+        typer.echo(json.dumps(info.to_json(), ensure_ascii=False, default=str))
+        return
+    typer.echo(f"index:     {info.database}")
+    typer.echo(f"data dir:  {info.home}")
+    docs = ", ".join(f"{n} {k.lower()}" for k, n in sorted(info.documents.items())) or "none"
+    typer.echo(f"documents: {docs}")
+    typer.echo(f"chunks:    {info.chunks}")
+    for run in info.last_runs:
+        when = run.finished_at or run.started_at
+        result = "" if run.result == "ok" else f" [{run.result.upper()}: {run.reason or 'no reason recorded'}]"
+        typer.echo(f"last sync: {run.source} ({run.trigger}) {when:%Y-%m-%d %H:%M:%S} UTC — "
+                   f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, "
+                   f"{run.deleted} deleted, {run.failed} failed, {run.skipped} skipped{result}")
+    for name in info.unconfigured:
+        typer.echo(f"not configured: {name} (no longer in the sources file; still answering until `kb forget {name}`)")
+    for doc_id, error in info.failed[:20]:
+        typer.echo(f"FAILED     {doc_id}: {error}")
+    for doc_id, reason in info.skipped[:20]:
+        typer.echo(f"SKIPPED    {doc_id}: {reason}")

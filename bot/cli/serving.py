@@ -1,0 +1,72 @@
+"""`kb run`, `kb serve`, `kb feedback`: the bot itself, and what people told it."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from bot.cli import common
+from bot.cli.common import fail
+
+
+def run() -> None:
+    """Index the configured sources (else the sample wiki), then serve Slack if SLACK_BOT_TOKEN is
+    set, otherwise answer questions in the terminal."""
+    from bot.cli.asking import interactive
+    from bot.cli.syncing import run_sync
+    from bot.settings import secret
+
+    settings = common.settings()
+    sources = common.configured_sources(settings)
+    index = common.open_index(settings)
+    try:
+        run_sync(settings, sources, index=index)
+        if secret(settings.slack_bot_token):
+            index.close()  # `kb serve` opens its own (and closes it when it stops)
+            index = None
+            serve()
+        else:
+            interactive(settings, index=index)
+    finally:
+        if index is not None:
+            index.close()
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on (HTTP mode; /healthz in Socket Mode)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 3000,
+) -> None:
+    """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP on POST /slack/events."""
+    from bot.serve import StartupError, serve as serve_slack
+
+    settings = common.settings()
+    try:
+        serve_slack(settings, host, port)
+    except StartupError as exc:
+        fail(str(exc))
+
+
+def feedback(
+    limit: Annotated[int, typer.Option(help="How many votes and how many not-found questions")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
+) -> None:
+    """Recent 👍/👎 votes (with reasons) and questions the knowledge base could not answer."""
+    from dataclasses import asdict
+
+    from bot.records import create_tables, feedback_report
+
+    settings = common.settings()
+    index = common.open_index(settings)
+    create_tables(index)
+    rows = feedback_report(index, limit)
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))
+        return
+    if not rows:
+        typer.echo("no votes or not-found questions yet")
+    for r in rows:
+        what = {"up": "👍", "down": "👎"}.get(r.vote or "", "not found")
+        reason = f" — {r.reason}" if r.reason else ""
+        typer.echo(f"{r.at:%Y-%m-%d %H:%M} {what:<9} {r.user_id:<11} {r.question}{reason}")

@@ -1,0 +1,215 @@
+"""`kb sync`, `kb sources`, `kb forget`, `kb watch`: what is indexed, and keeping it current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bot.cli import common
+from bot.cli.common import fail
+
+
+def sync(
+    path: Annotated[Optional[Path], typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
+    source: Annotated[Optional[str], typer.Option(help="With PATH: its source name (default: derived from the path); alone: sync only this source")] = None,
+    kind: Annotated[Optional[str], typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
+    url_template: Annotated[Optional[str], typer.Option(help="With PATH: citation URL template with {path}")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="With PATH: Confluence base URL for citations")] = None,
+    access: Annotated[Optional[str], typer.Option(help="With PATH: access scope of these documents")] = None,
+    include: Annotated[list[str], typer.Option(help="With PATH: only files matching this glob (repeatable)")] = [],
+    exclude: Annotated[list[str], typer.Option(help="With PATH: skip files matching this glob (repeatable)")] = [],
+    allow_deletes: Annotated[bool, typer.Option("--allow-deletes", help="Let this sync delete more pages than the source's max_delete allows (or every page)")] = False,
+) -> None:
+    """Index sources incrementally: unchanged pages cost nothing, removed pages are dropped.
+
+    A sync only ever changes its own source's pages. One that finds no pages where there were
+    some, or would delete more than the source's max_delete, deletes nothing and exits 4.
+    """
+    settings = common.settings()
+    configured = common.configured_sources(settings)
+    if path is not None:
+        options = {"kind": kind, "url_template": url_template, "base_url": base_url, "access": access,
+                   "include": list(include), "exclude": list(exclude)}
+        sources = [_adhoc_source(settings, configured, path, source, options)]
+    elif source is not None:
+        sources = [s for s in configured if s.name == source] or [_recorded_source(settings, configured, source)]
+    else:
+        sources = configured
+    reports = run_sync(settings, sources, allow_deletes=allow_deletes)
+    if any(r.refused for r in reports):
+        raise typer.Exit(4)
+    if any(r.failed for r in reports):
+        raise typer.Exit(3)
+
+
+def _adhoc_source(settings, configured, path: Path, name: str | None, options: dict):
+    """The source `kb sync PATH` syncs: the configured one if PATH is its location, else a source
+    of its own — named after the path (or `--source`), never a name that reads another location,
+    and with the settings it was last synced with unless options say otherwise."""
+    import dataclasses
+
+    from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name
+    from indexing import catalog
+
+    if not path.exists():
+        fail(f"no such file or folder: {path}")
+    location = path.resolve()
+    if options["kind"] is not None and options["kind"] not in KINDS:
+        fail(f"--kind must be one of {', '.join(KINDS)}")
+    for known in configured:
+        if known.location.resolve() == location:
+            given = [f"--{k.replace('_', '-')}" for k, v in options.items() if v]
+            if given or (name is not None and name != known.name):
+                fail(f"{path} is the configured source {known.name!r}: its settings come from the configuration, "
+                     f"not from {', '.join(given) or '--source'}")
+            return known
+    index = common.open_index(settings)
+    with index.session() as s:
+        records = catalog.records(s)
+    taken = {r.name: r.location for r in records.values()} | {c.name: str(c.location.resolve()) for c in configured}
+    if name is not None:
+        if name in taken and taken[name] != str(location):
+            fail(f"source {name!r} reads {taken[name]}; syncing {path} under that name would replace its pages. "
+                 f"Choose another --source, or `kb forget {name}` first")
+    else:
+        name = adhoc_name(location, taken)
+    record = records.get(name)
+    base = catalog.adhoc_source(record) if record is not None else SourceConfig(name=name, location=location, adhoc=True)
+    changes = {k: v for k, v in options.items() if v}
+    source = dataclasses.replace(base, name=name, location=location, **changes)
+    try:
+        check_source_name(name)
+    except ValueError as exc:
+        fail(str(exc))
+    typer.echo(f"syncing {path} as source {name!r}" + ("" if changes or record is None else " (with the settings of its last sync)")
+               + ("; choose the name with --source NAME" if record is None else ""), err=True)
+    return source
+
+
+def _recorded_source(settings, configured, name: str):
+    """`kb sync --source NAME` for a source that is not configured: an ad-hoc one, as last synced."""
+    from indexing import catalog
+
+    index = common.open_index(settings)
+    with index.session() as s:
+        record = catalog.records(s).get(name)
+    if record is None or record.origin != catalog.ADHOC:
+        names = ", ".join(s.name for s in configured)
+        fail(f"no source named {name!r} (configured: {names}; `kb sources` lists every source in the index)")
+    return catalog.adhoc_source(record)
+
+
+def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes: bool = False) -> list:
+    """Sync each source with a progress bar and a one-line summary; returns the reports.
+
+    A sync the deletion guard refused gets one `error:` line (and its report `refused`)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from connectors.connector import open_connector
+    from connectors.sources import SourcesError
+
+    kb = common.open_kb(settings, sources, index=index)
+    console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
+    reports = []
+    for source in sources:
+        if not source.location.exists():
+            fail(f"source {source.name}: {source.location} does not exist")
+        try:
+            total = sum(1 for _ in open_connector(source).paths())
+            with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
+                task = bar.add_task("sync", total=total, source=source.name)
+                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task),
+                                 allow_deletes=allow_deletes)
+        except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
+            fail(f"source {source.name}: {exc}")
+        skipped = f", {report.skipped} skipped" if report.skipped else ""
+        console.print(
+            f"[bold]{source.name}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks, "
+            f"{report.embedded} embedded, {report.seconds:.1f}s", highlight=False
+        )
+        for error in report.errors[:20]:
+            console.print(f"  [red]FAILED[/] {error}", highlight=False)
+        for skip in report.skips[:20]:
+            console.print(f"  [yellow]SKIPPED[/] {skip}", highlight=False)
+        if report.refused:
+            typer.echo(f"error: source {source.name}: {report.refused} — run `kb sync"
+                       f"{'' if len(sources) == 1 else ' --source ' + source.name} --allow-deletes` "
+                       f"if the pages are meant to go", err=True)
+        reports.append(report)
+    return reports
+
+
+def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sources as JSON")] = False) -> None:
+    """Every source in the index: kind, location, pages, failed/skipped, last sync and its result, schedule."""
+    rows = common.open_kb(common.settings()).sources()
+    if as_json:
+        typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str))
+        return
+    if not rows:
+        typer.echo("no sources: run `kb sync`")
+    for r in rows:
+        run = r.last_run
+        last = "never synced" if run is None else (
+            f"last sync {(run.finished_at or run.started_at):%Y-%m-%d %H:%M} UTC ({run.trigger}): {run.result}"
+            + (f" — {run.reason}" if run.reason else ""))
+        typer.echo(f"{r.name}  [{r.state}]  {r.kind or '?'}  {r.location}")
+        typer.echo(f"    {r.pages} pages, {r.failed} failed, {r.skipped} skipped; {last}"
+                   + (f"; schedule {r.schedule}" if r.schedule else ""))
+        if r.state == "not configured":
+            typer.echo(f"    no longer in the configuration: still answering; `kb forget {r.name}` removes it")
+
+
+def _source_json(row) -> dict:
+    run = row.last_run
+    return {"name": row.name, "state": row.state, "kind": row.kind, "location": row.location, "pages": row.pages,
+            "failed": row.failed, "skipped": row.skipped, "schedule": row.schedule,
+            "last_sync": None if run is None else {"started_at": run.started_at, "finished_at": run.finished_at,
+                                                   "trigger": run.trigger, "result": run.result, "reason": run.reason}}
+
+
+def forget(
+    name: Annotated[str, typer.Argument(help="The source to remove from the index (see `kb sources`)")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts)")] = False,
+) -> None:
+    """Remove one source's pages from every store (vectors, keywords, sections, registry)."""
+    kb = common.open_kb(common.settings())
+    row = next((r for r in kb.sources() if r.name == name), None)
+    if row is None or (not row.pages and row.origin == ""):
+        fail(f"no source named {name!r} in the index (`kb sources` lists them)")
+    if row.configured:
+        typer.echo(f"note: {name!r} is still configured; its next sync will index it again", err=True)
+    if not yes and not typer.confirm(f"Remove the {row.pages} pages of source {name!r} from the index?", err=True):
+        fail("nothing removed", code=1)
+    removed = kb.forget(name)
+    typer.echo(f"{name}: {removed} pages removed", err=True)
+
+
+def watch() -> None:
+    """Keep the index fresh: watch folder sources and run scheduled re-syncs (no bot)."""
+    import signal
+    import threading
+
+    from indexing.scheduler import start_scheduler, stop_scheduler
+    from indexing.watcher import Watcher
+
+    kb = common.open_kb(common.settings())
+    sources = kb.configured
+    watcher = Watcher(kb.runner, sources).start()
+    scheduler = start_scheduler(kb.runner, sources)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    typer.echo(f"watching {', '.join(s.name for s in sources)}; Ctrl-C to stop", err=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+        stop_scheduler(scheduler)

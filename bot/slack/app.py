@@ -1,0 +1,99 @@
+"""The Bolt app: built in one place, its middleware, and every listener module registered on it.
+
+Each listener module (`questions`, `access_events`, `commands`, `feedback`, `errors`) exposes
+`register(app, services)`; a new Slack feature adds its module to `LISTENERS`. Listeners
+are small functions taking Bolt's injected arguments by name (`ack`, `body`, `client`,
+`respond`, ...), ack first, and hand slow work — retrieval, the LLM, the reply — to one named
+place: the answers pool (`Services.answers`, see `bot.slack.workers`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from slack_bolt import App
+from slack_sdk import WebClient
+
+from bot import records
+from bot.knowledge import KnowledgeBase
+from bot.settings import Settings, secret
+from bot.slack import access_events, commands, errors, feedback, questions
+from bot.slack.access import SlackAccess
+from bot.slack.dedupe import Deduper
+from bot.slack.questions import RecentThreads
+from bot.slack.resync import Resyncs
+from bot.slack.workers import CountingPool, Workers
+from indexing.index import Index
+from indexing.runner import SyncRunner
+
+log = logging.getLogger(__name__)
+
+# Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
+LISTENERS = (questions, access_events, commands, feedback, errors)
+
+
+@dataclass
+class Services:
+    """What every listener uses: the knowledge base, who sees what (`access`), the once-only
+    claims (`deduper`), admin resyncs, the threads answered here, and the answers pool."""
+
+    settings: Settings
+    kb: KnowledgeBase
+    access: SlackAccess
+    deduper: Deduper
+    resyncs: Resyncs
+    answers: CountingPool
+    threads: RecentThreads = field(default_factory=RecentThreads)
+
+
+def build_app(
+    settings: Settings,
+    index: Index,
+    client: WebClient,
+    llm=None,
+    *,
+    runner: SyncRunner | None = None,
+    socket_mode: bool = False,
+    workers: Workers | None = None,
+) -> App:
+    """The Bolt app with every listener registered. Calls `auth.test` (Bolt checks the token).
+
+    `runner` syncs the configured sources for `/kb resync` (shared with the watcher and the
+    scheduler when `kb serve` runs them); by default one over `settings.sources()`. `workers`:
+    Bolt's listener pool and the answers pool (`bot.slack.workers`); new ones by default — pass
+    them to wait for the answers in flight at shutdown.
+    """
+    records.create_tables(index)
+    kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
+    access = SlackAccess(settings.access_config(), client)
+    warn_unconfigured_scopes(access, kb.configured)
+    # Messages are answered on a pool of their own (see bot.slack.workers): Bolt acks events before
+    # running listeners, but slash commands, buttons and forms are acked *by* their listener.
+    workers = workers or Workers()
+    services = Services(settings, kb, access, Deduper(index), Resyncs(kb), workers.answers)
+    logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
+    app = App(
+        name="docent",
+        client=client,
+        signing_secret=secret(settings.slack_signing_secret) or "",
+        request_verification_enabled=not socket_mode,  # Socket Mode requests are not signed
+        listener_executor=workers.listeners,
+    )
+    for module in LISTENERS:
+        module.register(app, services)
+    return app
+
+
+def warn_unconfigured_scopes(access: SlackAccess, sources) -> None:
+    """A source scope no `[scopes.*]` table mentions is visible nowhere in Slack: say so once."""
+    for source in sources:
+        for scope in sorted(source.scopes - {"public"} - set(access.config.scopes)):
+            log.warning("access scope %r (source %s) has no [scopes.%s] table in the sources file: "
+                        "Slack will not show its pages anywhere", scope, source.name, scope)
+
+
+def _drop_client_token_warning(record: logging.LogRecord) -> bool:
+    """Bolt warns "`token` will be unused" whenever SLACK_BOT_TOKEN is in the environment and a
+    client is passed — which is exactly how Docent is meant to run; the warning would mislead."""
+    return "`token` will be unused" not in record.getMessage()

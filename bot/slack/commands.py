@@ -1,0 +1,128 @@
+"""The `/kb` slash command: its router and the `help`, `ask` and `status` subcommands.
+
+Slack allows 3 seconds for the acknowledgement, so every branch acks first; answering runs on
+the answers pool and replies through the response URL. `/kb ask` answers privately, with a
+"Share in channel" button (`bot.slack.feedback`); `/kb resync` lives in `bot.slack.resync`. A new
+subcommand is one entry in `SUBCOMMANDS`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from bot import records
+from bot.slack import blocks
+from bot.slack.access import NOT_HERE
+from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
+from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
+from bot.slack.resync import resync
+from indexing.status import IndexStatus
+
+if TYPE_CHECKING:
+    from bot.slack.app import Services
+
+COMMAND = "/kb"
+
+HELP = """*Docent* answers questions from the company wiki, with links to the pages it used.
+• Mention me with a question, e.g. `@Docent how many vacation days do I get?` — I reply in the thread, and answer follow-ups in that thread without another mention.
+• Send me a direct message.
+• `/kb ask <question>` — a private answer, with a button to share it in the channel.
+• `/kb status` — what is indexed, and when it was last synced.
+• `/kb resync [source] [--allow-deletes]` — re-read the wiki now (admins only; a sync that would delete most of a source deletes nothing unless `--allow-deletes`).
+• `/kb help` — this message.
+Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
+
+
+def register(app, services: Services) -> None:
+    @app.command(COMMAND)
+    def kb(ack, command, respond):
+        """`/kb <subcommand> …`: each subcommand acks first."""
+        name, _, rest = (command.get("text") or "").strip().partition(" ")
+        subcommand = SUBCOMMANDS.get(name.lower())
+        if subcommand is None:
+            ack(text=f"I don't know `/kb {neutralise(escape(name.lower()[:40]))}`.\n\n{HELP}", response_type="ephemeral")
+            return
+        subcommand(services, ack, command, respond, rest.strip())
+
+
+def help_(services: Services, ack, command: dict, respond, text: str) -> None:
+    ack(text=HELP, response_type="ephemeral")
+
+
+def ask(services: Services, ack, command: dict, respond, text: str) -> None:
+    """A private answer through the response URL, with a "Share in channel" button."""
+    question = slack_to_plain(text)
+    if not question:
+        ack(text="Usage: `/kb ask <question>`, e.g. `/kb ask how do I expense a taxi?`", response_type="ephemeral")
+        return
+    ack(text="🔎 Looking that up…", response_type="ephemeral")
+    services.answers.submit(answer_privately, services, command, respond, question, time.perf_counter())
+
+
+def answer_privately(services: Services, command: dict, respond, question: str, started: float) -> None:
+    channel, user = command.get("channel_id"), command["user_id"]
+    details = dict(surface="command", user_id=user, channel_id=channel)
+    index = services.kb.index
+
+    def apologise(ref: str) -> None:
+        quietly(records.log_query, index, question=question or "(empty)", error_ref=ref, **details)
+        respond(text=apology(ref), response_type="ephemeral", replace_original=False)
+
+    def unavailable() -> None:
+        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=False)
+
+    with apology_on_error("/kb ask", apologise, unavailable):
+        audience = services.access.audience(channel, user)
+        if audience.sees_nothing:
+            respond(text=NOT_HERE, response_type="ephemeral", replace_original=False)
+            return
+        answer = services.kb.ask(question, audience)
+        timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
+        quietly(records.log_query, index, question=question, answer=answer, context_question=None,
+                timings_ms=timings, **details)
+        respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
+                response_type="ephemeral", replace_original=False)
+
+
+def status(services: Services, ack, command: dict, respond, text: str) -> None:
+    """Documents, chunks, last sync per source, failures — of what could be searched here.
+
+    Anyone may ask, so it tells no more than `/kb ask` could (`KnowledgeBase.status` limits it to
+    the audience of the conversation it is asked in)."""
+    ack()
+    services.answers.submit(show_status, services, command, respond)
+
+
+def show_status(services: Services, command: dict, respond) -> None:
+    with apology_on_error("/kb status", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
+        audience = services.access.audience(command.get("channel_id"), command.get("user_id"))
+        text = status_text(services.kb.status(audience), visible_here=True)
+        respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")
+
+
+def status_text(info: IndexStatus, visible_here: bool = False) -> str:
+    """An index status as a Slack message; `visible_here`: it was limited to a conversation."""
+    docs = ", ".join(f"{n} {str(k).lower()}" for k, n in sorted(info.documents.items())) or "none"
+    where = " searchable here" if visible_here else ""
+    lines = ["*Knowledge base status*", f"Documents{where}: {docs}", f"Chunks: {info.chunks}"]
+    for run in info.last_runs:
+        when = run.finished_at or run.started_at
+        state = "" if run.finished_at else " (still running)"
+        refused = f" — *refused, nothing deleted*: {escape((run.reason or '')[:300])}" if run.result == "refused" else ""
+        lines.append(
+            f"Last sync of `{escape(run.source)}` ({escape(run.trigger)}) {when:%Y-%m-%d %H:%M} UTC{state}: "
+            f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, {run.deleted} deleted, "
+            f"{run.failed} failed, {run.skipped} skipped{refused}"
+        )
+    for name in info.unconfigured:
+        lines.append(f"Source `{escape(name)}` is no longer configured; its pages still answer until an admin "
+                     f"runs `kb forget {escape(name)}`.")
+    for title, rows in (("Failed documents", info.failed), ("Skipped pages (nothing to index)", info.skipped)):
+        if rows:
+            lines.append(f"*{title}* ({len(rows)}):")
+            lines += [f"• `{escape(doc_id)}`: {escape((why or '')[:200])}" for doc_id, why in rows[:10]]
+    return "\n".join(lines)
+
+
+SUBCOMMANDS = {"": help_, "help": help_, "ask": ask, "status": status, "resync": resync}

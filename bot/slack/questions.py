@@ -1,0 +1,216 @@
+"""Questions in messages: @mentions, direct messages, and follow-ups in threads Docent answered.
+
+- @mention in a channel → 👀 at once, then one reply in the question's thread. In a thread the
+  bot has answered, later messages are answered without a mention, with the thread's earlier
+  question as retrieval context. Direct messages are answered the same way.
+- Never twice: a question is claimed (`bot.slack.dedupe`, by its channel and message ts) before
+  it is answered, so a redelivered event (`X-Slack-Retry-Num`) and the second event for one
+  message are dropped; only messages Docent answers are claimed. The bot's own messages and
+  other bots' are ignored.
+- Bolt acks events before running their listener; the listener only decides whether a message
+  is a question and hands it to the answers pool (`Services.answers`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import records
+from bot.slack import blocks
+from bot.slack.access import NOT_HERE
+from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
+from bot.slack.mrkdwn import mentions, mentions_someone_else, neutralise, slack_to_plain
+from indexing.database import is_unreachable
+
+if TYPE_CHECKING:
+    from bot.slack.app import Services
+
+log = logging.getLogger(__name__)
+
+HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
+_SMALL_TALK = re.compile(
+    r"^(thanks?( you| a lot)?|thank you|thx|ty|ok(ay)?|great|cool|nice|got it|perfect|awesome|"
+    r"👍|🙏|:\+1:|:pray:|:thumbsup:)[\s!.]*$", re.IGNORECASE,
+)
+EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
+RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
+
+
+class RecentThreads:
+    """The threads this process has answered in, newest last, bounded.
+
+    The durable record of the bot's threads is the query log (`records.thread_question`); this is
+    consulted only when the database cannot be reached, so that a follow-up in a thread the bot
+    is part of gets "temporarily unavailable" rather than silence — while other people's threads,
+    which the bot cannot tell apart without the database, are still left alone."""
+
+    def __init__(self, limit: int = RECENT_THREADS) -> None:
+        self.limit = limit
+        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, channel: str, thread_ts: str) -> None:
+        with self._lock:
+            self._threads[(channel, thread_ts)] = None
+            self._threads.move_to_end((channel, thread_ts))
+            if len(self._threads) > self.limit:
+                self._threads.popitem(last=False)
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            return key in self._threads
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One message to answer: where it was asked, where the reply goes, and what shapes its audience."""
+
+    surface: str  # "mention" | "dm" | "thread" (the query log's `surface`)
+    channel: str
+    user: str
+    ts: str
+    text: str
+    bot_user: str | None
+    reply_thread: str | None  # the thread the answer goes to (None: the DM itself)
+    context_thread: str | None  # the thread whose earlier question joins retrieval
+    is_dm: bool | None = None  # None: `conversations.info` decides
+    said_shared: bool = False  # the event envelope said the channel is shared with another organisation
+
+
+def register(app, services: Services) -> None:
+    """Mentions and messages; both hand the answering to the answers pool."""
+
+    @app.event("app_mention")
+    def mention(event, body, client, context):
+        if not is_human_message(event):
+            return
+        thread = event.get("thread_ts")
+        services.answers.submit(answer, services, client, _asked(
+            event, body, context, surface="mention", reply_thread=thread or event["ts"], context_thread=thread))
+
+    @app.event("message")
+    def message(event, body, client, context):
+        if not is_human_message(event):
+            return
+        thread = event.get("thread_ts")
+        if event.get("channel_type") == "im":
+            services.answers.submit(answer, services, client, _asked(
+                event, body, context, surface="dm", reply_thread=thread, context_thread=thread, is_dm=True))
+        elif is_follow_up_candidate(event, context.bot_user_id):
+            services.answers.submit(answer_follow_up, services, client, _asked(
+                event, body, context, surface="thread", reply_thread=thread, context_thread=thread))
+
+
+def _asked(event: dict, body: dict | None, context, **where) -> Asked:
+    return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
+                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")), **where)
+
+
+def is_human_message(event: dict) -> bool:
+    """A person's new message — not a bot's (ours or another), not an edit, join or deletion."""
+    return (
+        event.get("subtype") in HUMAN_SUBTYPES
+        and not event.get("bot_id")
+        and not event.get("bot_profile")
+        and bool(event.get("user"))
+    )
+
+
+def is_follow_up_candidate(event: dict, bot_user: str | None) -> bool:
+    """A reply in some thread, not a mention (those are `mention`'s), not addressed to a colleague,
+    not thanks: worth checking whether the thread is one Docent answered."""
+    text, thread_ts = event.get("text") or "", event.get("thread_ts")
+    if not thread_ts or thread_ts == event.get("ts") or mentions(text, bot_user):
+        return False
+    return not (mentions_someone_else(text, bot_user) or _SMALL_TALK.match(slack_to_plain(text, bot_user)))
+
+
+def answer_follow_up(services: Services, client: WebClient, asked: Asked) -> None:
+    """Answer a thread reply only if the thread is one Docent answered in (the query log says so)."""
+    try:
+        earlier = records.thread_question(services.kb.index, asked.channel, asked.context_thread)
+    except Exception as exc:
+        if not is_unreachable(exc):
+            log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
+                          asked.context_thread, asked.channel)
+            return
+        if (asked.channel, asked.context_thread) not in services.threads:
+            log.warning("could not look up thread %s in %s (the database cannot be reached); not treating the "
+                        "message as a follow-up", asked.context_thread, asked.channel)
+            return
+        earlier = ""  # the database is down, but this process answered in the thread: reply, never silence
+    if earlier is not None:
+        answer(services, client, asked)
+
+
+def answer(services: Services, client: WebClient, asked: Asked) -> None:
+    """👀 at once, then exactly one reply: the answer, or an apology with a reference id.
+
+    Retrieval searches only what the conversation's audience may see (`SlackAccess.audience`);
+    where that is nothing (a Slack Connect conversation with `shared_channels = "none"`) the reply
+    says so."""
+    channel, ts, reply_thread = asked.channel, asked.ts, asked.reply_thread
+    if not services.deduper.claim(f"message:{channel}:{ts}"):
+        # Slack redelivered the event (a slow ack, a restart), or the same message also arrived
+        # as another event (app_mention and message): it is being, or has been, answered.
+        log.info("not answering %s/%s again: already claimed", channel, ts)
+        return
+    started = time.perf_counter()
+    add_reaction(client, channel, ts)
+    details = dict(surface=asked.surface, user_id=asked.user, channel_id=channel, thread_ts=reply_thread, message_ts=ts)
+    question = ""
+
+    def apologise(ref: str) -> None:
+        quietly(records.log_query, services.kb.index, question=question or asked.text or "(empty)", error_ref=ref,
+                **details)
+        post(client, channel, reply_thread, apology(ref))
+
+    def unavailable() -> None:  # no query log row: it lives in the database that is gone
+        post(client, channel, reply_thread, UNAVAILABLE)
+
+    with apology_on_error(f"answering {asked.surface} {channel}/{ts}", apologise, unavailable):
+        question = slack_to_plain(asked.text, asked.bot_user)
+        if not question:
+            post(client, channel, reply_thread, EMPTY_MENTION)
+            return
+        audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm, said_shared=asked.said_shared)
+        if audience.sees_nothing:
+            log.info("not answering %s %s/%s: no access scope is visible there", asked.surface, channel, ts)
+            post(client, channel, reply_thread, NOT_HERE)
+            return
+        index = services.kb.index
+        earlier = records.thread_question(index, channel, asked.context_thread) if asked.context_thread else None
+        reply = services.kb.ask(question, audience, follows=earlier)
+        timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
+        quietly(records.log_query, index, question=question, answer=reply, context_question=earlier,
+                timings_ms=timings, **details)
+        post(client, channel, reply_thread, blocks.fallback_text(reply), blocks.answer_blocks(reply))
+        if reply_thread:
+            services.threads.add(channel, reply_thread)
+
+
+def add_reaction(client: WebClient, channel: str, ts: str) -> None:
+    """👀: "seen, working on it". A failure here must not stop the answer."""
+    try:
+        client.reactions_add(channel=channel, name="eyes", timestamp=ts)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "already_reacted":
+            log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc.response.get("error"))
+    except Exception as exc:
+        log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc)
+
+
+def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list | None = None) -> None:
+    client.chat_postMessage(
+        channel=channel, thread_ts=thread_ts, text=neutralise(text),
+        blocks=message_blocks or blocks.text_blocks(text), unfurl_links=False, unfurl_media=False,
+    )

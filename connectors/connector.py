@@ -1,0 +1,91 @@
+"""Connector: what every source kind implements (a `Protocol`), and opening the one a source names.
+
+Every connector yields its pages as `SourceDocument`s and can list the relative paths it would
+read. Some can also re-read single pages — a Markdown folder, which the watcher then syncs one
+changed file at a time (`IncrementalConnector`); the others are re-synced whole, as an export
+changes as a unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from connectors.access import WILDCARD
+from connectors.document import SourceDocument
+from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
+
+
+class Connector(Protocol):
+    """A source of pages."""
+
+    def documents(self) -> Iterator[SourceDocument]:
+        """Every page, converted to Markdown with its metadata."""
+        ...
+
+    def paths(self) -> Iterable[str]:
+        """The relative paths of the files it would read (counted for progress bars)."""
+        ...
+
+
+@runtime_checkable
+class IncrementalConnector(Connector, Protocol):
+    """A connector that can re-read single pages under its `root` (a Markdown folder)."""
+
+    root: Path
+
+    def wants(self, rel: str) -> bool:
+        """Whether the file at this relative path is one of its pages (extension, globs, not a backup)."""
+        ...
+
+    def read(self, rel: str) -> SourceDocument:
+        ...
+
+
+def open_connector(source: SourceConfig) -> Connector:
+    """The connector for a source, by its kind (with per-space access scopes for a Confluence export)."""
+    kind = source.resolved_kind
+    per_space = source.access if isinstance(source.access, dict) else None
+    if per_space is not None and kind not in CONFLUENCE_KINDS:
+        raise SourcesError(f"source {source.name}: access per space is only for Confluence exports, "
+                           f"and {source.location} is a {kind} source")
+    access = per_space[WILDCARD] if per_space is not None else source.access
+    if kind == "markdown":
+        from connectors.markdown import MarkdownFolder
+
+        return MarkdownFolder(source.location, source=source.name, include=source.include, exclude=source.exclude,
+                              url_template=source.url_template, access=access)
+    if kind == "confluence-html":
+        from connectors.confluence_html import ConfluenceHtmlExport
+
+        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+    elif kind == "confluence-xml":
+        from connectors.confluence_xml import ConfluenceXmlExport
+
+        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+    else:
+        raise SourcesError(f"source {source.name}: unknown kind {kind!r}")
+    return SpaceScoped(connector, per_space) if per_space is not None else connector
+
+
+class SpaceScoped:
+    """A Confluence export whose pages take their access scope from their space
+    (`doc.metadata["space"]`, matched case-insensitively; "*" for every other space).
+    Everything else is the wrapped connector's."""
+
+    def __init__(self, connector, access: dict[str, str]) -> None:
+        self.connector = connector
+        self.default = access[WILDCARD]
+        self.by_space = {space.casefold(): scope for space, scope in access.items() if space != WILDCARD}
+
+    def scope_of(self, space: str | None) -> str:
+        return self.by_space.get((space or "").casefold(), self.default)
+
+    def documents(self):
+        for doc in self.connector.documents():
+            doc.access = self.scope_of(doc.metadata.get("space"))
+            yield doc
+
+    def __getattr__(self, name: str):
+        return getattr(self.connector, name)

@@ -1,0 +1,114 @@
+"""Sync rules of a source: when it re-syncs (`Schedule`) and how much one sync may delete (`DeletionLimit`).
+
+Both are written in the sources file (`schedule = "every 30m"`, `max_delete = "50%"`) and parsed
+when it is read, so a schedule that could never fire or a limit that makes no sense stops Docent
+at start with a `SourcesError` saying where.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Deletion guard defaults: a sync may not delete more than half of a source's pages when that is
+# 10 pages or more (a vanished mount or a wrong glob), nor every page of a source (any number).
+DEFAULT_DELETE_SHARE = 0.5
+DELETE_FLOOR = 10
+MAX_DELETE_EXPECTED = "a number of pages (e.g. 25) or a share such as \"50%\""
+
+
+class SourcesError(ValueError):
+    """The sources file is missing, unreadable or wrong; the message says where."""
+
+
+@dataclass(frozen=True)
+class DeletionLimit:
+    """How much of its pages one sync of a source may delete (`max_delete` in the sources file):
+    `pages` (at most that many) or `share` (at most that share, once it is `DELETE_FLOOR` pages
+    or more). Whatever the limit, a sync that finds no page at all where there were some deletes
+    nothing: that is what an unmounted share or a half-finished clone looks like."""
+
+    share: float | None = DEFAULT_DELETE_SHARE
+    pages: int | None = None
+
+    def refusal(self, deleting: int, indexed: int, found: int) -> str | None:
+        """Why deleting `deleting` of `indexed` pages (having found `found`) is refused; None: allowed."""
+        if deleting == 0:
+            return None
+        if found == 0 and indexed > 0:
+            return (f"found no pages where {indexed} were indexed (an empty or unmounted folder, or "
+                    f"include/exclude globs that match nothing?); deleting none of them")
+        if self.pages is not None:
+            if deleting > self.pages:
+                return f"would delete {deleting} of {indexed} pages, more than max_delete = {self.pages}; deleting none"
+            return None
+        share = self.share if self.share is not None else DEFAULT_DELETE_SHARE
+        if deleting >= DELETE_FLOOR and deleting > share * indexed:
+            return (f"would delete {deleting} of {indexed} pages, more than {share:.0%} of the source; "
+                    f"deleting none")
+        return None
+
+    def __str__(self) -> str:
+        return f"{self.pages} pages" if self.pages is not None else f"{self.share:.0%}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A re-sync schedule, parsed when the sources file is read: "every 30m" or a 5-field cron (UTC)."""
+
+    text: str
+    interval_seconds: int | None = None  # None: `text` is a cron expression
+
+    def trigger(self):
+        """The apscheduler trigger for it."""
+        if self.interval_seconds is not None:
+            from apscheduler.triggers.interval import IntervalTrigger
+
+            return IntervalTrigger(seconds=self.interval_seconds, timezone="UTC")
+        from apscheduler.triggers.cron import CronTrigger
+
+        return CronTrigger.from_crontab(self.text, timezone="UTC")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_INTERVAL = re.compile(r"^every\s+(\d+)\s*(s|m|h|d)$")
+_SHARE = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
+
+
+def parse_schedule(text: str, where: str = "schedule") -> Schedule:
+    """"every 15m" (s, m, h, d) or a 5-field cron (UTC), checked now by apscheduler itself, so a
+    schedule that could never fire stops Docent at start rather than when it first comes due."""
+    text = text.strip()
+    if match := _INTERVAL.match(text):
+        seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+        if seconds <= 0:
+            raise SourcesError(f"{where}: the interval must be positive")
+        return Schedule(text=text, interval_seconds=seconds)
+    if len(text.split()) == 5:
+        schedule = Schedule(text=text)
+        try:
+            schedule.trigger()
+        except ValueError as exc:
+            raise SourcesError(f"{where}: cron {text!r} is not valid: {exc}") from None
+        return schedule
+    raise SourcesError(f"{where}: {text!r} is neither 'every <n>s|m|h|d' nor a 5-field cron")
+
+
+def parse_max_delete(value: int | str | None, where: str = "max_delete") -> DeletionLimit:
+    """`max_delete = 25` (pages), `"50%"` (a share of the source's pages), or unset: the default."""
+    if value is None:
+        return DeletionLimit()
+    if isinstance(value, bool):
+        raise SourcesError(f"{where}: must be {MAX_DELETE_EXPECTED}, not true/false")
+    if isinstance(value, int):
+        if value < 0:
+            raise SourcesError(f"{where}: must not be negative")
+        return DeletionLimit(share=None, pages=value)
+    if match := _SHARE.match(value.strip()):
+        share = float(match.group(1)) / 100
+        if share > 1:
+            raise SourcesError(f"{where}: a share is at most 100%")
+        return DeletionLimit(share=share)
+    raise SourcesError(f"{where}: must be {MAX_DELETE_EXPECTED}, not {value!r}")

@@ -1,0 +1,142 @@
+"""The not-found gate: the evidence that the wiki covers a question, and the three outcomes it gives.
+
+Fused ranking scores are relative to one question, so the gate reads raw signals that compare
+across questions (`GateSignals`): how close in meaning the best chunk is (MiniLM cosine), whether
+both legs put the same page first, and how much of the question's rare vocabulary (IDF-weighted)
+the best section holds. One score per question (`gate_score`) is cut by two thresholds fitted
+leave-one-corpus-out (`bot/gate_fit.py`): below the first → not found; from the second →
+answered; between → uncertain ("I'm not sure this answers it — check [1]").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
+
+from indexing import bm25 as bm25_module
+
+if TYPE_CHECKING:
+    from indexing.index import Index
+    from indexing.retrieval import Hit
+    from indexing.store import ChunkHit
+
+ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME = "answered", "uncertain", "not_found"
+OUTCOMES = (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)
+COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
+AGREE_BONUS = 0.05  # the first gate's "legs agree" rule (cos ≥ 0.47, or agree and cos ≥ 0.42), as one score
+_CJK = bm25_module.CJK
+
+
+@dataclass(frozen=True)
+class GateSignals:
+    """Raw evidence, comparable across questions, that the visible wiki covers a question."""
+
+    best_cosine: float = 0.0  # the closest child's cosine similarity to the question
+    term_coverage: float = 0.0  # IDF share of the question's terms found in the top 3 sections
+    top_coverage: float = 0.0  # IDF share of the keyword leg's terms (function words out) in the best section
+    top_known_coverage: float = 0.0  # ... of those the visible wiki uses at all
+    unknown_terms: float = 0.0  # IDF share of question terms the visible wiki never uses
+    legs_agree: bool = False  # vector and keyword legs put the same page first
+    best_bm25: float = 0.0  # the keyword leg's best score (0: none of the question's words is in the wiki)
+    cjk: bool = False  # the question is mostly Chinese/Japanese/Korean
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> GateSignals:
+        """From `to_json()`'s dict (query log, `kb eval --json`); unknown keys ignored, missing
+        ones at their defaults, so older logs still load."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def cjk_share(text: str) -> float:
+    """The share of a text's letters that are Chinese/Japanese/Korean characters (0 without letters)."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 0.0
+
+
+def is_cjk(text: str) -> bool:
+    """Whether a question is mostly Chinese/Japanese/Korean: then the English embedding model's
+    cosine says little (unrelated Chinese text scores 0.5–0.9) and keywords carry the gate."""
+    return cjk_share(text) >= 0.3
+
+
+def gate_signals(
+    index: Index, question: str, scopes: list[str] | None, dense: list[ChunkHit], keyword: list[ChunkHit], hits: list[Hit]
+) -> GateSignals:
+    """The signals for one question, from both legs' candidates and the top sections.
+
+    For Chinese questions the keyword terms are character bigrams, and `top_coverage` is the
+    signal the gate uses for them: MiniLM's cosine is high for unrelated Chinese text.
+    """
+    best_cosine = max((h.score for h in dense), default=0.0)
+    coverage = unknown = top = top_known = 0.0
+    terms = set(bm25_module.tokens(question))
+    keyword_terms = set(bm25_module.tokens(bm25_module.question_text(question)))
+    if terms or keyword_terms:
+        weights, known = index.bm25.idf(terms | keyword_terms, scopes)
+        total = sum(weights[t] for t in terms) or 1.0
+        unknown = sum(weights[t] for t in terms if t not in known) / total
+        if hits:
+            text = " ".join(f"{h.title} {h.heading} {h.text}" for h in hits[:COVERAGE_SECTIONS])
+            present = set(bm25_module.tokens(text))
+            coverage = sum(weights[t] for t in terms if t in present) / total
+            best = set(bm25_module.tokens(f"{hits[0].title} {hits[0].heading} {hits[0].text}"))
+            top = sum(weights[t] for t in keyword_terms if t in best) / (sum(weights[t] for t in keyword_terms) or 1.0)
+            seen = [t for t in keyword_terms if t in known]
+            top_known = sum(weights[t] for t in seen if t in best) / (sum(weights[t] for t in seen) or 1.0)
+    top_vector = dense[0].metadata["doc_id"] if dense else None
+    top_keyword = keyword[0].metadata["doc_id"] if keyword else None
+    return GateSignals(
+        best_cosine=round(best_cosine, 4),
+        term_coverage=round(coverage, 4),
+        top_coverage=round(top, 4),
+        top_known_coverage=round(top_known, 4),
+        unknown_terms=round(unknown, 4),
+        legs_agree=top_vector is not None and top_vector == top_keyword,
+        best_bm25=round(keyword[0].score, 4) if keyword else 0.0,
+        cjk=is_cjk(question),
+    )
+
+
+def is_found(signals: GateSignals, min_cosine: float, agree_min_cosine: float = 0.42) -> bool:
+    """The first not-found gate, kept for `kb eval --calibrate`'s single-threshold sweep: found
+    when some chunk is close in meaning to the question, or when both legs put the same page
+    first and it is at least loosely related."""
+    cosine = signals.best_cosine
+    return cosine >= min_cosine or (signals.legs_agree and cosine >= min(agree_min_cosine, min_cosine))
+
+
+def gate_score(signals: GateSignals) -> float:
+    """One number per question that the gate's thresholds cut (comparable across questions).
+
+    English: the best child's cosine, plus a little when both legs put the same page first.
+    Mostly-CJK questions: how much of the question's rare character bigrams (IDF-weighted) the
+    best section holds — MiniLM's cosine is 0.5–0.9 for unrelated Chinese text (docs/tuning.md §8).
+    """
+    if signals.cjk:
+        return signals.top_coverage
+    return signals.best_cosine + AGREE_BONUS * signals.legs_agree
+
+
+def outcome_for(score: float, refuse_below: float, answer_from: float) -> str:
+    if score < refuse_below:
+        return NOT_FOUND_OUTCOME
+    return ANSWERED if score >= answer_from else UNCERTAIN
+
+
+def gate_outcome(signals: GateSignals, cfg) -> str:
+    """Answered, uncertain or not found, from the signals and the configured thresholds
+    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`).
+
+    A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
+    nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
+    nothing in the wiki can ground an answer. Of the 590 public questions, one (unanswerable) has
+    no keyword hit."""
+    if not signals.best_bm25:
+        return NOT_FOUND_OUTCOME
+    if signals.cjk:
+        return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
+    return outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)
