@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.digest import digest_problem, schedule_digest
+from bot.slack.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
@@ -146,7 +146,7 @@ def start_listening(index: Index):
 
 def start_indexing(runner, sources: list, add_jobs=None):
     """The file watcher and the scheduled re-syncs, as `kb watch` runs them; returns their stop.
-    `add_jobs(scheduler)` adds jobs run by the same leader (the weekly digest, `bot.digest`)."""
+    `add_jobs(scheduler)` adds jobs run by the same leader (the weekly digest, `bot.slack.digest`)."""
     from indexing.scheduler import start_scheduler, stop_scheduler
     from indexing.watcher import Watcher
 

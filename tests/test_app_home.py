@@ -1,4 +1,4 @@
-"""The App Home tab (`bot.app_home`, `bot.home_view`) over real HTTP: signed `app_home_opened`
+"""The App Home tab (`bot.slack.home`, `bot.slack.home_view`) over real HTTP: signed `app_home_opened`
 events and button clicks to the running app, `views.publish` answered by the local Slack API
 (which refuses a Home view of more than 100 blocks, as Slack does).
 
@@ -25,7 +25,7 @@ from slack_api_server import FakeSlack  # noqa: E402
 from test_slack import ADMIN, all_text, bot_settings, envelope, mention, new_channel, posts_in, running_bot  # noqa: E402
 
 from bot.gaps import GapsReport, Period, QuestionGroup  # noqa: E402
-from bot.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402
+from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402
 
 ANNUAL = "how many days of annual leave do I get?"
 SALARY = "when are the engineering salary bands reviewed?"

@@ -24,9 +24,10 @@ from slack_api_server import FakeSlack  # noqa: E402
 from test_slack import (  # noqa: E402
     PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot)
 
-from bot import blocks  # noqa: E402
+from bot.slack import blocks  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
-from bot.streaming import STATUS, CitationFilter  # noqa: E402
+from bot.llm_stream import CitationFilter  # noqa: E402
+from bot.slack.streaming import STATUS  # noqa: E402
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "
          "8 weeks [1, 7], to be taken within the first year. Tell your manager at least two months before the "

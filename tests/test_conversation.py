@@ -1,4 +1,4 @@
-"""Conversation context over real HTTP (`bot.conversation`): a bare mention in a thread answers
+"""Conversation context over real HTTP (`bot.slack.conversation`): a bare mention in a thread answers
 the thread's question (read with `conversations.replies`), DM follow-ups carry the previous
 question, an edited question is answered again in place, a deleted one takes its answer with it,
 and `/kb ask` replaces its "Looking that up…" with the answer.
@@ -19,8 +19,8 @@ from slack_api_server import BOT_USER, TEAM  # noqa: E402
 from test_slack import (  # noqa: E402
     PARENTAL, all_text, bot, mention, message, new_channel, new_ts, posts_in, query_rows, slack, wait_until)
 
-from bot.conversation import answered  # noqa: E402
-from bot.slack_app import EMPTY_MENTION  # noqa: E402
+from bot.slack.answer_messages import answered  # noqa: E402
+from bot.slack.questions import EMPTY_MENTION  # noqa: E402
 
 assert bot and slack  # the module-scoped fixtures of tests/test_slack.py, used here by name
 VPN = "how do I connect to the VPN?"

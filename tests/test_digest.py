@@ -1,4 +1,4 @@
-"""The weekly gaps digest (`bot.digest`): what it posts, that only the scheduler's leader posts
+"""The weekly gaps digest (`bot.slack.digest`): what it posts, that only the scheduler's leader posts
 it (the lock held by another real process), and that the scheduler of `kb serve` runs it.
 
 Questions are answered and logged by the real code in a database of its own (tests/gaps_wiki.py);
@@ -24,7 +24,7 @@ from test_slack import all_text, bot_settings  # noqa: E402
 
 from bot import records  # noqa: E402
 from bot.answer import answer_question  # noqa: E402
-from bot.digest import MESSAGE_BLOCKS, run_digest, schedule_digest  # noqa: E402
+from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest  # noqa: E402
 from indexing.locks import LeaderLock  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

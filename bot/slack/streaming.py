@@ -14,13 +14,11 @@
 Whatever was streamed, the finished message is the checked answer: `finish` replaces the
 streamed text with the same blocks a non-streamed answer has (citations checked against the
 sources, unbacked links removed, sources block, 👍/👎) — so a vote, a Share or a re-render sees
-one kind of message. The text streamed on the way is checked as it goes (`CitationFilter`): a
-`[n]` naming no source is never shown, even for a moment.
+one kind of message.
 
-`StreamingLLM` wraps `bot.llm.LLMClient` so `answer_question` streams without knowing it: its
-`answer()` sends the model's deltas to the delivery and returns the fully checked text, and a
-model failure part-way raises, so the caller's fallback (the extractive answer, with a note)
-takes over and `finish` replaces the partial text.
+The text arrives already checked (`bot.llm_stream`, through `KnowledgeBase.ask(on_text=...)`);
+if the model fails part-way, the extractive answer `finish`es in place of the partial text, and
+if answering fails altogether `abandon` takes back what was shown, so the apology is the reply.
 
 While answering in an assistant thread, the thread shows "Searching the wiki…"
 (`assistant.threads.setStatus`); Slack clears it when the reply is posted.
@@ -29,13 +27,12 @@ While answering in an assistant thread, the thread shows "Searching the wiki…"
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 
 from slack_sdk.errors import SlackApiError
 
-from bot.mrkdwn import neutralise
+from bot.slack.mrkdwn import neutralise
 
 log = logging.getLogger(__name__)
 
@@ -188,92 +185,6 @@ def set_status(client, channel: str, thread_ts: str, status: str) -> None:
 
 
 def _text_blocks(text: str) -> list[dict]:
-    from bot.blocks import text_blocks
+    from bot.slack.blocks import text_blocks
 
     return text_blocks(text or PLACEHOLDER)
-
-
-# -- the model's side ---------------------------------------------------------------------------
-
-
-class CitationFilter:
-    """Streamed text with every `[n]` naming no source removed, before anyone sees it.
-
-    Text is held back only from an unclosed `[` that could still become a citation (`[1`, `[1, `)
-    — or an unclosed `<` or `@` that could still become a mention — to the end of the chunk;
-    everything before it is released at once."""
-
-    _OPEN = re.compile(r"(?:[ \t]?\[[\d,\s]{0,12}|<[^>\s]{0,40}|@\w{0,12})$")
-
-    def __init__(self, allowed: set[int]) -> None:
-        self.allowed = allowed
-        self._held = ""
-
-    def feed(self, delta: str) -> str:
-        from bot.llm import check_citations
-
-        text = self._held + delta
-        open_ = self._OPEN.search(text)
-        self._held, text = (text[open_.start():], text[:open_.start()]) if open_ else ("", text)
-        return _keep_edges(text, check_citations(text, self.allowed))
-
-    def flush(self) -> str:
-        from bot.llm import check_citations
-
-        text, self._held = self._held, ""
-        return _keep_edges(text, check_citations(text, self.allowed))
-
-
-def _keep_edges(raw: str, checked: str) -> str:
-    """check_citations strips the text; a chunk's own leading/trailing spaces and newlines matter."""
-    if not raw.strip():
-        return raw  # a delta of only spaces or newlines separates words: keep it
-    if not checked:
-        return ""
-    lead = raw[: len(raw) - len(raw.lstrip())]
-    tail = raw[len(raw.rstrip()):]
-    return lead + checked + tail
-
-
-class StreamingLLM:
-    """An `LLMClient` whose answer is streamed to `on_text` as the model writes it."""
-
-    def __init__(self, client, on_text: Callable[[str], None]) -> None:
-        self.client = client
-        self.on_text = on_text
-
-    def answer(self, question: str, hits, numbers: dict[str, int], lead=(), outcome: str = "answered") -> str:
-        from llama_index.core.llms import ChatMessage
-
-        from bot.llm import (MAX_ANSWER_CHARS, SYSTEM_PROMPT, build_prompt, check_citations, keep_cited_links,
-                             tidy_reply)
-
-        allowed = set(numbers.values())
-        messages = [ChatMessage(role="system", content=SYSTEM_PROMPT),
-                    ChatMessage(role="user", content=build_prompt(question, hits, numbers, lead, outcome))]
-        shown = CitationFilter(allowed)
-        written, finished = [], None
-        for chunk in self.client.llm.stream_chat(messages):
-            delta = chunk.delta or ""
-            written.append(delta)
-            finished = finish_reason(chunk) or finished
-            if sum(map(len, written)) <= MAX_ANSWER_CHARS:
-                self.on_text(shown.feed(delta))
-        if finished is None:  # the connection closed before the model said it was done: a cut answer
-            raise ConnectionError("the model's stream ended before the answer did")
-        self.on_text(shown.flush())
-        text = tidy_reply("".join(written))
-        if not text:
-            raise ValueError("empty reply")
-        return keep_cited_links(check_citations(text, allowed), hits, numbers)
-
-
-def finish_reason(chunk) -> str | None:
-    """Why the model stopped ("stop", "length"…), on the stream's last chunk; None before it."""
-    choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
-    return getattr(choices[0], "finish_reason", None) if choices else None
-
-
-def llm_for(llm, delivery: Delivery):
-    """The LLM `answer_question` should use for this delivery: streaming when there is one."""
-    return None if llm is None else StreamingLLM(llm, delivery.append)

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from bot.gaps import gaps_report
-from bot.home_view import gaps_blocks
+from bot.slack.home_view import gaps_blocks
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +77,10 @@ def run_digest(settings, index, client, leader) -> DigestRun:
 
 def post_digest(settings, index, client, channel: str) -> str:
     """Post the digest to `channel` now; returns the message's ts."""
-    from bot.access import SlackAccess
+    from bot.slack.access import SlackAccess
 
-    scopes = SlackAccess(settings.access_config(), client).scopes(channel, None)
-    report = gaps_report(index, DAYS, scopes=scopes)
+    audience = SlackAccess(settings.access_config(), client).audience(channel, None)
+    report = gaps_report(index, DAYS, scopes=audience.search_scopes)
     message = digest_blocks(report)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "

@@ -1,17 +1,19 @@
 """The App Home tab: `app_home_opened` → `views.publish`, and the admins' resync buttons on it.
 
-What each person may see is decided here, then `bot.home_view` renders it:
+What each person may see is decided here, then `bot.slack.home_view` renders it:
 
-- a member's view is built as if they asked in their direct message with Docent (their scopes
-  and their user groups', `SlackAccess.scopes(is_dm=True)`): an example question is offered only
+- a member's view is built as if they asked in their direct message with Docent (the
+  `Audience` of `SlackAccess.audience(is_dm=True)`: their scopes and their user groups'): an example question is offered only
   if every page its answer cited is visible to them, and was asked by at least `EXAMPLE_ASKERS`
   people (one person's question, perhaps from a private channel, is theirs, not an example); a
   page title next to their own question is shown only if that page is visible to them now;
 - an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
   gaps report, with all titles: the Home tab is theirs alone.
 
-A resync button runs the same background sync as `/kb resync` (recorded as an admin action),
-and the Home tab is published again when it starts and when it ends.
+A resync button runs the same background sync as `/kb resync` (`Services.resyncs`, recorded as
+an admin action), and the Home tab is published again when it starts and when it ends. Events
+are acked by Bolt and buttons by their listener at once; the view is built and published on the
+answers pool (the admin's gaps report can take seconds).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from sqlmodel import select
 
 from bot import records
 from bot.gaps import gaps_report, normalised
-from bot.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
+from bot.slack.errors import apology, apology_on_error
+from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 
 if TYPE_CHECKING:
-    from bot.slack_app import Docent
+    from bot.slack.app import Services
 
 log = logging.getLogger(__name__)
 
@@ -38,29 +41,29 @@ MINE = 5
 EXAMPLE_ROWS = 5000  # the latest answered questions looked at for examples
 
 
-def register(app, docent: Docent) -> None:
-    """The App Home listeners (the Slack app's one call into this module)."""
+def register(app, services: Services) -> None:
+    """The Home tab, its refresh button and the admins' resync buttons."""
 
     @app.event("app_home_opened")
     def home_opened(event, client):
         if event.get("tab", "home") == "home":
-            publish_home(docent, client, event["user"])
+            services.answers.submit(publish_home, services, client, event["user"])
 
     @app.action(ACTION_REFRESH)
     def refresh(ack, body, client):
         ack()
-        publish_home(docent, client, body["user"]["id"])
+        services.answers.submit(publish_home, services, client, body["user"]["id"])
 
     @app.action(ACTION_RESYNC)
     def resync(ack, body, action, client):
         ack()
-        resync_from_home(docent, client, body["user"]["id"], action.get("value") or "")
+        services.answers.submit(start_resync, services, client, body["user"]["id"], action.get("value") or "")
 
 
-def publish_home(docent: Docent, client, user: str, note: str | None = None) -> None:
+def publish_home(services: Services, client, user: str, note: str | None = None) -> None:
     """Build and publish `user`'s Home tab; a failure is logged (Slack shows the last view)."""
     try:
-        view = home_view(home_data(docent, user, note))
+        view = home_view(home_data(services, user, note))
     except Exception:
         log.exception("could not build the App Home for %s", user)
         view = home_view(HomeData(user=user, is_admin=False, examples=[], mine=[],
@@ -71,15 +74,22 @@ def publish_home(docent: Docent, client, user: str, note: str | None = None) -> 
         log.exception("could not publish the App Home for %s", user)
 
 
-def home_data(docent: Docent, user: str, note: str | None = None) -> HomeData:
-    is_admin = user in docent.settings.admin_users
-    visible = set(docent.access.scopes(None, user, is_dm=True))
-    data = HomeData(user=user, is_admin=is_admin, examples=example_questions(docent.index, visible),
-                    mine=own_questions(docent.index, user, visible), note=note)
+def home_data(services: Services, user: str, note: str | None = None) -> HomeData:
+    index = services.kb.index
+    is_admin = user in services.settings.admin_users
+    visible = visible_in_dm(services, user)
+    data = HomeData(user=user, is_admin=is_admin, examples=example_questions(index, visible),
+                    mine=own_questions(index, user, visible), note=note)
     if is_admin:
-        data.sources = source_health(docent.index, list(docent.resyncs.runner.sources))
-        data.gaps = gaps_report(docent.index, 7)
+        data.sources = source_health(index, services.resyncs.names)
+        data.gaps = gaps_report(index, 7)
     return data
+
+
+def visible_in_dm(services: Services, user: str) -> set[str]:
+    """The scopes `user` may read in their direct message with Docent (the Home tab, the
+    assistant's prompts): what they would be answered from there."""
+    return set(services.access.audience(None, user, is_dm=True).scopes or ())
 
 
 def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[str]:
@@ -154,18 +164,27 @@ def run_line(run) -> str:
             f"{run.unchanged} unchanged, {run.deleted} deleted, {run.failed} failed, {run.skipped} skipped")
 
 
-def resync_from_home(docent: Docent, client, user: str, name: str) -> None:
-    """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
-    from bot.resync import summary
+def start_resync(services: Services, client, user: str, name: str) -> None:
+    """`resync_from_home` on the answers pool: a failure is logged with a reference id and shown
+    on the Home tab, never lost with the pool's future."""
+    note = lambda ref: publish_home(services, client, user, note=apology(ref))  # noqa: E731
+    with apology_on_error(f"the App Home resync of {name[:80]!r}", note):
+        resync_from_home(services, client, user, name)
 
-    if user not in docent.settings.admin_users:
-        records.log_admin_action(docent.index, user, "resync", name, allowed=False,
+
+def resync_from_home(services: Services, client, user: str, name: str) -> None:
+    """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
+    from bot.slack.resync import summary
+
+    index = services.kb.index
+    if user not in services.settings.admin_users:
+        records.log_admin_action(index, user, "resync", name, allowed=False,
                                  result="refused: not in KB_ADMIN_USERS (App Home)")
         return
-    if name not in docent.resyncs.names:
-        publish_home(docent, client, user, note=f"There is no source `{name[:80]}` any more.")
+    if name not in services.resyncs.names:
+        publish_home(services, client, user, note=f"There is no source `{name[:80]}` any more.")
         return
-    action_id = records.log_admin_action(docent.index, user, "resync", name, allowed=True, result="started (App Home)")
+    action_id = records.log_admin_action(index, user, "resync", name, allowed=True, result="started (App Home)")
 
     def finished(report, error) -> None:
         if report is None and error is None:
@@ -176,11 +195,11 @@ def resync_from_home(docent: Docent, client, user: str, name: str) -> None:
             result = f"refused: {report.refused}"
         else:
             result = summary(report)
-        records.finish_admin_action(docent.index, action_id, result)
-        publish_home(docent, client, user, note=f"Resync of `{name}`: {result}")
+        records.finish_admin_action(index, action_id, result)
+        publish_home(services, client, user, note=f"Resync of `{name}`: {result}")
 
-    if docent.resyncs.start(name, lambda done, total: None, finished):
-        publish_home(docent, client, user, note=f"🔄 Resync of `{name}` started…")
+    if services.resyncs.start(name, lambda done, total: None, finished):
+        publish_home(services, client, user, note=f"🔄 Resync of `{name}` started…")
     else:
-        records.finish_admin_action(docent.index, action_id, "refused: already running")
-        publish_home(docent, client, user, note=f"A resync of `{name}` is already running.")
+        records.finish_admin_action(index, action_id, "refused: already running")
+        publish_home(services, client, user, note=f"A resync of `{name}` is already running.")

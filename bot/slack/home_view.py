@@ -5,7 +5,7 @@ last questions with their outcomes. Admins (`KB_ADMIN_USERS`) also see the index
 source its pages, failed and skipped pages with reasons, last sync and last refused sync, with a
 button to resync it — and the gaps report (`bot.gaps`).
 
-What a member sees is decided by whoever gathers the data (`bot.app_home`): this module renders
+What a member sees is decided by whoever gathers the data (`bot.slack.home`): this module renders
 what it is given. Slack rejects a Home view over `MAX_BLOCKS` blocks or with a section text over
 3,000 characters, so every text is clipped and the block list is cut (with a last line saying so)
 rather than the view being refused.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bot.gaps import GapsReport, summary_lines
-from bot.mrkdwn import escape, link, neutralise
+from bot.slack.mrkdwn import escape, link, neutralise
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
 SECTION_CHARS = 3000  # Slack: a section's text
