@@ -159,7 +159,7 @@ def _children_by_parent(child: dict[str, float], dense: list[ChunkHit], keyword:
     """Each parent's matching children, best child score first (the passage an answer quotes)."""
     parent_of = {h.node_id: h.metadata["parent_id"] for h in [*dense, *keyword]}
     kids: dict[str, list[str]] = {}
-    for node_id in sorted(child, key=child.get, reverse=True):
+    for node_id in sorted(child, key=lambda c: (-child[c], c)):  # ties by id: the same order in every process
         kids.setdefault(parent_of[node_id], []).append(node_id)
     return kids
 
@@ -172,7 +172,7 @@ def _parents(
     current access scope is among `scopes` (None: all)."""
     cosine = {h.node_id: h.score for h in dense}
     bm25 = {h.node_id: h.score for h in keyword}
-    best = sorted(parent_score, key=parent_score.get, reverse=True)[:top_k]
+    best = sorted(parent_score, key=lambda p: (-parent_score[p], p))[:top_k]  # ties by id, not by set order
     if not best:
         return []
     with index.session() as s:
