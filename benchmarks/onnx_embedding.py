@@ -2,7 +2,7 @@
 interleaved in one process, and (with --sync) one full `kb sync` of the handbook per backend.
 
     .venv/bin/python -m benchmarks.onnx_embedding [--chunks 1800] [--rounds 6]
-    .venv/bin/python -m benchmarks.onnx_embedding --sync [--homes /tmp/s7/onnx-sync-]
+    .venv/bin/python -m benchmarks.onnx_embedding --sync [--backends onnx-int8,torch] [--homes /tmp/s7/onnx-sync-]
 
 Embedding only: every k-th child chunk of the Sourcegraph handbook (so the sample has the whole
 handbook's mix of lengths), split into `--rounds` slices; each round every backend embeds the same
@@ -109,7 +109,7 @@ def full_syncs(args) -> None:
     from indexing.index import Index
 
     rows = []
-    for backend in BACKENDS:
+    for backend in args.backends.split(","):
         home = Path(f"{args.homes}{backend}")
         if home.exists():
             raise SystemExit(f"{home} exists: the sync must start from an empty KB_HOME")
@@ -130,6 +130,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=1800)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--sync", action="store_true", help="full kb syncs instead of embedding only")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="--sync: which backends, in this order")
     parser.add_argument("--homes", default=tempfile.gettempdir() + "/docent-onnx-sync-",
                         help="KB_HOME prefix for --sync (the backend's name is appended); kept for kb eval")
     args = parser.parse_args()
