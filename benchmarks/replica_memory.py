@@ -6,7 +6,8 @@ model and answers the handbook's eval questions — per embedding backend, one p
 What a `kb serve` replica holds, without Slack: the index opened (`Index`), the model loaded
 (`warm_up`'s one query), then `--rounds` × 40 questions through `answer_question` (the keyword
 index loaded from Postgres, the lead's sentence vectors cached as they are met). Reported per
-process: RSS after opening, after the model, after the questions, and the peak (VmHWM). The
+process: RSS after opening, after the model, after the questions, the peak (VmHWM), and how long
+the model took to load (the first query: imports, and for ONNX loading the cached export). The
 embedded Postgres is a process of its own and not counted (with `DATABASE_URL` it is elsewhere).
 The index must exist (built by `kb sync` or `benchmarks.scale --keep`); it is only read, apart
 from the query log. Answers on an index embedded by another backend are still real answers; this
@@ -25,7 +26,7 @@ from pathlib import Path
 from benchmarks._common import REPO, eval_questions, table
 
 CHILD = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from benchmarks._common import eval_questions
 
@@ -42,7 +43,9 @@ out = {"base": status("VmRSS")}
 index = Index(IndexConfig(home=Path(home), embed_backend=backend))
 chunks = index.chunk_count()
 out["opened"] = status("VmRSS")
+started = time.perf_counter()
 index.embedder.embed_query("warm-up")
+out["model_seconds"] = time.perf_counter() - started
 out["model"] = status("VmRSS")
 questions = [q["question"] for q in eval_questions()]
 for _ in range(rounds):
@@ -81,6 +84,7 @@ def main() -> None:
             rows += [(f"{backend}: RSS opened / model loaded / after questions",
                       f"{m['opened']:,.0f} / {m['model']:,.0f} / {m['answered']:,.0f} MB"),
                      (f"{backend}: peak RSS", f"{m['peak']:,.0f} MB"),
+                     (f"{backend}: model load (first query)", f"{m['model_seconds']:.1f} s"),
                      (f"{backend}: torch imported", str(m["torch_loaded"])),
                      (f"{backend}: load before / after", f"{before} / {load()}")]
             chunks = m["chunks"]
