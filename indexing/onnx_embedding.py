@@ -1,8 +1,11 @@
 """The bundled model run by ONNX Runtime instead of PyTorch (`KB_EMBED_BACKEND=onnx|onnx-int8`).
 
-Why: on CPU, ONNX Runtime embeds the same model faster than torch, and an int8 variant
-(weights quantised once, activations quantised per batch: `quantize_dynamic`) faster still, for a
-small loss of precision (docs/benchmarks.md has the numbers and the eval scores).
+Why: a replica that runs the model through ONNX Runtime imports neither torch nor
+sentence-transformers, and holds half the memory (~400 MB against ~770 MB at 10k chunks). The int8
+variant (weights quantised once per output channel, activations per batch: `quantize_dynamic`)
+embeds 1.5x faster than torch on 2 cores, at some loss of ranking quality; the float one gives
+torch's vectors and torch's eval numbers but was no faster here. docs/benchmarks.md has the
+numbers; torch stays the default.
 
 How, without `optimum` (which pins transformers 4.x, while sentence-transformers 6 needs 5.x):
 
@@ -18,9 +21,10 @@ How, without `optimum` (which pins transformers 4.x, while sentence-transformers
 The same seam as `indexing.embedding.Embedder` (`name`, `texts_embedded`, `embed_texts`,
 `embed_unindexed`, `embed_query`), so sync, cache and retrieval do not know which one they have.
 Its `name` (the vector cache's and the registry's model key) is the torch path's for `onnx`, whose
-vectors equal torch's to float rounding (cosine > 0.99999: an index built with torch is kept, nothing
-is re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's ~0.99, worst seen 0.98): switching to
-it re-embeds every page on the next sync, and switching back finds the torch vectors still cached.
+vectors equal torch's to float rounding (cosine > 0.99999: an index built with torch is kept,
+nothing is re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's
+0.993 on average, worst seen 0.977): switching to it re-embeds every page on the next sync, and
+switching back finds the torch vectors still cached.
 """
 
 from __future__ import annotations
