@@ -2,16 +2,17 @@
 interleaved in one process, and (with --sync) one full `kb sync` of the handbook per backend.
 
     .venv/bin/python -m benchmarks.onnx_embedding [--chunks 1800] [--rounds 6]
-    .venv/bin/python -m benchmarks.onnx_embedding --sync [--backends onnx-int8,torch] [--homes /tmp/s7/onnx-sync-]
+    .venv/bin/python -m benchmarks.onnx_embedding --sync [--together] [--backends onnx-int8,torch] [--homes /tmp/s7/onnx-sync-]
 
 Embedding only: every k-th child chunk of the Sourcegraph handbook (so the sample has the whole
 handbook's mix of lengths), split into `--rounds` slices; each round every backend embeds the same
 slice, in a rotating order, so a neighbour's burst of CPU on this shared machine falls on all
 three alike. Vectors are compared with torch's on every text (cosine: mean and worst).
 
---sync: `kb sync` of the handbook in a fresh KB_HOME per backend, one after another in
-subprocesses (each with its own embedded Postgres; the export to ONNX happens inside the timed
-sync, as it would on a first start). Reports wall time, chunks/s and each process's peak RSS.
+--sync: `kb sync` of the handbook in a fresh KB_HOME per backend, in subprocesses (each with its
+own embedded Postgres; the export to ONNX happens inside the timed sync, as on a first start), one
+after another — or with --together all at once, so they share the cores and any neighbour's load
+alike. Reports wall time, chunks/s and each process's peak RSS.
 The load average is printed with every measurement: compare ratios, not absolute rates.
 """
 
@@ -88,41 +89,53 @@ def embedding_only(args) -> None:
     table(f"embedding {len(texts)} handbook chunks: torch vs ONNX Runtime (same process, interleaved)", rows)
 
 
-def one_sync(backend: str, home: Path) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and the last line of `kb sync` in a fresh KB_HOME."""
+def start_sync(backend: str, home: Path) -> tuple[subprocess.Popen, float]:
+    """`kb sync` of the handbook into a fresh KB_HOME, started; with the time it started."""
+    if home.exists():
+        raise SystemExit(f"{home} exists: the sync must start from an empty KB_HOME")
     env = {**os.environ, "KB_HOME": str(home), "KB_EMBED_BACKEND": backend}
     command = [sys.executable, "-m", "bot.cli", "sync", str(require(HANDBOOK)), "--source", "sg"]
     for pattern in CORPUS_EXCLUDES:
         command += ["--exclude", pattern]
-    t0 = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    if status != 0:
-        raise SystemExit(f"kb sync with {backend} failed:\n{output[-2000:]}")
-    lines = [line for line in output.splitlines() if line.strip()]
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, lines[-1] if lines else ""
+    return process, time.perf_counter()
 
 
-def full_syncs(args) -> None:
+def finish_sync(backend: str, home: Path, process: subprocess.Popen, started: float, before: str) -> list[tuple]:
+    """Wait for one sync; its rows: wall time, chunks/s, the process's peak RSS, the load."""
     from indexing.config import IndexConfig
     from indexing.index import Index
 
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"kb sync with {backend} failed:\n{output[-2000:]}")
+    index = Index(IndexConfig(home=home, embed_backend=backend))
+    chunks = index.chunk_count()
+    index.close()
+    return [(f"{backend}: wall", f"{seconds / 60:.1f} min"), (f"{backend}: chunks/s", chunks / seconds),
+            (f"{backend}: peak RSS of kb sync", f"{usage.ru_maxrss / 1024:,.0f} MB"),
+            (f"{backend}: load before / after", f"{before} / {load()}"), (f"{backend}: chunks", chunks)]
+
+
+def full_syncs(args) -> None:
+    """One after another, or (--together) all at once: then they share the cores and whatever
+    else runs on them alike, and their times compare even on a busy machine."""
+    backends = args.backends.split(",")
+    homes = {b: Path(f"{args.homes}{b}") for b in backends}
     rows = []
-    for backend in args.backends.split(","):
-        home = Path(f"{args.homes}{backend}")
-        if home.exists():
-            raise SystemExit(f"{home} exists: the sync must start from an empty KB_HOME")
+    if args.together:
         before = load()
-        seconds, rss, last = one_sync(backend, home)
-        index = Index(IndexConfig(home=home, embed_backend=backend))
-        chunks = index.chunk_count()
-        index.close()
-        rows += [(f"{backend}: wall", f"{seconds / 60:.1f} min"), (f"{backend}: chunks/s", chunks / seconds),
-                 (f"{backend}: peak RSS of kb sync", f"{rss:,.0f} MB"), (f"{backend}: load before / after", f"{before} / {load()}"),
-                 (f"{backend}: chunks", chunks)]
-        print(backend, last, flush=True)
-    table("kb sync of the Sourcegraph handbook, one fresh KB_HOME per backend, one after another", rows)
+        running = {b: start_sync(b, homes[b]) for b in backends}
+        for b in backends:
+            rows += finish_sync(b, homes[b], *running[b], before)
+    else:
+        for b in backends:
+            before = load()
+            rows += finish_sync(b, homes[b], *start_sync(b, homes[b]), before)
+    how = "at the same time" if args.together else "one after another"
+    table(f"kb sync of the Sourcegraph handbook, one fresh KB_HOME per backend, {how}", rows)
 
 
 def main() -> None:
@@ -131,6 +144,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--sync", action="store_true", help="full kb syncs instead of embedding only")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="--sync: which backends, in this order")
+    parser.add_argument("--together", action="store_true", help="--sync: run the syncs at the same time")
     parser.add_argument("--homes", default=tempfile.gettempdir() + "/docent-onnx-sync-",
                         help="KB_HOME prefix for --sync (the backend's name is appended); kept for kb eval")
     args = parser.parse_args()
