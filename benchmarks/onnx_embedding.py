@@ -101,21 +101,26 @@ def start_sync(backend: str, home: Path) -> tuple[subprocess.Popen, float]:
     return process, time.perf_counter()
 
 
-def finish_sync(backend: str, home: Path, process: subprocess.Popen, started: float, before: str) -> list[tuple]:
-    """Wait for one sync; its rows: wall time, chunks/s, the process's peak RSS, the load."""
+def wait_sync(process: subprocess.Popen, started: float) -> tuple[str, int, float, float]:
+    """Output, exit status, wall seconds (to the process's own end) and peak RSS (MB) of one sync."""
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    return output, status, time.perf_counter() - started, usage.ru_maxrss / 1024
+
+
+def finish_sync(backend: str, home: Path, waited: tuple, before: str) -> list[tuple]:
+    """One sync's rows: wall time, chunks/s, the process's peak RSS, the load."""
     from indexing.config import IndexConfig
     from indexing.index import Index
 
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
+    output, status, seconds, rss = waited
     if status != 0:
         raise SystemExit(f"kb sync with {backend} failed:\n{output[-2000:]}")
     index = Index(IndexConfig(home=home, embed_backend=backend))
     chunks = index.chunk_count()
     index.close()
     return [(f"{backend}: wall", f"{seconds / 60:.1f} min"), (f"{backend}: chunks/s", chunks / seconds),
-            (f"{backend}: peak RSS of kb sync", f"{usage.ru_maxrss / 1024:,.0f} MB"),
+            (f"{backend}: peak RSS of kb sync", f"{rss:,.0f} MB"),
             (f"{backend}: load before / after", f"{before} / {load()}"), (f"{backend}: chunks", chunks)]
 
 
@@ -126,14 +131,18 @@ def full_syncs(args) -> None:
     homes = {b: Path(f"{args.homes}{b}") for b in backends}
     rows = []
     if args.together:
+        from concurrent.futures import ThreadPoolExecutor
+
         before = load()
         running = {b: start_sync(b, homes[b]) for b in backends}
-        for b in backends:
-            rows += finish_sync(b, homes[b], *running[b], before)
+        with ThreadPoolExecutor(len(backends)) as pool:  # each timed to its own end, not to when it is reaped
+            waited = {b: pool.submit(wait_sync, *running[b]) for b in backends}
+            for b in backends:
+                rows += finish_sync(b, homes[b], waited[b].result(), before)
     else:
         for b in backends:
             before = load()
-            rows += finish_sync(b, homes[b], *start_sync(b, homes[b]), before)
+            rows += finish_sync(b, homes[b], wait_sync(*start_sync(b, homes[b])), before)
     how = "at the same time" if args.together else "one after another"
     table(f"kb sync of the Sourcegraph handbook, one fresh KB_HOME per backend, {how}", rows)
 

@@ -108,8 +108,8 @@ def test_switching_backends_keeps_a_torch_index_for_onnx_and_re_embeds_it_for_in
         return idx, report, idx.embedder.texts_embedded - before
 
     try:
-        _, first, embedded = sync_with("torch", index)
-        assert first.added > 10 and embedded > 100
+        _, first, _ = sync_with("torch", index)  # embeds, or finds the run's other sample-wiki syncs' vectors cached
+        assert first.added > 10 and first.chunks > 100
         onnx, report, again = sync_with("onnx")
         assert (report.added, report.updated, again) == (0, 0, 0) and report.unchanged == first.added
         questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
@@ -118,7 +118,7 @@ def test_switching_backends_keeps_a_torch_index_for_onnx_and_re_embeds_it_for_in
         assert [q["outcome"] for q in by_onnx["questions"]] == [q["outcome"] for q in by_torch["questions"]]
         onnx.close()
         int8, report, int8_embedded = sync_with("onnx-int8")
-        assert report.updated == first.added and int8_embedded == embedded
+        assert report.updated == first.added and int8_embedded > 100 and report.embedded == int8_embedded
         int8.close()
         _, report, back = sync_with("torch", index)
         assert report.updated == first.added and back == 0
