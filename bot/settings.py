@@ -6,6 +6,7 @@ Every variable is listed in the README's configuration table; keep the two in st
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -59,6 +60,7 @@ class Settings(BaseSettings):
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
+    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"  # how the local model runs (indexing.onnx_embedding)
     kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
     kb_embed_api_key: SecretStr | None = None
     kb_embed_in_flight: int = 4
@@ -91,6 +93,7 @@ class Settings(BaseSettings):
             home=self.kb_home,
             database_url=self.database_url,
             embed_model=self.kb_embed_model,
+            embed_backend=self.kb_embed_backend,
             embed_url=self.kb_embed_url,
             embed_api_key=self.kb_embed_api_key.get_secret_value() if self.kb_embed_api_key else None,
             embed_in_flight=self.kb_embed_in_flight,

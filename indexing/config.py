@@ -15,6 +15,7 @@ class IndexConfig:
     database_url: str | None = None  # None: start the embedded Postgres in home/pgdata
     embed_model: str | None = None  # a sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name
     embed_batch_size: int = 32
+    embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.onnx_embedding)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
     embed_api_key: str | None = None
     embed_in_flight: int = 4  # requests to the service at a time
@@ -37,6 +38,9 @@ class IndexConfig:
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()
+        from indexing.onnx_embedding import check_backend
+
+        check_backend(self.embed_backend)
         if self.embed_url and not self.embed_model:
             raise ValueError("KB_EMBED_URL needs KB_EMBED_MODEL: the model name the embedding service expects "
                              "(it also keys the vector cache, so vectors of different models never mix)")

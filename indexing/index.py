@@ -22,6 +22,10 @@ def make_embedder(config: IndexConfig):
 
         return ServiceEmbedder(config.embed_url, config.embed_model, config.embed_api_key, dimensions=EMBED_DIM,
                                batch_size=config.embed_service_batch, in_flight=config.embed_in_flight)
+    if config.embed_backend != "torch":
+        from indexing.onnx_embedding import OnnxEmbedder
+
+        return OnnxEmbedder(config.home, config.embed_model, config.embed_backend == "onnx-int8", config.embed_batch_size)
     return Embedder(config.embed_model, config.embed_batch_size)
 
 
