@@ -34,6 +34,7 @@ class Tidied:
 def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidied:
     """One housekeeping run; returns how many rows went."""
     from bot import records
+    from bot.slack import answer_messages
     from bot.slack.dedupe import Deduper
 
     now = now or datetime.now(timezone.utc)
@@ -41,6 +42,7 @@ def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidi
     questions = votes = 0
     if query_log_days > 0:
         questions, votes = records.prune_query_log(index, before=now - timedelta(days=query_log_days))
+        answer_messages.prune(index, before=now - timedelta(days=query_log_days))
     if deliveries or questions or votes:
         log.info("housekeeping: %d delivery claims, %d logged questions and %d votes older than their "
                  "retention deleted", deliveries, questions, votes)

@@ -52,16 +52,23 @@ class KnowledgeBase:
     # -- reading ------------------------------------------------------------------------------
 
     def ask(self, question: str, audience: Audience = OPERATOR, *, follows: str | None = None,
-            mode: str = "hybrid", extractive: bool = False) -> Answer:
+            mode: str = "hybrid", extractive: bool = False,
+            on_text: Callable[[str], None] | None = None) -> Answer:
         """The answer `audience` may read: retrieval searches only the scopes it sees.
 
         `follows`: the earlier question of a thread, searched together with this follow-up ("and
         for part-timers?"). `mode` ("hybrid", "hybrid-rrf", "vector", "bm25") lets `kb eval
         --compare` score one leg alone; `extractive` answers without the LLM even if one is set.
-        Raises `EmptyQuestion` for a question with nothing searchable in it."""
+        `on_text`: the LLM's answer is streamed to it as the model writes it, citation-checked
+        (`bot.llm_stream`); the returned `Answer` is still the one to show. Raises `EmptyQuestion`
+        for a question with nothing searchable in it."""
         text = f"{follows[:CONTEXT_CHARS]} {question}" if follows else question
-        return answer_question(self.index, text, scopes=audience.search_scopes,
-                               llm=None if extractive else self.llm, mode=mode)
+        llm = None if extractive else self.llm
+        if llm is not None and on_text is not None:
+            from bot.llm_stream import StreamingLLM
+
+            llm = StreamingLLM(llm, on_text)
+        return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
 
     def status(self, audience: Audience = OPERATOR) -> IndexStatus:
         """What is indexed and how the last syncs went — only what `audience` may learn.

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.slack.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
@@ -70,7 +71,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
                     workers=workers)
     handler = connect_socket_mode(app, settings) if socket_mode else None
     listener = start_listening(index)
-    stop_indexing = start_indexing(runner, sources)
+    stop_indexing = start_indexing(runner, sources, lambda scheduler: schedule_digest(scheduler, settings, index, client))
     stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
     try:
         if handler is not None:
@@ -143,13 +144,16 @@ def start_listening(index: Index):
     }, on_reconnect=index.bm25.refresh).start()
 
 
-def start_indexing(runner, sources: list):
-    """The file watcher and the scheduled re-syncs, as `kb watch` runs them; returns their stop."""
+def start_indexing(runner, sources: list, add_jobs=None):
+    """The file watcher and the scheduled re-syncs, as `kb watch` runs them; returns their stop.
+    `add_jobs(scheduler)` adds jobs run by the same leader (the weekly digest, `bot.slack.digest`)."""
     from indexing.scheduler import start_scheduler, stop_scheduler
     from indexing.watcher import Watcher
 
     watcher = Watcher(runner, sources).start()
     scheduler = start_scheduler(runner, sources)
+    if add_jobs is not None:
+        add_jobs(scheduler)
 
     def stop() -> None:
         watcher.stop()
@@ -162,6 +166,8 @@ def check_settings(settings: Settings) -> bool:
     """The tokens the chosen mode needs are present; returns whether it is Socket Mode."""
     if not secret(settings.slack_bot_token):
         raise StartupError("SLACK_BOT_TOKEN is not set: use the app's Bot User OAuth Token (xoxb-…)")
+    if problem := digest_problem(settings):
+        raise StartupError(problem)
     app_token = secret(settings.slack_app_token)
     if app_token:
         if not app_token.startswith("xapp-"):

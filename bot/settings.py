@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None  # xapp-…, Socket Mode only
     slack_api_url: str | None = None  # Web API base; None: Slack's own (https://slack.com/api/)
     kb_admin_users: str = ""  # comma-separated Slack user ids allowed to run /kb resync
+    kb_digest_channel: str | None = None  # a channel id: the weekly gaps digest is posted there (bot.slack.digest)
+    kb_digest_schedule: str = "0 9 * * 1"  # when: a 5-field cron in UTC (Mondays 09:00) or "every 7d"
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(

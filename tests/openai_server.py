@@ -10,11 +10,17 @@ Every request body is recorded in `requests`. What the server does next is set p
     server.delay = 2.0                             # sleep before replying (to trip a timeout)
     server.fail(500)                               # HTTP error status with a JSON error body
     server.garbage()                               # 200 with a body that is not JSON
+
+A request with `"stream": true` is answered as OpenAI streams: `text/event-stream`, one
+`data: {chat.completion.chunk}` event per piece of the content (`stream_pieces`, by default
+word by word), then `data: [DONE]`; `stream_pause` sleeps between pieces, and
+`stream_fail_after = n` cuts the connection after n pieces (a model server dying mid-answer).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +39,9 @@ class FakeOpenAI:
         self.raw_body: bytes | None = None  # sent as-is instead of a completion, if set
         self.content_type = "application/json"
         self.delay = 0.0
+        self.stream_pieces: list[str] | None = None  # how a streamed reply is cut; None: word by word
+        self.stream_pause = 0.0
+        self.stream_fail_after: int | None = None
         self._closing = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -74,6 +83,10 @@ class FakeOpenAI:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
+    def chunk(self, model: str, delta: dict, finish_reason: str | None) -> dict:
+        return {"id": f"chatcmpl-test{len(self.requests)}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+
     def completion(self, model: str) -> dict:
         return {
             "id": f"chatcmpl-test{len(self.requests)}",
@@ -111,6 +124,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
             elif server.raw_body is not None:
                 self._send(server.status, server.raw_body, server.content_type)
+            elif body.get("stream"):
+                self._stream(body.get("model", "?"))
             else:
                 self._send(server.status, json.dumps(server.completion(body.get("model", "?"))).encode())
 
@@ -123,6 +138,34 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and hung up
+
+        def _stream(self, model: str) -> None:
+            content = server.content or ""
+            pieces = server.stream_pieces if server.stream_pieces is not None else re.findall(r"\S+\s*|\s+", content)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for i, piece in enumerate([None, *pieces]):  # first event: the role, as OpenAI sends it
+                    if server.stream_fail_after is not None and i > server.stream_fail_after:
+                        self.close_connection = True
+                        return
+                    delta = {"role": "assistant", "content": ""} if piece is None else {"content": piece}
+                    self._event(server.chunk(model, delta, None))
+                    if server.stream_pause:
+                        time.sleep(server.stream_pause)
+                self._event(server.chunk(model, {}, "stop"))
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
+        def _event(self, payload: dict) -> None:
+            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            self.wfile.flush()
 
         def log_message(self, format: str, *args) -> None:  # keep test output quiet
             pass

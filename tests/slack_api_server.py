@@ -20,6 +20,15 @@ retry_after)` makes its next `times` calls answer as Slack does when a method's 
 `server_error(method, times, status)` makes them answer HTTP 5xx; every call, answered or not, is
 recorded with the status it got (`Call.status`).
 
+For the AI-app surface and App Home it also answers `views.publish` (checking Slack's limit of
+100 blocks in a Home view: `invalid_arguments` beyond it; the last view per user is in `homes`),
+`assistant.threads.setStatus` / `setSuggestedPrompts` / `setTitle`, `chat.startStream` /
+`chat.appendStream` / `chat.stopStream` (text sent as `markdown_text` or as `markdown_text`
+chunks, as slack_sdk's `ChatStream` sends it), `chat.delete`, and `conversations.replies` for
+threads a test defines with `add_thread(channel, ts, messages)`. `messages[(channel, ts)]` is
+each message as it stands after posts, streams, updates and deletes. A method a workspace does
+not have is `fail(method, "unknown_method")`, which is also what any method not listed here gets.
+
 Conversations: any C…/G… id is an ordinary channel of the workspace unless `share_channel(id)`
 made it a Slack Connect channel; a D… id is `channel_not_found` (a DM the bot is not part of)
 unless `add_im(id, user)` made it that user's direct message with the bot. User groups exist once
@@ -72,6 +81,9 @@ class FakeSlack:
         self.conversations: dict[str, dict[str, Any]] = {}  # channel id → conversations.info fields
         self.usergroups: dict[str, list[str]] = {}  # user-group id → member user ids
         self.socket_mode_url: Callable[[], str] | None = None  # a fresh WebSocket URL per apps.connections.open
+        self.homes: dict[str, dict[str, Any]] = {}  # user id → the last Home view published for them
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) → the message as it stands
+        self.threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (channel, thread ts) → its messages
         self._changed = threading.Condition()
         self._ts = count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -129,6 +141,14 @@ class FakeSlack:
     def set_usergroup(self, group: str, users: list[str]) -> None:
         self.usergroups[group] = list(users)
 
+    def add_thread(self, channel: str, thread_ts: str, messages: list[dict[str, Any]]) -> None:
+        """A thread `conversations.replies` returns: its parent message first, then the replies."""
+        self.threads[(channel, thread_ts)] = [dict(m) for m in messages]
+
+    def message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        with self._changed:
+            return self.messages.get((channel, ts))
+
     # -- reading what happened -----------------------------------------------------------------
 
     def calls_to(self, method: str, **match: Any) -> list[Call]:
@@ -174,16 +194,33 @@ class FakeSlack:
         if method == "auth.test":
             return {"ok": True, "url": "https://acme.slack.com/", "team": "Acme", "user": "docent", "team_id": TEAM,
                     "user_id": BOT_USER, "bot_id": BOT_ID, "is_enterprise_install": False}
-        if method in ("chat.postMessage", "chat.update"):
-            ts = params.get("ts") or self.next_ts()
-            message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": params.get("text", ""),
-                       "ts": ts, "blocks": params.get("blocks", [])}
-            if params.get("thread_ts"):
-                message["thread_ts"] = params["thread_ts"]
-            reply = {"ok": True, "channel": params.get("channel"), "ts": ts, "message": message}
-            if method == "chat.update":
-                reply["text"] = params.get("text", "")
-            return reply
+        if method in ("chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream",
+                      "chat.delete"):
+            return self.chat(method, params)
+        if method == "views.publish":
+            view = params.get("view") or {}
+            if view.get("type") != "home" or not params.get("user_id"):
+                return {"ok": False, "error": "invalid_arguments"}
+            if len(view.get("blocks") or []) > 100:
+                return {"ok": False, "error": "invalid_arguments",
+                        "response_metadata": {"messages": ["[ERROR] must be less than 101 items [json-pointer:/view/blocks]"]}}
+            published = {**view, "id": f"V{next(self._ts):08d}", "team_id": TEAM, "state": {"values": {}},
+                         "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID}
+            with self._changed:
+                self.homes[params["user_id"]] = published
+            return {"ok": True, "view": published}
+        if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts",
+                      "assistant.threads.setTitle"):
+            if not params.get("channel_id") or (method != "assistant.threads.setSuggestedPrompts" and not params.get("thread_ts")):
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True}
+        if method == "conversations.replies":
+            thread = self.threads.get((params.get("channel") or "", params.get("ts") or ""))
+            if thread is None:
+                return {"ok": False, "error": "thread_not_found"}
+            limit = int(params.get("limit") or 1000)
+            return {"ok": True, "messages": thread[:limit], "has_more": len(thread) > limit,
+                    "response_metadata": {"next_cursor": ""}}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self.next_ts()}
         if method == "reactions.add":
@@ -206,6 +243,47 @@ class FakeSlack:
                          "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID})
             return {"ok": True, "view": view}
         return {"ok": False, "error": "unknown_method"}
+
+    def chat(self, method: str, params: dict) -> dict:
+        """Messages: posted, streamed (start, append, stop), updated and deleted, kept in `messages`."""
+        channel, ts = params.get("channel") or "", params.get("ts") or ""
+        with self._changed:
+            current = self.messages.get((channel, ts))
+            if method == "chat.update" and current is None:
+                # a message the tests made up (e.g. a click on a message never posted here): kept lenient
+                current = self.messages[(channel, ts)] = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": ts}
+            if method in ("chat.appendStream", "chat.stopStream", "chat.delete") and current is None:
+                return {"ok": False, "error": "message_not_found"}
+            if method in ("chat.appendStream", "chat.stopStream") and not current.get("streaming"):
+                return {"ok": False, "error": "message_not_in_streaming_state"}
+            if method == "chat.startStream" and not params.get("thread_ts"):
+                return {"ok": False, "error": "invalid_arguments"}
+            if method == "chat.startStream" and channel[:1] in ("C", "G") and not (
+                    params.get("recipient_user_id") and params.get("recipient_team_id")):
+                return {"ok": False, "error": "invalid_arguments"}  # required when streaming to a channel
+            if method == "chat.delete":
+                del self.messages[(channel, ts)]
+                return {"ok": True, "channel": channel, "ts": ts}
+            streamed = (params.get("markdown_text") or "") + "".join(
+                c.get("text", "") for c in params.get("chunks") or [] if c.get("type") == "markdown_text")
+            if method in ("chat.postMessage", "chat.startStream"):
+                ts = self.next_ts()
+                current = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": ts, "text": "", "blocks": []}
+                if params.get("thread_ts"):
+                    current["thread_ts"] = params["thread_ts"]
+                self.messages[(channel, ts)] = current
+            if method in ("chat.postMessage", "chat.update"):
+                current.update(text=params.get("text", ""), blocks=params.get("blocks", []))
+            else:
+                current["text"] += streamed
+                current["streaming"] = method != "chat.stopStream"
+                if params.get("blocks"):
+                    current["blocks"] = params["blocks"]
+            message = {k: v for k, v in current.items() if k != "streaming"}
+        reply = {"ok": True, "channel": channel, "ts": ts, "message": message}
+        if method == "chat.update":
+            reply["text"] = params.get("text", "")
+        return reply
 
     def conversation_info(self, channel: str) -> dict:
         if channel in self.conversations:

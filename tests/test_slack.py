@@ -84,12 +84,12 @@ class Bot:
 
 
 @contextmanager
-def running_bot(settings: Settings, index) -> Iterator[Bot]:
+def running_bot(settings: Settings, index, llm=None) -> Iterator[Bot]:
     """The app as `kb serve` runs it — Bolt's listener pool and the answers pool of `bot.slack.workers`
     (the same `Workers` `kb serve` builds), in the Starlette app under uvicorn, on a free port of
-    127.0.0.1."""
+    127.0.0.1; `llm` a `bot.llm.LLMClient` (None: extractive answers)."""
     workers = Workers()
-    app = build_app(settings, index, web_client(settings), workers=workers)
+    app = build_app(settings, index, web_client(settings), llm, workers=workers)
     try:
         with serving_in_thread(web_app(app, index)) as url, httpx.Client(timeout=10) as http:
             running = Bot(url=url, workers=workers, http=http)

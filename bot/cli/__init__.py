@@ -6,7 +6,7 @@ load the heavy parts (the index, the model, Slack) inside the command, so `kb --
 instant.
 
 - `syncing`: sync, sources, forget, watch;  `asking`: ask, status;  `evaluating`: eval;
-- `serving`: run, serve, feedback;  `common`: settings, opening the index, one-line failures.
+- `serving`: run, serve, feedback, gaps;  `common`: settings, opening the index, one-line failures.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ COMMANDS = {  # name → function, in the order `kb --help` lists them
     "run": serving.run,
     "serve": serving.serve,
     "feedback": serving.feedback,
+    "gaps": serving.gaps,
 }
 for _name, _command in COMMANDS.items():
     app.command(_name)(_command)

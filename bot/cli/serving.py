@@ -1,4 +1,8 @@
-"""`kb run`, `kb serve`, `kb feedback`: the bot itself, and what people told it."""
+"""`kb run`, `kb serve`, `kb feedback`, `kb gaps`: the bot itself, and what people told it.
+
+`kb gaps` prints the gaps report (`bot.gaps`): what people asked that the wiki could not answer
+well — the same report the admins' App Home and the weekly digest show.
+"""
 
 from __future__ import annotations
 
@@ -70,3 +74,15 @@ def feedback(
         what = {"up": "👍", "down": "👎"}.get(r.vote or "", "not found")
         reason = f" — {r.reason}" if r.reason else ""
         typer.echo(f"{r.at:%Y-%m-%d %H:%M} {what:<9} {r.user_id:<11} {r.question}{reason}")
+
+
+def gaps(
+    days: Annotated[int, typer.Option(help="The period: the last N days, against the N before")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages."""
+    from bot.gaps import print_gaps
+
+    if days < 1:
+        fail("days must be at least 1")
+    print_gaps(common.open_index(common.settings()), days, as_json, typer.echo)

@@ -1,9 +1,11 @@
 """The Bolt app: built in one place, its middleware, and every listener module registered on it.
 
-Each listener module (`questions`, `access_events`, `commands`, `feedback`, `errors`) exposes
-`register(app, services)`; a new Slack feature adds its module to `LISTENERS`. Listeners
-are small functions taking Bolt's injected arguments by name (`ack`, `body`, `client`,
-`respond`, ...), ack first, and hand slow work — retrieval, the LLM, the reply — to one named
+Each listener module (`conversation`, `questions`, `access_events`, `commands`, `feedback`,
+`home`, `assistant`, `errors`) exposes `register(app, services)`; a new Slack feature adds its
+module to `LISTENERS`. Order matters where two listeners match one event: Bolt runs only the
+first, so `conversation`'s edit and deletion listeners come before `questions`' `message`.
+Listeners are small functions taking Bolt's injected arguments by name (`ack`, `body`,
+`client`, `respond`, ...), ack first, and hand slow work — retrieval, the LLM, the reply — to one named
 place: the answers pool (`Services.answers`, see `bot.slack.workers`).
 """
 
@@ -18,7 +20,8 @@ from slack_sdk import WebClient
 from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import access_events, commands, errors, feedback, questions
+from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback, home,
+                       questions)
 from bot.slack.access import SlackAccess
 from bot.slack.dedupe import Deduper
 from bot.slack.questions import RecentThreads
@@ -30,7 +33,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (questions, access_events, commands, feedback, errors)
+LISTENERS = (conversation, questions, access_events, commands, feedback, home, assistant, errors)
 
 
 @dataclass
@@ -65,6 +68,7 @@ def build_app(
     them to wait for the answers in flight at shutdown.
     """
     records.create_tables(index)
+    answer_messages.create_tables(index)
     kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
     access = SlackAccess(settings.access_config(), client)
     warn_unconfigured_scopes(access, kb.configured)

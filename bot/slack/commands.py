@@ -61,28 +61,29 @@ def ask(services: Services, ack, command: dict, respond, text: str) -> None:
 
 
 def answer_privately(services: Services, command: dict, respond, question: str, started: float) -> None:
+    """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
     channel, user = command.get("channel_id"), command["user_id"]
     details = dict(surface="command", user_id=user, channel_id=channel)
     index = services.kb.index
 
     def apologise(ref: str) -> None:
         quietly(records.log_query, index, question=question or "(empty)", error_ref=ref, **details)
-        respond(text=apology(ref), response_type="ephemeral", replace_original=False)
+        respond(text=apology(ref), response_type="ephemeral", replace_original=True)
 
     def unavailable() -> None:
-        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=False)
+        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=True)
 
     with apology_on_error("/kb ask", apologise, unavailable):
         audience = services.access.audience(channel, user)
         if audience.sees_nothing:
-            respond(text=NOT_HERE, response_type="ephemeral", replace_original=False)
+            respond(text=NOT_HERE, response_type="ephemeral", replace_original=True)
             return
         answer = services.kb.ask(question, audience)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         quietly(records.log_query, index, question=question, answer=answer, context_question=None,
                 timings_ms=timings, **details)
         respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
-                response_type="ephemeral", replace_original=False)
+                response_type="ephemeral", replace_original=True)
 
 
 def status(services: Services, ack, command: dict, respond, text: str) -> None:

@@ -9,6 +9,10 @@
   other bots' are ignored.
 - Bolt acks events before running their listener; the listener only decides whether a message
   is a question and hands it to the answers pool (`Services.answers`).
+- Which question, with which context: a bare mention in a thread asks the thread's question, a
+  DM follow-up carries the previous one (`bot.slack.conversation`). The answer is delivered by
+  `bot.slack.streaming` (an LLM's text streamed as it is written) and remembered by its question
+  message (`bot.slack.answer_messages`), so an edit or a deletion of the question follows it.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import records
-from bot.slack import blocks
+from bot.slack import answer_messages, blocks
 from bot.slack.access import NOT_HERE
+from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, neutralise, slack_to_plain
+from bot.slack.streaming import Delivery
 from indexing.database import is_unreachable
 
 if TYPE_CHECKING:
@@ -84,6 +90,7 @@ class Asked:
     context_thread: str | None  # the thread whose earlier question joins retrieval
     is_dm: bool | None = None  # None: `conversations.info` decides
     said_shared: bool = False  # the event envelope said the channel is shared with another organisation
+    team: str | None = None  # the asker's workspace (a channel stream names its recipient)
 
 
 def register(app, services: Services) -> None:
@@ -112,7 +119,8 @@ def register(app, services: Services) -> None:
 
 def _asked(event: dict, body: dict | None, context, **where) -> Asked:
     return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
-                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")), **where)
+                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),
+                 team=event.get("team"), **where)
 
 
 def is_human_message(event: dict) -> bool:
@@ -178,7 +186,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
         post(client, channel, reply_thread, UNAVAILABLE)
 
     with apology_on_error(f"answering {asked.surface} {channel}/{ts}", apologise, unavailable):
-        question = slack_to_plain(asked.text, asked.bot_user)
+        question = question_in_context(client, asked, slack_to_plain(asked.text, asked.bot_user))
         if not question:
             post(client, channel, reply_thread, EMPTY_MENTION)
             return
@@ -188,14 +196,22 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             post(client, channel, reply_thread, NOT_HERE)
             return
         index = services.kb.index
-        earlier = records.thread_question(index, channel, asked.context_thread) if asked.context_thread else None
-        reply = services.kb.ask(question, audience, follows=earlier)
+        earlier = earlier_question(index, asked, asked.context_thread)
+        delivery = Delivery(client, channel, reply_thread, user=asked.user, team=asked.team,
+                            status_thread=reply_thread if asked.is_dm and reply_thread else None)  # an assistant thread
+        try:
+            reply = services.kb.ask(question, audience, follows=earlier, on_text=delivery.append)
+        except Exception:
+            delivery.abandon()  # the apology is the one reply, not beside half an answer
+            raise
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         quietly(records.log_query, index, question=question, answer=reply, context_question=earlier,
                 timings_ms=timings, **details)
-        post(client, channel, reply_thread, blocks.fallback_text(reply), blocks.answer_blocks(reply))
+        answer_ts = delivery.finish(blocks.fallback_text(reply), blocks.answer_blocks(reply))
         if reply_thread:
-            services.threads.add(channel, reply_thread)
+            services.threads.add(channel, reply_thread)  # before any more database work: see RecentThreads
+        answer_messages.remember(index, channel, ts, answer_ts, surface=asked.surface, thread_ts=reply_thread,
+                                 user=asked.user, answer_id=reply.id)
 
 
 def add_reaction(client: WebClient, channel: str, ts: str) -> None:

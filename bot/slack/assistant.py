@@ -1,0 +1,76 @@
+"""Slack's AI-app surface: a new assistant thread gets suggested prompts drawn from the wiki.
+
+Slack opens an assistant thread (the ✨ AI apps button, or Docent's split view) with
+`assistant_thread_started`; Docent answers with up to `MAX_PROMPTS` suggested prompts
+(`assistant.threads.setSuggestedPrompts`): the questions people ask most that were answered
+and whose pages the user may see (`bot.slack.home.example_questions`), else "what does the wiki
+say about <page>?" for pages visible to them. Questions typed in the thread arrive as direct
+messages in a thread and are answered by the DM path (`bot.slack.questions`), through
+`bot.slack.streaming` — which shows "Searching the wiki…" (`assistant.threads.setStatus`) and
+streams an LLM's answer. The prompts are looked up on the answers pool.
+Workspaces without the AI-app feature never send these events; nothing else depends on them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from sqlmodel import select
+
+if TYPE_CHECKING:
+    from bot.slack.app import Services
+
+log = logging.getLogger(__name__)
+
+MAX_PROMPTS = 4  # Slack shows at most four
+TITLE = "Ask the wiki — for example:"
+TITLE_CHARS = 75  # a prompt's title as Slack shows it
+
+
+def register(app, services: Services) -> None:
+    """A new assistant thread gets its prompts; a changed context needs nothing."""
+
+    @app.event("assistant_thread_started")
+    def thread_started(event, client):
+        services.answers.submit(start_thread, services, client, event.get("assistant_thread") or {})
+
+    @app.event("assistant_thread_context_changed")
+    def context_changed(event):
+        pass  # the channel the user is looking at changes nothing: answers depend on the DM's scopes
+
+
+def start_thread(services: Services, client, thread: dict) -> None:
+    user, channel, ts = thread.get("user_id"), thread.get("channel_id"), thread.get("thread_ts")
+    if not (user and channel and ts):
+        return
+    try:
+        prompts = suggested_prompts(services, user)
+        client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=ts, title=TITLE, prompts=prompts)
+    except Exception:
+        log.exception("could not suggest prompts in the assistant thread %s/%s", channel, ts)
+
+
+def suggested_prompts(services: Services, user: str) -> list[dict[str, str]]:
+    """Prompts for `user`, from what is visible in their direct message with Docent only."""
+    from bot.slack.home import example_questions, visible_in_dm
+    from indexing.registry import DocumentRecord, Status
+
+    visible = visible_in_dm(services, user)
+    index = services.kb.index
+    prompts = [{"title": _clip(q), "message": q} for q in example_questions(index, visible, MAX_PROMPTS)]
+    if len(prompts) < MAX_PROMPTS:
+        with index.session() as s:
+            pages = s.exec(select(DocumentRecord.title).where(
+                DocumentRecord.access.in_(sorted(visible)), DocumentRecord.status == Status.SUCCESS,
+                DocumentRecord.title != "").order_by(DocumentRecord.updated_at.desc().nulls_last())
+                .limit(MAX_PROMPTS * 3)).all()
+        for title in dict.fromkeys(pages):
+            if len(prompts) >= MAX_PROMPTS:
+                break
+            prompts.append({"title": _clip(f"About {title}"), "message": f"What does the wiki say about {title}?"})
+    return prompts
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"

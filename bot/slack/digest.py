@@ -1,0 +1,101 @@
+"""The weekly gaps digest: the gaps report (`bot.gaps`) posted to the admins' channel on a schedule.
+
+`KB_DIGEST_CHANNEL` (a channel id) turns it on; `KB_DIGEST_SCHEDULE` says when (a 5-field cron
+in UTC, or "every 7d"; by default Mondays 09:00 UTC). The job is added to the scheduler that runs
+the periodic re-syncs and asks the same leader lock (`indexing.scheduler`, a Postgres advisory
+lock): with several `kb serve` replicas on one database, only the scheduler's leader posts it.
+
+Page titles in the digest are limited to the access scopes visible in that channel (as if asked
+there); the questions themselves are shown, so the channel should be the wiki owners' own.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from bot.gaps import gaps_report
+from bot.slack.home_view import gaps_blocks
+
+log = logging.getLogger(__name__)
+
+DAYS = 7
+MESSAGE_BLOCKS = 50  # Slack: blocks in one message
+
+
+@dataclass
+class DigestRun:
+    """What one run of the job did: posted (with the message ts) or skipped, and why."""
+
+    posted: bool
+    ts: str | None = None
+    reason: str = ""
+
+
+def digest_problem(settings) -> str | None:
+    """What is wrong with the digest settings, in one line (checked when `kb serve` starts), or None."""
+    from connectors.sources import SourcesError, parse_schedule
+
+    if not settings.kb_digest_channel:
+        return None
+    if settings.kb_digest_channel[:1] not in ("C", "G"):
+        return f"KB_DIGEST_CHANNEL must be a channel id (C…), not {settings.kb_digest_channel[:40]!r}"
+    try:
+        parse_schedule(settings.kb_digest_schedule, where="KB_DIGEST_SCHEDULE")
+    except SourcesError as exc:
+        return str(exc)
+    return None
+
+
+def schedule_digest(scheduler, settings, index, client) -> bool:
+    """Add the weekly job to `scheduler` (started by `indexing.scheduler.start_scheduler`, whose
+    leader lock it shares); False when no digest channel is configured."""
+    from connectors.sources import parse_schedule
+
+    channel = settings.kb_digest_channel
+    if not channel:
+        return False
+    schedule = parse_schedule(settings.kb_digest_schedule, where="KB_DIGEST_SCHEDULE")
+    scheduler.add_job(run_digest, schedule.trigger(), args=[settings, index, client, scheduler.docent_leader],
+                      id="digest", max_instances=1, coalesce=True, misfire_grace_time=3600)
+    log.info("gaps digest to %s scheduled: %s", channel, schedule.text)
+    return True
+
+
+def run_digest(settings, index, client, leader) -> DigestRun:
+    """One run: post the digest if this process leads the scheduler; never raises."""
+    channel = settings.kb_digest_channel
+    try:
+        if not leader.is_leader():
+            log.info("gaps digest skipped: another Docent process is the scheduler")
+            return DigestRun(posted=False, reason="not the leader")
+        return DigestRun(posted=True, ts=post_digest(settings, index, client, channel))
+    except Exception as exc:
+        log.exception("the gaps digest to %s failed", channel)
+        return DigestRun(posted=False, reason=f"{type(exc).__name__}: {exc}")
+
+
+def post_digest(settings, index, client, channel: str) -> str:
+    """Post the digest to `channel` now; returns the message's ts."""
+    from bot.slack.access import SlackAccess
+
+    audience = SlackAccess(settings.access_config(), client).audience(channel, None)
+    report = gaps_report(index, DAYS, scopes=audience.search_scopes)
+    message = digest_blocks(report)
+    c = report.current
+    text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "
+            f"👎 {c.down}")
+    return client.chat_postMessage(channel=channel, text=text, blocks=message, unfurl_links=False,
+                                   unfurl_media=False)["ts"]
+
+
+def digest_blocks(report) -> list[dict]:
+    head = {"type": "header", "text": {"type": "plain_text", "text": "📋 Docent's weekly gaps digest", "emoji": True}}
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+        f"The last {report.days} days to {report.generated_at:%Y-%m-%d %H:%M} UTC, against the {report.days} before. "
+        f"`kb gaps --days {report.days}` prints the same in a terminal.")}]}
+    body = [head, note, *gaps_blocks(report)]
+    if len(body) > MESSAGE_BLOCKS:
+        body = body[: MESSAGE_BLOCKS - 1] + [{"type": "context", "elements": [
+            {"type": "mrkdwn", "text": "…shortened to fit Slack: `kb gaps` has the rest."}]}]
+    return body

@@ -1,0 +1,205 @@
+"""The App Home tab: `app_home_opened` → `views.publish`, and the admins' resync buttons on it.
+
+What each person may see is decided here, then `bot.slack.home_view` renders it:
+
+- a member's view is built as if they asked in their direct message with Docent (the
+  `Audience` of `SlackAccess.audience(is_dm=True)`: their scopes and their user groups'): an example question is offered only
+  if every page its answer cited is visible to them, and was asked by at least `EXAMPLE_ASKERS`
+  people (one person's question, perhaps from a private channel, is theirs, not an example); a
+  page title next to their own question is shown only if that page is visible to them now;
+- an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
+  gaps report, with all titles: the Home tab is theirs alone.
+
+A resync button runs the same background sync as `/kb resync` (`Services.resyncs`, recorded as
+an admin action), and the Home tab is published again when it starts and when it ends. Events
+are acked by Bolt and buttons by their listener at once; the view is built and published on the
+answers pool (the admin's gaps report can take seconds).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func
+from sqlmodel import select
+
+from bot import records
+from bot.gaps import gaps_report, normalised
+from bot.slack.errors import apology, apology_on_error
+from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
+
+if TYPE_CHECKING:
+    from bot.slack.app import Services
+
+log = logging.getLogger(__name__)
+
+EXAMPLES = 5
+EXAMPLE_ASKERS = 2
+MINE = 5
+EXAMPLE_ROWS = 5000  # the latest answered questions looked at for examples
+
+
+def register(app, services: Services) -> None:
+    """The Home tab, its refresh button and the admins' resync buttons."""
+
+    @app.event("app_home_opened")
+    def home_opened(event, client):
+        if event.get("tab", "home") == "home":
+            services.answers.submit(publish_home, services, client, event["user"])
+
+    @app.action(ACTION_REFRESH)
+    def refresh(ack, body, client):
+        ack()
+        services.answers.submit(publish_home, services, client, body["user"]["id"])
+
+    @app.action(ACTION_RESYNC)
+    def resync(ack, body, action, client):
+        ack()
+        services.answers.submit(start_resync, services, client, body["user"]["id"], action.get("value") or "")
+
+
+def publish_home(services: Services, client, user: str, note: str | None = None) -> None:
+    """Build and publish `user`'s Home tab; a failure is logged (Slack shows the last view)."""
+    try:
+        view = home_view(home_data(services, user, note))
+    except Exception:
+        log.exception("could not build the App Home for %s", user)
+        view = home_view(HomeData(user=user, is_admin=False, examples=[], mine=[],
+                                  note="⚠️ Some of this page could not be loaded right now; try again in a minute."))
+    try:
+        client.views_publish(user_id=user, view=view)
+    except Exception:
+        log.exception("could not publish the App Home for %s", user)
+
+
+def home_data(services: Services, user: str, note: str | None = None) -> HomeData:
+    index = services.kb.index
+    is_admin = user in services.settings.admin_users
+    visible = visible_in_dm(services, user)
+    data = HomeData(user=user, is_admin=is_admin, examples=example_questions(index, visible),
+                    mine=own_questions(index, user, visible), note=note)
+    if is_admin:
+        data.sources = source_health(index, services.resyncs.names)
+        data.gaps = gaps_report(index, 7)
+    return data
+
+
+def visible_in_dm(services: Services, user: str) -> set[str]:
+    """The scopes `user` may read in their direct message with Docent (the Home tab, the
+    assistant's prompts): what they would be answered from there."""
+    return set(services.access.audience(None, user, is_dm=True).scopes or ())
+
+
+def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[str]:
+    """The most asked answered questions whose cited pages are all visible (see the docstring)."""
+    Q = records.QueryLog
+    with index.session() as s:
+        rows = s.exec(select(Q).where(Q.outcome == "answered", Q.answer_id.is_not(None))
+                      .order_by(Q.created_at.desc()).limit(EXAMPLE_ROWS)).all()
+    access = records.document_access(index, sorted({d for r in rows for d in r.doc_ids}))
+    askers: dict[str, set[str]] = defaultdict(set)
+    wording: dict[str, str] = {}
+    for row in rows:
+        if row.doc_ids and all(access.get(d) in visible for d in row.doc_ids):
+            key = normalised(row.question)
+            askers[key].add(row.user_id)
+            wording.setdefault(key, row.question)  # the latest wording
+    popular = sorted((k for k in askers if len(askers[k]) >= EXAMPLE_ASKERS), key=lambda k: (-len(askers[k]), k))
+    return [wording[k] for k in popular[:limit]]
+
+
+def own_questions(index, user: str, visible: set[str], limit: int = MINE) -> list[AskedQuestion]:
+    """The user's last questions, newest first, each with the first cited page they may see now."""
+    from indexing.registry import DocumentRecord
+
+    Q = records.QueryLog
+    with index.session() as s:
+        rows = s.exec(select(Q).where(Q.user_id == user).order_by(Q.created_at.desc()).limit(limit)).all()
+        ids = sorted({d for r in rows for d in r.doc_ids})
+        docs = {d.id: d for d in s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(ids)))} if ids else {}
+    mine = []
+    for row in rows:
+        outcome = "failed" if row.answer_id is None else (row.outcome or ("answered" if row.found else "not_found"))
+        asked = AskedQuestion(question=row.question, outcome=outcome, at=row.created_at)
+        if outcome in ("answered", "uncertain"):
+            page = next((docs[d] for d in row.doc_ids if d in docs and docs[d].access in visible), None)
+            if page is not None:
+                asked.page_title, asked.page_url = page.title or page.path, page.url
+        mine.append(asked)
+    return mine
+
+
+def source_health(index, names: list[str]) -> list[SourceHealth]:
+    """Per configured source: pages by status, failed/skipped pages, the last and the last refused sync."""
+    from indexing.registry import DocumentRecord, RunResult, Status, SyncRun
+
+    D, R = DocumentRecord, SyncRun
+    with index.session() as s:
+        counts = s.exec(select(D.source, D.status, func.count()).where(D.source.in_(names)).group_by(D.source, D.status)).all()
+        problems = s.exec(select(D).where(D.source.in_(names), D.status.in_([Status.FAILED, Status.SKIPPED]))
+                          .order_by(D.id)).all()
+        last = {r.source: r for r in s.exec(select(R).where(R.id.in_(select(func.max(R.id)).group_by(R.source))))}
+        refused = {r.source: r for r in s.exec(select(R).where(R.id.in_(
+            select(func.max(R.id)).where(R.result == RunResult.REFUSED.value).group_by(R.source))))}
+    health = {name: SourceHealth(name=name, pages={}, last_sync="Never synced.", refused=None) for name in names}
+    for source, status, n in counts:
+        health[source].pages[getattr(status, "value", str(status))] = n
+    for doc in problems:
+        health[doc.source].problems.append((getattr(doc.status, "value", str(doc.status)), doc.id, doc.error or ""))
+    for name, run in last.items():
+        if name in health:
+            health[name].last_sync = run_line(run)
+    for name, run in refused.items():
+        if name in health:
+            health[name].refused = f"{run.started_at:%Y-%m-%d %H:%M} UTC: {run.reason or 'no reason recorded'}"
+    return [health[name] for name in names]
+
+
+def run_line(run) -> str:
+    when = run.finished_at or run.started_at
+    state = run.result if run.finished_at else "still running"
+    return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {run.added} added, {run.updated} updated, "
+            f"{run.unchanged} unchanged, {run.deleted} deleted, {run.failed} failed, {run.skipped} skipped")
+
+
+def start_resync(services: Services, client, user: str, name: str) -> None:
+    """`resync_from_home` on the answers pool: a failure is logged with a reference id and shown
+    on the Home tab, never lost with the pool's future."""
+    note = lambda ref: publish_home(services, client, user, note=apology(ref))  # noqa: E731
+    with apology_on_error(f"the App Home resync of {name[:80]!r}", note):
+        resync_from_home(services, client, user, name)
+
+
+def resync_from_home(services: Services, client, user: str, name: str) -> None:
+    """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
+    from bot.slack.resync import summary
+
+    index = services.kb.index
+    if user not in services.settings.admin_users:
+        records.log_admin_action(index, user, "resync", name, allowed=False,
+                                 result="refused: not in KB_ADMIN_USERS (App Home)")
+        return
+    if name not in services.resyncs.names:
+        publish_home(services, client, user, note=f"There is no source `{name[:80]}` any more.")
+        return
+    action_id = records.log_admin_action(index, user, "resync", name, allowed=True, result="started (App Home)")
+
+    def finished(report, error) -> None:
+        if report is None and error is None:
+            result = "refused: another sync of this source was running"
+        elif error is not None:
+            result = f"failed: {type(error).__name__}: {error}"
+        elif report.refused:
+            result = f"refused: {report.refused}"
+        else:
+            result = summary(report)
+        records.finish_admin_action(index, action_id, result)
+        publish_home(services, client, user, note=f"Resync of `{name}`: {result}")
+
+    if services.resyncs.start(name, lambda done, total: None, finished):
+        publish_home(services, client, user, note=f"🔄 Resync of `{name}` started…")
+    else:
+        records.finish_admin_action(index, action_id, "refused: already running")
+        publish_home(services, client, user, note=f"A resync of `{name}` is already running.")

@@ -1,0 +1,155 @@
+"""The weekly gaps digest (`bot.slack.digest`): what it posts, that only the scheduler's leader posts
+it (the lock held by another real process), and that the scheduler of `kb serve` runs it.
+
+Questions are answered and logged by the real code in a database of its own (tests/gaps_wiki.py);
+the digest goes to the local Slack API.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from slack_sdk import WebClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gaps_wiki import isolated_index  # noqa: E402
+from slack_api_server import BOT_TOKEN, FakeSlack  # noqa: E402
+from test_slack import all_text, bot_settings  # noqa: E402
+
+from bot import records  # noqa: E402
+from bot.answer import answer_question  # noqa: E402
+from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest  # noqa: E402
+from indexing.locks import LeaderLock  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ADMINS = "CADMINS"
+DOGS = ["can I bring my dog to the office?", "can i bring my dog to work"]
+ANNUAL = "how many days of annual leave do I get?"
+
+
+@pytest.fixture(scope="module")
+def slack():
+    server = FakeSlack().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def seeded(index, tmp_path_factory):
+    with isolated_index(index, tmp_path_factory.mktemp("digest")) as (own, sources):
+        for user, question, scopes in [("U1", DOGS[0], ["public"]), ("U2", DOGS[1], ["public"]),
+                                       ("U3", ANNUAL, ["public"]),
+                                       ("U4", "when are the engineering salary bands reviewed?", ["public", "hr"])]:
+            answer = answer_question(own, question, scopes=scopes)
+            records.log_query(own, surface="mention", user_id=user, question=question, answer=answer,
+                              channel_id="CHR" if "hr" in scopes else "C1")
+            if question == ANNUAL:
+                records.record_vote(own, answer.id, "U3", records.DOWN)
+                records.record_reason(own, answer.id, "U3", "Nothing about part-time staff.")
+        yield own, sources
+
+
+@pytest.fixture
+def digest(seeded, slack):
+    own, sources = seeded
+    settings = bot_settings(slack, kb_sources=sources, kb_digest_channel=ADMINS)
+    return settings, own, WebClient(token=BOT_TOKEN, base_url=slack.api_url)
+
+
+def digests(slack) -> list:
+    return slack.calls_to("chat.postMessage", channel=ADMINS)
+
+
+def test_the_digest_posts_the_gaps_to_the_admin_channel(digest, slack):
+    settings, own, client = digest
+    leader = LeaderLock(own.engine, "scheduler")
+    try:
+        run = run_digest(settings, own, client, leader)
+    finally:
+        leader.release()
+    post = digests(slack)[-1]
+    text = all_text(post.params["blocks"])
+    assert run.posted and run.ts == post.params.get("ts", run.ts) and len(post.params["blocks"]) <= MESSAGE_BLOCKS
+    assert "Questions: 4 (+4)" in text and "2×" in text and DOGS[0] in text.split("Top unanswered", 1)[1]
+    assert "Nothing about part-time staff." in text and "Leave policy" in text.split("unchanged for", 1)[1]
+
+
+def test_the_digest_shows_only_page_titles_visible_in_its_channel(digest, slack):
+    settings, own, client = digest
+    leader = LeaderLock(own.engine, "scheduler")
+    try:
+        run_digest(settings, own, client, leader)
+        in_hr = run_digest(settings.model_copy(update={"kb_digest_channel": "CHR"}), own, client, leader)
+    finally:
+        leader.release()
+    assert "Salary bands 2026" not in json.dumps(digests(slack)[-1].params["blocks"])
+    hr = slack.calls_to("chat.postMessage", channel="CHR")[-1]
+    assert in_hr.posted and "Salary bands 2026" in json.dumps(hr.params["blocks"])
+
+
+def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
+    settings, own, client = digest
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from sqlalchemy import create_engine
+        from indexing.locks import LeaderLock
+        lock = LeaderLock(create_engine({own.url.render_as_string(hide_password=False)!r}), "scheduler")
+        print(lock.is_leader(), flush=True)
+        sys.stdin.read()
+    """)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    leader = LeaderLock(own.engine, "scheduler")
+    try:
+        assert holder.stdout.readline().strip() == "True", "the other process leads"
+        before = len(digests(slack))
+        skipped = run_digest(settings, own, client, leader)
+        assert (skipped.posted, skipped.reason, len(digests(slack))) == (False, "not the leader", before)
+        holder.stdin.close()  # the leader exits: Postgres frees its lock
+        holder.wait(timeout=30)
+        taken_over = run_digest(settings, own, client, leader)
+        assert taken_over.posted and len(digests(slack)) == before + 1
+    finally:
+        leader.release()
+        if holder.poll() is None:
+            holder.kill()
+
+
+def test_kb_serves_scheduler_runs_the_digest_on_its_schedule(digest, slack):
+    from indexing.runner import SyncRunner
+    from indexing.scheduler import start_scheduler, stop_scheduler
+
+    settings, own, client = digest
+    runner = SyncRunner(own, settings.sources())
+    scheduler = start_scheduler(runner, settings.sources())
+    try:
+        before = len(digests(slack))
+        assert schedule_digest(scheduler, settings.model_copy(update={"kb_digest_schedule": "every 1s"}), own, client)
+        slack.wait_for(lambda: len(digests(slack)) > before, timeout=30)
+        assert scheduler.get_job("digest") is not None
+    finally:
+        stop_scheduler(scheduler)
+
+
+def test_no_digest_channel_means_no_digest_job(digest):
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    settings, own, client = digest
+    scheduler = BackgroundScheduler(timezone="UTC")
+    assert not schedule_digest(scheduler, settings.model_copy(update={"kb_digest_channel": None}), own, client)
+    assert scheduler.get_jobs() == []
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ({"kb_digest_schedule": "whenever"}, "^KB_DIGEST_SCHEDULE: 'whenever' is neither"),
+    ({"kb_digest_channel": "#wiki-owners"}, "^KB_DIGEST_CHANNEL must be a channel id"),
+])
+def test_kb_serve_refuses_wrong_digest_settings_at_start_in_one_line(slack, setting, expected):
+    from bot.serve import StartupError, serve
+
+    with pytest.raises(StartupError, match=expected):
+        serve(bot_settings(slack, **{"kb_digest_channel": ADMINS, **setting}))
