@@ -14,12 +14,15 @@ Both count the work in flight, so a shutdown can let the answers being written f
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 LISTENER_THREADS = 5  # Bolt's own default
 ANSWER_THREADS = 4
+
+log = logging.getLogger(__name__)
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -42,6 +45,9 @@ class CountingPool(ThreadPoolExecutor):
     def _run(self, fn, args, kwargs):
         try:
             return fn(*args, **kwargs)
+        except Exception:  # nobody reads these futures: an error would vanish without this line
+            log.exception("unhandled error in %s work (%s)", self._thread_name_prefix, getattr(fn, "__qualname__", fn))
+            raise
         finally:
             self._done()
 
