@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import ADMIN, all_text, bot_settings, envelope, mention, new_channel, posts_in, running_bot  # noqa: E402
+from test_slack import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot  # noqa: E402
 
 from bot.gaps import GapsReport, Period, QuestionGroup  # noqa: E402
 from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402

@@ -9,9 +9,7 @@ the local Web API (tests/slack_api_server.py), which keeps every message as it s
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 import uuid
 from pathlib import Path
 
