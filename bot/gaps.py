@@ -21,9 +21,10 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from indexing.index import Index
+from indexing.registry import utcnow
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
@@ -105,7 +106,7 @@ def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, sco
     """The report for the last `days` days (and the `days` before, for comparison)."""
     if days < 1:
         raise ValueError("days must be at least 1")
-    now = now or datetime.now(timezone.utc)
+    now = now or utcnow()
     start = now - timedelta(days=days)
     before = start - timedelta(days=days)
     rows = _questions(index, before, now)

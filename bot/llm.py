@@ -45,16 +45,27 @@ class LLMClient:
 
     def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead=(), outcome: str = "answered") -> str:
         """The model's answer; `lead` (`bot.lead.LeadSentence`s) and the gate's `outcome` shape the prompt."""
-        from llama_index.core.llms import ChatMessage
+        reply = self.llm.chat(prompt_messages(question, hits, numbers, lead, outcome)).message.content
+        return checked_reply(reply or "", hits, numbers)
 
-        messages = [
-            ChatMessage(role="system", content=SYSTEM_PROMPT),
-            ChatMessage(role="user", content=build_prompt(question, hits, numbers, lead, outcome)),
-        ]
-        text = tidy_reply(self.llm.chat(messages).message.content or "")
-        if not text:
-            raise ValueError("empty reply")
-        return keep_cited_links(check_citations(text, set(numbers.values())), hits, numbers)
+
+def prompt_messages(question: str, hits: list[Hit], numbers: dict[str, int], lead=(), outcome: str = "answered"):
+    """The system prompt and the question with its numbered passages, as the chat API takes them."""
+    from llama_index.core.llms import ChatMessage
+
+    return [
+        ChatMessage(role="system", content=SYSTEM_PROMPT),
+        ChatMessage(role="user", content=build_prompt(question, hits, numbers, lead, outcome)),
+    ]
+
+
+def checked_reply(reply: str, hits: list[Hit], numbers: dict[str, int]) -> str:
+    """The model's whole reply as it may be shown: tidied, citations naming no source removed, the
+    cited pages' links kept. Raises ValueError for an empty reply (the caller falls back)."""
+    text = tidy_reply(reply)
+    if not text:
+        raise ValueError("empty reply")
+    return keep_cited_links(check_citations(text, set(numbers.values())), hits, numbers)
 
 
 def says_not_found(reply: str) -> bool:

@@ -64,30 +64,21 @@ class StreamingLLM:
         self.on_text = on_text
 
     def answer(self, question: str, hits, numbers: dict[str, int], lead=(), outcome: str = "answered") -> str:
-        from llama_index.core.llms import ChatMessage
+        from bot.llm import MAX_ANSWER_CHARS, checked_reply, prompt_messages
 
-        from bot.llm import (MAX_ANSWER_CHARS, SYSTEM_PROMPT, build_prompt, check_citations, keep_cited_links,
-                             tidy_reply)
-
-        allowed = set(numbers.values())
-        messages = [ChatMessage(role="system", content=SYSTEM_PROMPT),
-                    ChatMessage(role="user", content=build_prompt(question, hits, numbers, lead, outcome))]
-        shown = CitationFilter(allowed)
-        written, finished = [], None
-        for chunk in self.client.llm.stream_chat(messages):
+        shown = CitationFilter(set(numbers.values()))
+        written, length, finished = [], 0, None
+        for chunk in self.client.llm.stream_chat(prompt_messages(question, hits, numbers, lead, outcome)):
             delta = chunk.delta or ""
             written.append(delta)
+            length += len(delta)
             finished = finish_reason(chunk) or finished
-            if sum(map(len, written)) <= MAX_ANSWER_CHARS:
+            if length <= MAX_ANSWER_CHARS:
                 self.on_text(shown.feed(delta))
         if finished is None:  # the connection closed before the model said it was done: a cut answer
             raise ConnectionError("the model's stream ended before the answer did")
         self.on_text(shown.flush())
-        text = tidy_reply("".join(written))
-        if not text:
-            raise ValueError("empty reply")
-        return keep_cited_links(check_citations(text, allowed), hits, numbers)
-
+        return checked_reply("".join(written), hits, numbers)
 
 def finish_reason(chunk) -> str | None:
     """Why the model stopped ("stop", "length"…), on the stream's last chunk; None before it."""

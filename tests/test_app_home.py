@@ -21,8 +21,8 @@ from sqlmodel import select
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
-from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot  # noqa: E402
+
+from test_slack import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot, slack  # noqa: E402
 
 from bot.gaps import GapsReport, Period, QuestionGroup  # noqa: E402
 from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402
@@ -31,13 +31,6 @@ ANNUAL = "how many days of annual leave do I get?"
 SALARY = "when are the engineering salary bands reviewed?"
 DOGS = "can I bring my dog to the office?"
 RESTRICTED_TITLE = "Salary bands 2026"
-
-
-@pytest.fixture(scope="module")
-def slack():
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

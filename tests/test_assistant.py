@@ -18,9 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from openai_server import FakeOpenAI  # noqa: E402
-from slack_api_server import FakeSlack  # noqa: E402
+
 from test_slack import (  # noqa: E402
-    PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot)
+    PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot, slack)
 
 from bot.slack import blocks  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
@@ -31,13 +31,6 @@ REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. 
          "8 weeks [1, 7], to be taken within the first year. Tell your manager at least two months before the "
          "leave starts [7], and book it in the HR portal so payroll knows [1].")
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
-
-
-@pytest.fixture(scope="module")
-def slack():
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from slack_sdk import WebClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
-from slack_api_server import BOT_TOKEN, FakeSlack  # noqa: E402
-from test_slack import all_text, bot_settings  # noqa: E402
+from slack_api_server import BOT_TOKEN  # noqa: E402
+from test_slack import all_text, bot_settings, slack  # noqa: E402
 
 from bot import records  # noqa: E402
 from bot.answer import answer_question  # noqa: E402
@@ -31,13 +31,6 @@ REPO = Path(__file__).resolve().parents[1]
 ADMINS = "CADMINS"
 DOGS = ["can I bring my dog to the office?", "can i bring my dog to work"]
 ANNUAL = "how many days of annual leave do I get?"
-
-
-@pytest.fixture(scope="module")
-def slack():
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

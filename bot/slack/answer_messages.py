@@ -10,10 +10,11 @@ answer finds the question it follows. Rows are kept as long as the query log kee
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 
-from sqlalchemy import Column, DateTime
 from sqlmodel import Field, SQLModel, select
+
+from indexing.registry import timestamptz, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,7 @@ class AnswerMessage(SQLModel, table=True):
     surface: str = ""
     user_id: str = ""
     answer_id: str = ""
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc),
-                                 sa_column=Column(DateTime(timezone=True), nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
 
 
 def create_tables(index) -> None:
@@ -45,7 +45,7 @@ def remember(index, channel: str, question_ts: str, answer_ts: str, *, surface: 
     from sqlalchemy.dialects.postgresql import insert
 
     values = dict(channel_id=channel, question_ts=question_ts, answer_ts=answer_ts, thread_ts=thread_ts,
-                  surface=surface, user_id=user or "", answer_id=answer_id, created_at=datetime.now(timezone.utc))
+                  surface=surface, user_id=user or "", answer_id=answer_id, created_at=utcnow())
     statement = insert(AnswerMessage.__table__).values(**values).on_conflict_do_update(
         index_elements=["channel_id", "question_ts"], set_={k: v for k, v in values.items()
                                                             if k not in ("channel_id", "question_ts")})

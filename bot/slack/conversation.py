@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlmodel import select
@@ -29,6 +29,7 @@ from bot import records
 from bot.slack import answer_messages, blocks
 from bot.slack.errors import apology, apology_on_error, quietly
 from bot.slack.mrkdwn import slack_to_plain
+from indexing.registry import utcnow
 
 if TYPE_CHECKING:
     from bot.slack.app import Services
@@ -89,7 +90,7 @@ def earlier_question(index, asked: Asked, context_thread: str | None) -> str | N
         return earlier
     if not asked.is_dm or not _FOLLOW_UP.match(slack_to_plain(asked.text)):
         return None
-    since = datetime.now(timezone.utc) - timedelta(minutes=FOLLOW_UP_MINUTES)
+    since = utcnow() - timedelta(minutes=FOLLOW_UP_MINUTES)
     Q = records.QueryLog
     with index.session() as s:
         row = s.exec(select(Q).where(Q.channel_id == asked.channel, Q.user_id == asked.user, Q.created_at >= since,
