@@ -1,4 +1,5 @@
-"""The Slack Web API client Docent uses: the bot token, SLACK_API_URL, and Slack's retry rules."""
+"""The Slack Web API client Docent uses: the bot token, SLACK_API_URL, Slack's retry rules, and how a
+message is posted."""
 
 from __future__ import annotations
 
@@ -36,3 +37,16 @@ def retry_handlers() -> list:
 
     return [ConnectionErrorRetryHandler(), RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
             AnyServerError(max_retry_count=SERVER_ERROR_RETRIES)]
+
+
+def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list | None = None) -> str:
+    """Post one message as Docent posts every message (mentions neutralised, the text as blocks
+    within Slack's limits unless `message_blocks` are given, no unfurls); returns its ts."""
+    from bot.slack.blocks import text_blocks
+    from bot.slack.mrkdwn import neutralise
+
+    reply = client.chat_postMessage(
+        channel=channel, thread_ts=thread_ts, text=neutralise(text),
+        blocks=message_blocks or text_blocks(text), unfurl_links=False, unfurl_media=False,
+    )
+    return reply["ts"]

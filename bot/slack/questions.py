@@ -31,9 +31,10 @@ from slack_sdk.errors import SlackApiError
 from bot import records
 from bot.slack import answer_messages, blocks
 from bot.slack.access import NOT_HERE
+from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
-from bot.slack.mrkdwn import mentions, mentions_someone_else, neutralise, slack_to_plain
+from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.streaming import Delivery
 from indexing.database import is_unreachable
 
@@ -223,10 +224,3 @@ def add_reaction(client: WebClient, channel: str, ts: str) -> None:
             log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc.response.get("error"))
     except Exception as exc:
         log.warning("could not add 👀 to %s/%s: %s", channel, ts, exc)
-
-
-def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list | None = None) -> None:
-    client.chat_postMessage(
-        channel=channel, thread_ts=thread_ts, text=neutralise(text),
-        blocks=message_blocks or blocks.text_blocks(text), unfurl_links=False, unfurl_media=False,
-    )

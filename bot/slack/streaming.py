@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 from slack_sdk.errors import SlackApiError
 
+from bot.slack.client import post
 from bot.slack.mrkdwn import neutralise
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class Delivery:
         self._last_update = now
         try:
             if self.ts is None:
-                self.ts = self._post(neutralise(self.shown or PLACEHOLDER))
+                self.ts = self._post(self.shown or PLACEHOLDER)
             else:
                 self.client.chat_update(channel=self.channel, ts=self.ts, text=neutralise(self.shown),
                                         blocks=_text_blocks(self.shown))
@@ -141,7 +142,7 @@ class Delivery:
                     raise
                 self.mode = ONE_POST
                 self._drop_placeholder()
-        self.ts = self._post(neutralise(text), blocks)
+        self.ts = self._post(text, blocks)
         return self.ts
 
     def abandon(self) -> None:
@@ -159,10 +160,7 @@ class Delivery:
             log.info("could not delete the partial answer in %s: %s", self.channel, exc)
 
     def _post(self, text: str, blocks: list[dict] | None = None) -> str:
-        reply = self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text,
-                                             blocks=blocks or _text_blocks(text), unfurl_links=False,
-                                             unfurl_media=False)
-        return reply["ts"]
+        return post(self.client, self.channel, self.thread_ts, text, blocks)
 
     def _drop_placeholder(self) -> None:
         if self.ts is None:
