@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from bot.lead import LeadSentence, choose_lead, question_idf, render_lead
+from bot.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS
 from connectors.commonmark import strip_headings
 from bot.llm import NOT_FOUND, says_not_found
@@ -124,7 +124,7 @@ def answer_question(
                     timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome)
     lead: list[LeadSentence] = []
     if answer.found:
-        lead = choose_lead(question, retrieval.hits, numbers, index.embedder, question_idf(index, question, scopes))
+        lead = choose_lead(question, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
         answer.lead = render_lead(lead)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:

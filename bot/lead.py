@@ -225,9 +225,8 @@ def render_lead(lead: list[LeadSentence]) -> str:
 
 
 def question_idf(index, question: str, scopes: list[str] | None) -> dict[str, float]:
-    """IDF in the visible wiki of each term the keyword leg searches for this question."""
-    terms = set(bm25.tokens(bm25.question_text(question)))
-    if not terms:
-        return {}
-    weights, _known = index.bm25.idf(terms, scopes)
-    return weights
+    """IDF in the visible wiki of each term the keyword leg searches for this question (answering
+    takes it from its `Retrieval.terms`, looked up once; this is for a lead chosen on its own)."""
+    from indexing.gate import question_terms
+
+    return question_terms(index, question, scopes).searched_idf()

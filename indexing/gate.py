@@ -10,7 +10,7 @@ answered; between → uncertain ("I'm not sure this answers it — check [1]").
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from indexing import bm25 as bm25_module
@@ -63,8 +63,32 @@ def is_cjk(text: str) -> bool:
     return cjk_share(text) >= 0.3
 
 
+@dataclass(frozen=True)
+class QuestionTerms:
+    """The question's terms and their IDF among the chunks the asker may see — looked up once per
+    question: the gate weighs coverage with them, and the lead scores sentences with them."""
+
+    words: frozenset[str] = frozenset()  # every analysed word of the question
+    searched: frozenset[str] = frozenset()  # what the keyword leg searches (stop words dropped)
+    idf: dict[str, float] = field(default_factory=dict)  # of both
+    known: frozenset[str] = frozenset()  # those that occur in the visible wiki at all
+
+    def searched_idf(self) -> dict[str, float]:
+        """IDF of each term the keyword leg searches (`bot.lead`'s rare-term share)."""
+        return {t: self.idf[t] for t in self.searched}
+
+
+def question_terms(index: Index, question: str, scopes: list[str] | None) -> QuestionTerms:
+    words = frozenset(bm25_module.tokens(question))
+    searched = frozenset(bm25_module.tokens(bm25_module.question_text(question)))
+    if not (words or searched):
+        return QuestionTerms()
+    idf, known = index.bm25.idf(set(words | searched), scopes)
+    return QuestionTerms(words, searched, idf, frozenset(known))
+
+
 def gate_signals(
-    index: Index, question: str, scopes: list[str] | None, dense: list[ChunkHit], keyword: list[ChunkHit], hits: list[Hit]
+    question: str, asked: QuestionTerms, dense: list[ChunkHit], keyword: list[ChunkHit], hits: list[Hit]
 ) -> GateSignals:
     """The signals for one question, from both legs' candidates and the top sections.
 
@@ -73,10 +97,8 @@ def gate_signals(
     """
     best_cosine = max((h.score for h in dense), default=0.0)
     coverage = unknown = top = top_known = 0.0
-    terms = set(bm25_module.tokens(question))
-    keyword_terms = set(bm25_module.tokens(bm25_module.question_text(question)))
+    terms, keyword_terms, weights, known = asked.words, asked.searched, asked.idf, asked.known
     if terms or keyword_terms:
-        weights, known = index.bm25.idf(terms | keyword_terms, scopes)
         total = sum(weights[t] for t in terms) or 1.0
         unknown = sum(weights[t] for t in terms if t not in known) / total
         if hits:

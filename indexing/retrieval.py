@@ -26,9 +26,11 @@ from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported f
     OUTCOMES,
     UNCERTAIN,
     GateSignals,
+    QuestionTerms,
     gate_outcome,
     gate_signals,
     is_cjk,
+    question_terms,
 )
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
@@ -66,6 +68,7 @@ class Retrieval:
     hits: list[Hit]
     found: bool  # outcome != "not_found"
     signals: GateSignals = field(default_factory=GateSignals)  # the gate's raw inputs
+    terms: QuestionTerms = field(default_factory=QuestionTerms)  # the question's terms and their IDF here
     timings_ms: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
 
@@ -106,12 +109,13 @@ def retrieve(
         alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(question) else cfg.vector_weight)
         parent_score, by_parent = score_parents(dense, keyword, alpha)
     hits = _parents(index, parent_score, by_parent, dense, keyword, top_k, scopes)
-    signals = gate_signals(index, question, scopes, dense, keyword, hits)
+    terms = question_terms(index, question, scopes)
+    signals = gate_signals(question, terms, dense, keyword, hits)
     outcome = gate_outcome(signals, cfg) if hits else NOT_FOUND_OUTCOME
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
-                     timings_ms=timings, outcome=outcome)
+                     terms=terms, timings_ms=timings, outcome=outcome)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:
