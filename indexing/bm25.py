@@ -2,12 +2,12 @@
 
 bm25s splits text on word boundaries, which leaves a Chinese sentence as one giant "word". So
 before tokenising we rewrite runs of CJK characters as their single characters *and* overlapping
-character bigrams ("报销流程" → "报 销 流 程 报销 销流 流程"), the classic dictionary-free choice
-for Chinese retrieval (Kwok 1997; Nie et al. 2000: unigrams with bigrams beat either alone).
-Bigrams alone lose the question whose words are written differently from the page's
-(colloquial "咋改" vs "修改", a typo "遗流" vs "遗留"); characters give those partial credit, and
-IDF keeps common ones (的, 是) cheap. Measured in docs/tuning.md §9. English goes through the
-Snowball stemmer and stop-word removal as usual, unchanged.
+character bigrams ("报销流程" → "报 销 流 程 报销 销流 流程"), a usual dictionary-free choice for
+Chinese retrieval (Kwok 1997 and Nie et al. 2000 report characters with bigrams doing at least as
+well as either alone). Bigrams alone lose a question worded differently from its page (a typo
+"遗流" for "遗留", colloquial words): characters give it partial credit, and IDF keeps common
+ones (的, 是) cheap. Measured in docs/tuning.md, "Chinese: characters with bigrams". English goes
+through the Snowball stemmer and stop-word removal as usual, unchanged.
 
 Everything the leg needs lives in Postgres (`indexing.keyword_versions`): each process holds the
 published version in memory (`indexing.keyword_segments`) and catches up on a new one by

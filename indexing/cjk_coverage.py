@@ -8,7 +8,7 @@ are pairs across a word boundary ("PR里能塞…" → 里能, 能塞) that no p
 an unanswerable one. So bigrams the visible wiki never uses are left out; their characters
 still count, and so do an unknown character or Latin word ("Rust", "bounty"), which are real
 gaps. Coverage is over the top sections together, as `term_coverage` is: a Chinese answer often
-spans neighbouring short sections (docs/tuning.md §9).
+spans neighbouring short sections (docs/tuning.md, "Chinese: characters with bigrams").
 """
 
 from __future__ import annotations

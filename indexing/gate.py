@@ -141,7 +141,7 @@ def gate_score(signals: GateSignals) -> float:
     English: the best child's cosine, plus a little when both legs put the same page first.
     Mostly-CJK questions: how much of the question's vocabulary (IDF-weighted, bigrams no page
     uses left out) the top sections hold — MiniLM's cosine is 0.5–0.9 for unrelated Chinese text
-    (`indexing.cjk_coverage`, docs/tuning.md §9).
+    (`indexing.cjk_coverage`; docs/tuning.md, "Chinese: characters with bigrams").
     """
     if signals.cjk:
         return signals.cjk_coverage
