@@ -28,6 +28,8 @@ CORPORA = {  # name -> (folder, questions file, domain)
     "sg": (SHARED / "sourcegraph-handbook", SHARED / "sourcegraph-handbook" / "eval_public.jsonl", "handbook"),
     "mszh": (SHARED / "mindspore-community-zh", SHARED / "mindspore-community-zh" / "eval_public.jsonl", "community-zh"),
     "squad": (SHARED / "squad2-wiki", SHARED / "squad2-wiki" / "eval_public.jsonl", "wikipedia"),
+    # Our own Chinese handbook (benchmarks/zh-handbook/README.md): Chinese fit data that is not MindSpore's
+    "zhh": (REPO / "benchmarks" / "zh-handbook" / "pages", REPO / "benchmarks" / "zh-handbook" / "QUESTIONS.jsonl", "handbook"),
 }
 FOREIGN_PER_CORPUS = 40  # at most this many questions from each foreign corpus (answerable ones)
 

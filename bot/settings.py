@@ -70,8 +70,8 @@ class Settings(BaseSettings):
     # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
     kb_gate_answer_from: float = 0.455
-    kb_gate_refuse_below_cjk: float = 0.09
-    kb_gate_answer_from_cjk: float = 0.155
+    kb_gate_refuse_below_cjk: float = 0.385
+    kb_gate_answer_from_cjk: float = 0.445
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent

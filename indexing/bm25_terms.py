@@ -8,4 +8,4 @@ search builds its index from the chunks' text, and the next sync saves a base of
 
 from __future__ import annotations
 
-TERMS_VERSION = "2"  # 2: term frequencies in saved bases (1 was the per-version term-id cache)
+TERMS_VERSION = "3"  # 3: CJK characters as well as bigrams; 2: term frequencies in saved bases

@@ -33,8 +33,8 @@ class IndexConfig:
     # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
     gate_refuse_below: float = 0.285
     gate_answer_from: float = 0.455
-    gate_refuse_below_cjk: float = 0.09
-    gate_answer_from_cjk: float = 0.155
+    gate_refuse_below_cjk: float = 0.385
+    gate_answer_from_cjk: float = 0.445
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

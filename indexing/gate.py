@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from indexing import bm25 as bm25_module
+from indexing.cjk_coverage import cjk_coverage
 
 if TYPE_CHECKING:
     from indexing.index import Index
@@ -38,6 +39,7 @@ class GateSignals:
     unknown_terms: float = 0.0  # IDF share of question terms the visible wiki never uses
     legs_agree: bool = False  # vector and keyword legs put the same page first
     best_bm25: float = 0.0  # the keyword leg's best score (0: none of the question's words is in the wiki)
+    cjk_coverage: float = 0.0  # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage)
     cjk: bool = False  # the question is mostly Chinese/Japanese/Korean
 
     def to_json(self) -> dict:
@@ -92,11 +94,11 @@ def gate_signals(
 ) -> GateSignals:
     """The signals for one question, from both legs' candidates and the top sections.
 
-    For Chinese questions the keyword terms are character bigrams, and `top_coverage` is the
+    For Chinese questions the keyword terms are characters and bigrams, and `cjk_coverage` is the
     signal the gate uses for them: MiniLM's cosine is high for unrelated Chinese text.
     """
     best_cosine = max((h.score for h in dense), default=0.0)
-    coverage = unknown = top = top_known = 0.0
+    coverage = unknown = top = top_known = cjk = 0.0
     terms, keyword_terms, weights, known = asked.words, asked.searched, asked.idf, asked.known
     if terms or keyword_terms:
         total = sum(weights[t] for t in terms) or 1.0
@@ -105,6 +107,7 @@ def gate_signals(
             text = " ".join(f"{h.title} {h.heading} {h.text}" for h in hits[:COVERAGE_SECTIONS])
             present = set(bm25_module.tokens(text))
             coverage = sum(weights[t] for t in terms if t in present) / total
+            cjk = cjk_coverage(keyword_terms, weights, known, present)
             best = set(bm25_module.tokens(f"{hits[0].title} {hits[0].heading} {hits[0].text}"))
             top = sum(weights[t] for t in keyword_terms if t in best) / (sum(weights[t] for t in keyword_terms) or 1.0)
             seen = [t for t in keyword_terms if t in known]
@@ -119,6 +122,7 @@ def gate_signals(
         unknown_terms=round(unknown, 4),
         legs_agree=top_vector is not None and top_vector == top_keyword,
         best_bm25=round(keyword[0].score, 4) if keyword else 0.0,
+        cjk_coverage=round(cjk, 4),
         cjk=is_cjk(question),
     )
 
@@ -135,11 +139,12 @@ def gate_score(signals: GateSignals) -> float:
     """One number per question that the gate's thresholds cut (comparable across questions).
 
     English: the best child's cosine, plus a little when both legs put the same page first.
-    Mostly-CJK questions: how much of the question's rare character bigrams (IDF-weighted) the
-    best section holds — MiniLM's cosine is 0.5–0.9 for unrelated Chinese text (docs/tuning.md §8).
+    Mostly-CJK questions: how much of the question's vocabulary (IDF-weighted, bigrams no page
+    uses left out) the top sections hold — MiniLM's cosine is 0.5–0.9 for unrelated Chinese text
+    (`indexing.cjk_coverage`; docs/tuning.md, "Chinese: characters with bigrams").
     """
     if signals.cjk:
-        return signals.top_coverage
+        return signals.cjk_coverage
     return signals.best_cosine + AGREE_BONUS * signals.legs_agree
 
 

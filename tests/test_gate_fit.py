@@ -7,14 +7,14 @@ from indexing.gate import GateSignals, gate_score, outcome_for
 
 
 def _row(corpus, kind, cosine, set_name="public", cjk=False, coverage=0.0, agree=False):
-    signals = {"best_cosine": cosine, "legs_agree": agree, "cjk": cjk, "top_coverage": coverage}
+    signals = {"best_cosine": cosine, "legs_agree": agree, "cjk": cjk, "top_coverage": coverage, "cjk_coverage": coverage}
     return {"corpus": corpus, "set": set_name, "kind": kind, "signals": signals}
 
 
-def test_gate_score_is_the_cosine_for_english_and_bigram_coverage_for_chinese():
+def test_gate_score_is_the_cosine_for_english_and_keyword_coverage_for_chinese():
     assert gate_score(GateSignals(best_cosine=0.5, legs_agree=False)) == 0.5
     assert round(gate_score(GateSignals(best_cosine=0.5, legs_agree=True)), 4) == 0.55
-    assert gate_score(GateSignals(best_cosine=0.9, legs_agree=True, cjk=True, top_coverage=0.12)) == 0.12
+    assert gate_score(GateSignals(best_cosine=0.9, legs_agree=True, cjk=True, top_coverage=0.3, cjk_coverage=0.12)) == 0.12
 
 
 def test_signals_round_trip_through_json_and_old_rows_still_load():
