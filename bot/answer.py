@@ -124,7 +124,7 @@ def answer_question(
                     timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome)
     lead: list[LeadSentence] = []
     if answer.found:
-        lead = choose_lead(question, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
+        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
         answer.lead = render_lead(lead)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:
