@@ -100,7 +100,7 @@ def retrieve(
         clock = now
 
     asked = question
-    repair = repair_question(index, question, scopes)
+    repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
     question = repair.text
     lap("spelling")
     dense: list[ChunkHit] = []

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 MIN_LENGTH = 6
 MIN_CHUNKS = 2
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-# A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call").
-_WORD = re.compile(r"(?<![\w'’])[A-Za-z]+(?![\w'’])")
+# A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
+# next to Chinese text it is a word too ("提名新mantainer怎么投票").
+_WORD = re.compile(r"(?<![A-Za-z0-9_'’])[A-Za-z]+(?![A-Za-z0-9_'’])")
 
 
 @dataclass(frozen=True)

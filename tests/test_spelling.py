@@ -58,3 +58,17 @@ def test_the_answer_keeps_the_askers_words_and_leads_with_the_repaired_search(in
     assert answer.question == question
     assert answer.outcome == "answered" and answer.sources[0].path == "finance/travel.md"
     assert "$300" in answer.lead
+
+
+def test_kb_typo_repair_off_searches_the_words_as_typed(index, sample_synced, monkeypatch):
+    from bot.settings import Settings
+
+    monkeypatch.setenv("KB_TYPO_REPAIR", "false")
+    monkeypatch.setattr(index, "config", Settings().index_config())
+    typo = retrieve(index, "how do I cnonect to the VPN?", scopes=["sample"])
+    assert typo.searched == typo.question == "how do I cnonect to the VPN?"
+
+
+def test_a_latin_word_inside_chinese_text_is_repaired_too(index, sample_synced):
+    repair = repair_question(index, "报销需要上传receitps吗？", ["sample"])
+    assert repair.text == "报销需要上传receipts吗？" and repair.corrections == [("receitps", "receipts")]
