@@ -55,7 +55,7 @@ def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_p
 def test_the_answer_keeps_the_askers_words_and_leads_with_the_repaired_search(index, sample_synced):
     question = "what is the nightly hotel limit in expnesive cities?"
     answer = KnowledgeBase(index, []).ask(question, Audience.limited(["sample"]))
-    assert answer.question == question
+    assert answer.question == question and answer.searched == "what is the nightly hotel limit in expensive cities?"
     assert answer.outcome == "answered" and answer.sources[0].path == "finance/travel.md"
     assert "$300" in answer.lead
 
