@@ -7,7 +7,7 @@ pulls the question's vector away from the page that answers it — the answer dr
 
 The rule is deliberately narrow, so that a correct word is never "repaired" into another:
 
-- only a word of at least `MIN_LENGTH` letters (among short words many real words are one edit
+- only a word of `MIN_LENGTH`–`MAX_LENGTH` letters (among short words many real words are one edit
   apart: "dad" / "day") that the visible wiki never uses and that an English dictionary
   (pyspellchecker's) does not know — "babysitter", "grandma" and "Brazil" stay as they are;
 - it becomes the word at Damerau–Levenshtein distance 1 (a letter dropped, added, changed, or
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from indexing.index import Index
 
 MIN_LENGTH = 6
+MAX_LENGTH = 30  # longer "words" are not typos of words (a pasted hash, "xxxx…"): 54·n+25 candidates each
 MIN_CHUNKS = 2
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
@@ -67,7 +68,7 @@ def one_edit_away(word: str) -> set[str]:
 
 def repair_question(index: Index, question: str, scopes: list[str] | None) -> Repair:
     """The question with each misspelt word replaced by the wiki word it most likely means."""
-    words = {m.group(0).lower() for m in _WORD.finditer(question) if len(m.group(0)) >= MIN_LENGTH}
+    words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
     if not words:
         return Repair(question)
     dictionary = english_words()
@@ -86,7 +87,7 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
         if not usable:
             continue
         counts = index.bm25.doc_freq(set(usable.values()), scopes)
-        best = max(usable, key=lambda e: (counts[usable[e]], -edits.index(e)))
+        best = max(usable, key=lambda e: counts[usable[e]])  # the first in sorted order among equals
         if counts[usable[best]] >= MIN_CHUNKS:
             choices[word] = best
     if not choices:

@@ -72,3 +72,9 @@ def test_kb_typo_repair_off_searches_the_words_as_typed(index, sample_synced, mo
 def test_a_latin_word_inside_chinese_text_is_repaired_too(index, sample_synced):
     repair = repair_question(index, "报销需要上传receitps吗？", ["sample"])
     assert repair.text == "报销需要上传receipts吗？" and repair.corrections == [("receitps", "receipts")]
+
+
+def test_a_word_too_long_to_be_a_typo_is_not_looked_at(index, sample_synced):
+    """54·n + 25 candidates per word: a pasted 2,000-letter "word" must not cost 100,000 lookups."""
+    question = "what is " + "x" * 2000
+    assert repair_question(index, question, ["sample"]).text == question
