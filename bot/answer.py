@@ -72,6 +72,7 @@ class Answer:
     signals: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" | "not_found"; found == (outcome != "not_found")
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
+    searched: str | None = None  # the question as searched when typos were repaired (indexing.spelling)
 
     def to_json(self) -> dict:
         return {
@@ -85,6 +86,7 @@ class Answer:
             "llm_used": self.llm_used,
             "note": self.note,
             "signals": self.signals,
+            "searched": self.searched,
         }
 
 
@@ -121,10 +123,11 @@ def answer_question(
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()
     answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
-                    timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome)
+                    timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome,
+                    searched=retrieval.searched if retrieval.searched != question else None)
     lead: list[LeadSentence] = []
     if answer.found:
-        lead = choose_lead(question, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
+        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
         answer.lead = render_lead(lead)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:

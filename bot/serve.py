@@ -224,10 +224,14 @@ def open_index(settings: Settings) -> Index:
 
 
 def warm_up(index: Index) -> None:
-    """Load the embedding model now (~10 s), not on the first question someone asks. With an
-    embedding service, its first reply also checks the vectors' size: a wrong model stops `kb
-    serve` here, in one line; a service that is only down is retried at the first question."""
+    """Load the embedding model (~10 s) and the typo repair's word list now, not on the first
+    question someone asks. With an embedding service, its first reply also checks the vectors'
+    size: a wrong model stops `kb serve` here, in one line; a service that is only down is
+    retried at the first question."""
     from indexing.embedding_service import EmbeddingDimensionError
+    from indexing.spelling import english_words
+
+    english_words()
 
     try:
         index.embedder.embed_query("warm-up")

@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     kb_embed_in_flight: int = 4
     kb_sync_batch: int = 256
     kb_top_k: int = 5
+    kb_typo_repair: bool = True  # indexing.spelling: off for a wiki not written in English
     kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
     # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
@@ -99,6 +100,7 @@ class Settings(BaseSettings):
             embed_in_flight=self.kb_embed_in_flight,
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
+            typo_repair=self.kb_typo_repair,
             min_cosine=self.kb_gate_min_cosine,
             gate_refuse_below=self.kb_gate_refuse_below,
             gate_answer_from=self.kb_gate_answer_from,

@@ -94,7 +94,7 @@ def _terms(analyzed: str) -> list[str]:
     return _bm25s_tokenize([analyzed], return_ids=False)[0]
 
 
-def _terms_of_each(analyzed: list[str]) -> list[list[str]]:
+def terms_of_each(analyzed: list[str]) -> list[list[str]]:
     """The terms of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text."""
     return _bm25s_tokenize(analyzed, return_ids=False) if analyzed else []
 
@@ -279,6 +279,10 @@ class Bm25Index:
             for row, score in index.search(terms, scopes, k)
         ]
 
+    def doc_freq(self, terms: set[str], scopes: list[str] | None) -> dict[str, int]:
+        """How many visible chunks hold each term (`indexing.spelling` picks the commonest word)."""
+        return self._current().doc_freq(terms, scopes)[0]
+
     def idf(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, float], set[str]]:
         """IDF of each term among the visible chunks, and the terms that occur there at all.
 
@@ -296,4 +300,4 @@ def _row(chunk: KeywordChunk) -> KeywordRow:
 
 
 def _chunk_terms(chunks: list[KeywordChunk]) -> list[list[str]]:
-    return _terms_of_each([analyze(chunk_search_text(c.text, c.title, c.heading_path, c.path)) for c in chunks])
+    return terms_of_each([analyze(chunk_search_text(c.text, c.title, c.heading_path, c.path)) for c in chunks])

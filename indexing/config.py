@@ -27,6 +27,7 @@ class IndexConfig:
     vector_weight: float = 0.8  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
+    typo_repair: bool = True  # search a misspelt word as the wiki word one edit away (indexing.spelling; English)
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
     # The gate (indexing.retrieval.gate_outcome): not found below `refuse_below`, answered from

@@ -34,6 +34,7 @@ from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported f
 )
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
+from indexing.spelling import Repair, repair_question
 from indexing.store import ChunkHit
 
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
@@ -71,6 +72,12 @@ class Retrieval:
     terms: QuestionTerms = field(default_factory=QuestionTerms)  # the question's terms and their IDF here
     timings_ms: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
+    repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
+
+    @property
+    def searched(self) -> str:
+        """The question as both legs, the gate and the lead read it."""
+        return self.repair.text if self.repair else self.question
 
 
 def retrieve(
@@ -92,6 +99,10 @@ def retrieve(
         timings[name] = round((now - clock) * 1000, 2)
         clock = now
 
+    asked = question
+    repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
+    question = repair.text
+    lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []
     if mode != "bm25":
@@ -114,8 +125,8 @@ def retrieve(
     outcome = gate_outcome(signals, cfg) if hits else NOT_FOUND_OUTCOME
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
-    return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
-                     terms=terms, timings_ms=timings, outcome=outcome)
+    return Retrieval(question=asked, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
+                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:

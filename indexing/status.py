@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from sqlmodel import func, select
 
-from indexing import registry
+from indexing import keyword_versions, registry
+from indexing.bm25_terms import TERMS_VERSION
 from indexing.index import Index
+
+
+@dataclass(frozen=True)
+class KeywordState:
+    """The keyword index as Postgres holds it for every process: the version they all serve, and
+    how much a process starting cold replays on top of the newest saved base."""
+
+    published: int | None  # the version every process searches (None: nothing published yet)
+    committed: int  # the generation of the last committed page change (published catches up at the sync's end)
+    base: int | None  # the newest saved base of this tokenizer version (None: the first search builds one)
+    changed_since_base: int  # pages changed after that base (a cold start re-reads just these)
+
+
+def keyword_state(session) -> KeywordState:
+    base = keyword_versions.latest_base_generation(session, TERMS_VERSION)
+    return KeywordState(
+        published=keyword_versions.published(session),
+        committed=keyword_versions.generation(session),
+        base=base,
+        changed_since_base=keyword_versions.changes_since(session, base or 0),
+    )
 
 
 @dataclass(frozen=True)
@@ -17,7 +39,7 @@ class IndexStatus:
     `documents`: documents by registry status; `failed` / `skipped`: (document id, reason);
     `last_runs`: the last sync run of every source, newest first; `unconfigured`: sources still
     answering although the configuration no longer names them; `database` (password hidden) and
-    `home`: where the index lives.
+    `home`: where the index lives; `keywords`: the keyword index's published version.
     """
 
     documents: dict[str, int]
@@ -28,6 +50,7 @@ class IndexStatus:
     database: str
     home: str
     unconfigured: list[str] = field(default_factory=list)
+    keywords: KeywordState | None = None
 
     def limited_to_sources(self, names: set[str]) -> IndexStatus:
         """Only these sources' sync runs and failed or skipped pages (the others may not be named)."""
@@ -49,6 +72,7 @@ class IndexStatus:
             "database": self.database,
             "home": self.home,
             "unconfigured_sources": self.unconfigured,
+            "keywords": asdict(self.keywords) if self.keywords else None,
         }
 
 
@@ -71,6 +95,7 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         latest = select(func.max(Run.id)).group_by(Run.source)
         runs = s.exec(select(Run).where(Run.id.in_(latest)).order_by(Run.id.desc())).all()
         chunks = index.store.count(s, None if scopes is None else list(scopes))
+        keywords = keyword_state(s)
     last_runs = {run.source: run for run in runs}
     return IndexStatus(
         documents={str(k.value if isinstance(k, registry.Status) else k): v for k, v in by_status.items()},
@@ -80,4 +105,5 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         last_runs=list(last_runs.values()),
         database=index.location,
         home=str(index.config.home),
+        keywords=keywords,
     )

@@ -175,6 +175,23 @@ def test_ask_json_and_piped_questions(kb_home, sample_synced):
     assert len(answers) == 2 and all(a["sources"] for a in answers)
 
 
+def test_status_names_the_keyword_version_every_process_serves(kb_home, sample_synced):
+    env = {"KB_HOME": str(kb_home)}
+    keywords = json.loads(_kb("status", "--json", env=env).stdout)["keywords"]
+    assert keywords["published"] is not None and keywords["published"] == keywords["committed"]
+    assert f"keywords:  version {keywords['published']} published" in _kb("status", env=env).stdout
+
+
+def test_the_keyword_line_says_what_is_not_yet_published_or_saved():
+    from bot.cli.asking import keyword_line
+    from indexing.status import KeywordState
+
+    assert keyword_line(KeywordState(None, 0, None, 0)) == "nothing published yet (the next sync publishes it)"
+    assert keyword_line(KeywordState(7, 9, 5, 2)) == (
+        "version 7 published, 2 newer change(s) not yet; saved base at 5, 2 page(s) changed since")
+    assert keyword_line(KeywordState(7, 7, None, 3)).endswith("no saved base yet (a cold start builds it from the chunks)")
+
+
 def test_eval_llm_without_an_endpoint_is_one_clear_line(tmp_path):
     result = _kb("eval", str(SAMPLE_WIKI / "QUESTIONS.jsonl"), "--llm",
                  env={"KB_HOME": str(tmp_path), "KB_LLM_BASE_URL": ""})

@@ -198,3 +198,21 @@ def test_housekeeping_forgets_answer_messages_with_the_questions(bot, slack, ind
 
 
 assert TEAM  # imported for readers: events carry the workspace's id
+
+
+def test_a_thread_follow_up_in_a_private_channel_is_answered(bot, slack, index):
+    """Private channels deliver thread replies as `message.groups` events (`channel_type`
+    "group"), which the manifest subscribes to: a follow-up there is answered like one in a
+    public channel."""
+    channel = new_channel("G")
+    first = mention(PARENTAL, channel)
+    bot.event(first)
+    slack.wait_for(lambda: posts_in(slack, channel))
+
+    follow_up = message("and what about the secondary caregiver?", channel, channel_type="group", thread_ts=first["ts"])
+    bot.event(follow_up)
+
+    second = slack.wait_for(lambda: posts_in(slack, channel)[1:])[0]
+    assert second.params["thread_ts"] == first["ts"] and "8 weeks" in all_text(second.params["blocks"])
+    row = query_rows(index, message_ts=follow_up["ts"])[0]
+    assert row.surface == "thread" and row.context_question == PARENTAL

@@ -108,3 +108,15 @@ def test_liveness_answers_without_the_database_and_readiness_says_when_it_is_gon
     with TestClient(web_app(None, Unreachable())) as client:
         assert client.get(LIVE_PATH).status_code == 200
         assert client.get(HEALTH_PATH).status_code == 503
+
+
+def test_the_slack_manifest_has_a_history_scope_for_each_message_event_it_subscribes_to():
+    """Slack refuses a manifest whose `message.<kind>` event lacks `<kind>:history`; follow-ups
+    need public channels, private channels Docent was invited to, and DMs."""
+    manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yml").read_text())
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    scopes = manifest["oauth_config"]["scopes"]["bot"]
+    assert {"message.channels", "message.groups", "message.im"} <= set(events)
+    for event in events:
+        if event.startswith("message."):
+            assert f"{event.removeprefix('message.')}:history" in scopes, event

@@ -146,3 +146,31 @@ def test_kb_serve_refuses_wrong_digest_settings_at_start_in_one_line(slack, sett
 
     with pytest.raises(StartupError, match=expected):
         serve(bot_settings(slack, **{"kb_digest_channel": ADMINS, **setting}))
+
+
+def _kb_gaps(own, sources, slack, *args, **env):
+    import os
+
+    environment = {**os.environ, "DATABASE_URL": own.url.render_as_string(hide_password=False),
+                   "KB_HOME": str(own.config.home), "KB_SOURCES": str(sources), "SLACK_BOT_TOKEN": BOT_TOKEN,
+                   "SLACK_API_URL": slack.api_url, "KB_DIGEST_CHANNEL": ADMINS, **env}
+    return subprocess.run([sys.executable, "-m", "bot.cli", "gaps", *args], cwd=REPO, env=environment,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_kb_gaps_post_sends_the_digest_now(seeded, slack):
+    own, sources = seeded
+    before = len(digests(slack))
+    run = _kb_gaps(own, sources, slack, "--post", "--days", "3")
+    assert run.returncode == 0, run.stderr
+    post = digests(slack)[-1]
+    assert len(digests(slack)) == before + 1 and run.stdout.strip().startswith(
+        f"posted the gaps digest of the last 3 days to {ADMINS} (ts ")
+    assert "Questions: 4 (+4)" in all_text(post.params["blocks"]) and "The last 3 days" in all_text(post.params["blocks"])
+
+
+def test_kb_gaps_post_without_a_digest_channel_is_one_clear_line(seeded, slack):
+    own, sources = seeded
+    run = _kb_gaps(own, sources, slack, "--post", KB_DIGEST_CHANNEL="")
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == "error: --post needs KB_DIGEST_CHANNEL: the channel id the digest goes to"

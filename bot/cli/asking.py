@@ -141,6 +141,18 @@ def print_answer(answer) -> None:
     console.print(f"[dim]{answer.timings_ms.get('total', 0):.0f} ms[/]")
 
 
+def keyword_line(state) -> str:
+    """The keyword index's state in one line: what every process serves, and whether a sync's
+    last changes are still to be published."""
+    if state.published is None:
+        return "nothing published yet (the next sync publishes it)"
+    behind = state.committed - state.published
+    line = f"version {state.published} published" + (f", {behind} newer change(s) not yet" if behind > 0 else "")
+    if state.base is None:
+        return line + "; no saved base yet (a cold start builds it from the chunks)"
+    return line + f"; saved base at {state.base}, {state.changed_since_base} page(s) changed since"
+
+
 def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Documents by status, chunks, last sync per source, and where the index lives."""
     info = common.open_kb(common.settings()).status()
@@ -152,6 +164,8 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     docs = ", ".join(f"{n} {k.lower()}" for k, n in sorted(info.documents.items())) or "none"
     typer.echo(f"documents: {docs}")
     typer.echo(f"chunks:    {info.chunks}")
+    if info.keywords:
+        typer.echo(f"keywords:  {keyword_line(info.keywords)}")
     for run in info.last_runs:
         when = run.finished_at or run.started_at
         result = "" if run.result == "ok" else f" [{run.result.upper()}: {run.reason or 'no reason recorded'}]"

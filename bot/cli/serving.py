@@ -79,10 +79,35 @@ def feedback(
 def gaps(
     days: Annotated[int, typer.Option(help="The period: the last N days, against the N before")] = 7,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    post: Annotated[bool, typer.Option("--post", help="Post it to KB_DIGEST_CHANNEL now, as the weekly digest")] = False,
 ) -> None:
     """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages."""
     from bot.gaps import print_gaps
 
     if days < 1:
         fail("days must be at least 1")
-    print_gaps(common.open_index(common.settings()), days, as_json, typer.echo)
+    settings = common.settings()
+    if post:
+        post_gaps_digest(settings, days)
+        return
+    print_gaps(common.open_index(settings), days, as_json, typer.echo)
+
+
+def post_gaps_digest(settings, days: int) -> None:
+    """`kb gaps --post`: the weekly digest now, to see it (or send one) without waiting for its schedule."""
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.client import web_client
+    from bot.slack.digest import digest_problem, post_digest
+
+    if not settings.kb_digest_channel:
+        fail("--post needs KB_DIGEST_CHANNEL: the channel id the digest goes to")
+    if problem := digest_problem(settings):
+        fail(problem)
+    if not settings.slack_bot_token:
+        fail("--post needs SLACK_BOT_TOKEN")
+    try:
+        ts = post_digest(settings, common.open_index(settings), web_client(settings), settings.kb_digest_channel, days)
+    except SlackApiError as exc:
+        fail(f"Slack refused the digest: {exc.response.get('error', exc)}")
+    typer.echo(f"posted the gaps digest of the last {days} days to {settings.kb_digest_channel} (ts {ts})")

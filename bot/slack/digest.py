@@ -75,12 +75,12 @@ def run_digest(settings, index, client, leader) -> DigestRun:
         return DigestRun(posted=False, reason=f"{type(exc).__name__}: {exc}")
 
 
-def post_digest(settings, index, client, channel: str) -> str:
-    """Post the digest to `channel` now; returns the message's ts."""
+def post_digest(settings, index, client, channel: str, days: int = DAYS) -> str:
+    """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
     from bot.slack.access import SlackAccess
 
     audience = SlackAccess(settings.access_config(), client).audience(channel, None)
-    report = gaps_report(index, DAYS, scopes=audience.search_scopes)
+    report = gaps_report(index, days, scopes=audience.search_scopes)
     message = digest_blocks(report)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "

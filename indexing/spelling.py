@@ -1,0 +1,106 @@
+"""Typo repair for questions: a misspelt word is searched as the wiki word one edit away from it.
+
+People type questions in chat: "how much paretnal leave do we get", "whats the wellness stipend
+amuont". A misspelt word is a word no page uses, so the keyword leg cannot match it, and it
+pulls the question's vector away from the page that answers it — the answer drops from
+*answered* to *uncertain*, or its page from first place (docs/tuning.md, "Typos").
+
+The rule is deliberately narrow, so that a correct word is never "repaired" into another:
+
+- only a word of `MIN_LENGTH`–`MAX_LENGTH` letters (among short words many real words are one edit
+  apart: "dad" / "day") that the visible wiki never uses and that an English dictionary
+  (pyspellchecker's) does not know — "babysitter", "grandma" and "Brazil" stay as they are;
+- it becomes the word at Damerau–Levenshtein distance 1 (a letter dropped, added, changed, or
+  two neighbours swapped) that the visible wiki uses most often, in at least `MIN_CHUNKS` chunks;
+- that word must itself be a dictionary word or a term the stemmer leaves as it is (a name such as
+  "graphengine"), so a stem that happens to be common ("availes" → "avail") is not taken for a word.
+
+Only what the asker may see counts, so a restricted page's vocabulary never steers a question.
+The question is searched (both legs, the gate, the lead) as repaired; the asker's own words are
+what is logged and shown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from indexing import bm25 as bm25_module
+
+if TYPE_CHECKING:
+    from indexing.index import Index
+
+MIN_LENGTH = 6
+MAX_LENGTH = 30  # longer "words" are not typos of words (a pasted hash, "xxxx…"): 54·n+25 candidates each
+MIN_CHUNKS = 2
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
+# next to Chinese text it is a word too ("提名新mantainer怎么投票").
+_WORD = re.compile(r"(?<![A-Za-z0-9_'’])[A-Za-z]+(?![A-Za-z0-9_'’])")
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A question as searched, and the words that were repaired in it (original, repaired)."""
+
+    text: str
+    corrections: list[tuple[str, str]] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """pyspellchecker's English word list (~70k words), loaded once per process (~0.3 s)."""
+    from spellchecker import SpellChecker
+
+    return frozenset(SpellChecker(language="en").word_frequency.keys())
+
+
+def one_edit_away(word: str) -> set[str]:
+    """Every string at Damerau–Levenshtein distance 1 from `word` (lower-case ASCII letters)."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    return ({a + b[1:] for a, b in splits if b}
+            | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+            | {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+            | {a + c + b for a, b in splits for c in _LETTERS}) - {word}
+
+
+def repair_question(index: Index, question: str, scopes: list[str] | None) -> Repair:
+    """The question with each misspelt word replaced by the wiki word it most likely means."""
+    words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
+    if not words:
+        return Repair(question)
+    dictionary = english_words()
+    candidates = sorted(w for w in words if w not in dictionary)
+    if not candidates:
+        return Repair(question)
+    stems = dict(zip(candidates, bm25_module.terms_of_each(candidates)))
+    _, known = index.bm25.idf({t for terms in stems.values() for t in terms}, scopes)
+    unknown = [w for w in candidates if stems[w] and not set(stems[w]) & known]
+    choices: dict[str, str] = {}
+    for word in unknown:
+        edits = sorted(one_edit_away(word))
+        terms = bm25_module.terms_of_each(edits)
+        # A candidate is one analysed term, and a word in its own right.
+        usable = {e: t[0] for e, t in zip(edits, terms) if len(t) == 1 and (e in dictionary or t[0] == e)}
+        if not usable:
+            continue
+        counts = index.bm25.doc_freq(set(usable.values()), scopes)
+        best = max(usable, key=lambda e: counts[usable[e]])  # the first in sorted order among equals
+        if counts[usable[best]] >= MIN_CHUNKS:
+            choices[word] = best
+    if not choices:
+        return Repair(question)
+    corrections: list[tuple[str, str]] = []
+
+    def replace(match: re.Match) -> str:
+        original = match.group(0)
+        repaired = choices.get(original.lower())
+        if repaired is None:
+            return original
+        repaired = repaired.capitalize() if original[0].isupper() else repaired
+        corrections.append((original, repaired))
+        return repaired
+
+    return Repair(_WORD.sub(replace, question), corrections)

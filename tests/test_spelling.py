@@ -1,0 +1,80 @@
+"""Typo repair (`indexing.spelling`): a misspelt word is searched as the wiki word one edit away,
+a correct word the wiki does not use is left alone, and only what the asker may see counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.knowledge import KnowledgeBase
+from connectors.access import Audience
+from connectors.markdown import MarkdownFolder
+from indexing.retrieval import retrieve
+from indexing.spelling import one_edit_away, repair_question
+from indexing.sync import sync_documents
+
+VPN = "how do I connect to the VPN?"
+
+
+def test_one_edit_away_drops_adds_changes_and_swaps_one_letter():
+    edits = one_edit_away("amount")
+    assert {"amuont", "amont", "amounts", "amoumt"} <= edits and "amount" not in edits
+    assert "muonta" not in edits  # two edits
+
+
+def test_a_swapped_pair_of_letters_is_searched_as_the_wiki_word(index, sample_synced):
+    typo = retrieve(index, "how do I cnonect to the VPN?", scopes=["sample"])
+    right = retrieve(index, VPN, scopes=["sample"])
+    assert typo.repair.corrections == [("cnonect", "connect")]
+    assert typo.searched == VPN and typo.question == "how do I cnonect to the VPN?"
+    assert [h.parent_id for h in typo.hits] == [h.parent_id for h in right.hits]
+    assert typo.outcome == right.outcome and typo.signals == right.signals
+
+
+@pytest.mark.parametrize("question", [
+    "can my babysitter come to the office?",  # a dictionary word no page uses
+    "my grandma passed away, how many days off can i take?",
+    "my dad is sick, can i take leave",  # short words are never repaired ("dad" / "day")
+    "i couldn't connect to the VPN",  # a contraction is one word
+])
+def test_correct_words_the_wiki_does_not_use_are_left_alone(index, sample_synced, question):
+    repair = repair_question(index, question, ["sample"])
+    assert repair.text == question and repair.corrections == []
+
+
+def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_path):
+    """"zorblax" is a word of two restricted pages only: asked with their scope, "zorbalx" means
+    it; asked where they are not visible, the word stays as typed."""
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.md").write_text(f"# Zorblax {name}\n\nThe zorblax rota is kept by the HR team.\n")
+    sync_documents(index, MarkdownFolder(tmp_path, source="spell-hr", access="spell-hr").documents(), "spell-hr")
+    question = "who keeps the zorbalx rota?"
+    assert repair_question(index, question, ["spell-hr"]).text == "who keeps the zorblax rota?"
+    assert repair_question(index, question, ["sample"]).text == question
+
+
+def test_the_answer_keeps_the_askers_words_and_leads_with_the_repaired_search(index, sample_synced):
+    question = "what is the nightly hotel limit in expnesive cities?"
+    answer = KnowledgeBase(index, []).ask(question, Audience.limited(["sample"]))
+    assert answer.question == question and answer.searched == "what is the nightly hotel limit in expensive cities?"
+    assert answer.outcome == "answered" and answer.sources[0].path == "finance/travel.md"
+    assert "$300" in answer.lead
+
+
+def test_kb_typo_repair_off_searches_the_words_as_typed(index, sample_synced, monkeypatch):
+    from bot.settings import Settings
+
+    monkeypatch.setenv("KB_TYPO_REPAIR", "false")
+    monkeypatch.setattr(index, "config", Settings().index_config())
+    typo = retrieve(index, "how do I cnonect to the VPN?", scopes=["sample"])
+    assert typo.searched == typo.question == "how do I cnonect to the VPN?"
+
+
+def test_a_latin_word_inside_chinese_text_is_repaired_too(index, sample_synced):
+    repair = repair_question(index, "报销需要上传receitps吗？", ["sample"])
+    assert repair.text == "报销需要上传receipts吗？" and repair.corrections == [("receitps", "receipts")]
+
+
+def test_a_word_too_long_to_be_a_typo_is_not_looked_at(index, sample_synced):
+    """54·n + 25 candidates per word: a pasted 2,000-letter "word" must not cost 100,000 lookups."""
+    question = "what is " + "x" * 2000
+    assert repair_question(index, question, ["sample"]).text == question
