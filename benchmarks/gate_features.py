@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import gate_focus
 from benchmarks._common import REPO
 
 OUT = REPO / "benchmarks" / "out"
@@ -54,8 +55,6 @@ def collect(corpus: str, home: Path) -> Path:
     from indexing.index import Index
     from indexing.retrieval import retrieve
 
-    from benchmarks import gate_focus as focus
-
     index = Index(IndexConfig(home=home))
     st = _sentence_transformer()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -79,12 +78,12 @@ def collect(corpus: str, home: Path) -> Path:
                     top = r.hits[:3]
                     texts = [q["question"], *(f"{h.title}\n{h.heading}\n{h.text}" for h in top),
                              *(_searched_text(h) for h in top)]
-                    encoded = focus.encode_words(st, texts)
+                    encoded = gate_focus.encode_words(st, texts)
                     sections, children = encoded[1:1 + len(top)], encoded[1 + len(top):]
                     for name, evidence in (("sec1", sections[:1]), ("sec3", sections), ("child1", children[:1]),
                                            ("child3", children)):
                         matched[name] = [[m.word, m.term, m.best, m.best_piece]
-                                         for m in focus.match_words(q["question"], encoded[0], evidence)]
+                                         for m in gate_focus.match_words(q["question"], encoded[0], evidence)]
                     extra = {m[1] for v in matched.values() for m in v} - set(terms)
                     if extra:
                         more, more_known = index.bm25.idf(extra, None)
@@ -260,6 +259,57 @@ def table(names: tuple[str, ...], max_refused: float) -> None:
         print(f"| {c} | " + " | ".join(cells) + " |")
 
 
+def distribution(name: str) -> None:
+    """One feature's quantiles per corpus and question set (answerable vs unanswerable)."""
+    rows = _rows()
+    print(f"{name}: min / 5 % / 25 % / 50 % / 75 % per corpus and set\n")
+    print("| corpus | set | n | min | 5 % | 25 % | 50 % | 75 % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in sorted({r["corpus"] for r in rows}):
+        for label, set_name, unanswerable in (("answerable", "public", False), ("unanswerable", "public", True),
+                                              ("casual answerable", "casual", False),
+                                              ("casual unanswerable", "casual", True), ("foreign", "foreign", True)):
+            xs = [r["f"][name] for r in rows if r["corpus"] == c and r["set"] == set_name
+                  and (r["kind"] == "not_found") == unanswerable]
+            if xs:
+                q = np.quantile(xs, [0, 0.05, 0.25, 0.5, 0.75])
+                print(f"| {c} | {label} | {len(xs)} | " + " | ".join(f"{x:.2f}" for x in q) + " |")
+
+
+def cost(home: Path, corpus: str) -> None:
+    """What the focus signal would add to a question's latency: one forward pass over the question
+    and the top sections' text (or their matched chunks), after retrieval, per public question."""
+    import time
+
+    from benchmarks.gate_questions import question_sets
+    from bot.lead import _searched_text
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+    from indexing.retrieval import retrieve
+
+    index = Index(IndexConfig(home=home))
+    st = _sentence_transformer()
+    times: dict[str, list[float]] = {"sec1": [], "sec3": [], "child3": []}
+    try:
+        for q in question_sets(corpus)["public"]:
+            r = retrieve(index, q["question"])
+            top = r.hits[:3]
+            if r.signals.cjk or not top:
+                continue
+            evidence = {"sec1": [f"{h.title}\n{h.heading}\n{h.text}" for h in top[:1]],
+                        "sec3": [f"{h.title}\n{h.heading}\n{h.text}" for h in top],
+                        "child3": [_searched_text(h) for h in top]}
+            for name, texts in evidence.items():
+                start = time.perf_counter()
+                gate_focus.word_matches(st, q["question"], texts)
+                times[name].append((time.perf_counter() - start) * 1000)
+    finally:
+        index.close()
+    print(f"{corpus}: focus coverage ms per question (n={len(times['sec1'])}), p50 / p95")
+    for name, ms in times.items():
+        print(f"  {name:7} {np.percentile(ms, 50):7.1f} / {np.percentile(ms, 95):7.1f}")
+
+
 def _rows() -> list[dict]:
     """The collected English rows, with their features computed (`r["f"]`)."""
     rows = [json.loads(line) for f in sorted(OUT.glob("features-*.jsonl")) for line in f.read_text().splitlines()]
@@ -281,6 +331,11 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--max-refused", type=float, default=0.03)
     s.add_argument("--top", type=int, default=15)
     s.add_argument("--focus", action="store_true", help="also the focus-coverage features (benchmarks.gate_focus)")
+    d = sub.add_parser("dist", help="one feature's quantiles per corpus and question set")
+    d.add_argument("feature")
+    k = sub.add_parser("cost", help="the focus signal's latency on one corpus's public questions")
+    k.add_argument("corpus")
+    k.add_argument("--home", type=Path, required=True)
     t = sub.add_parser("table", help="one model's leave-one-corpus-out table")
     t.add_argument("features", nargs="+")
     t.add_argument("--max-refused", type=float, default=0.03)
@@ -290,6 +345,10 @@ def main(argv: list[str] | None = None) -> None:
 
         for corpus in [c for c in args.corpora.split(",") if c] or CORPORA:
             print(collect(corpus, Path(args.homes.format(corpus=corpus))))
+    elif args.command == "dist":
+        distribution(args.feature)
+    elif args.command == "cost":
+        cost(args.home, args.corpus)
     elif args.command == "table":
         table(tuple(args.features), args.max_refused)
     else:
