@@ -37,3 +37,21 @@ def test_a_word_at_the_end_of_evidence_longer_than_the_model_window_is_still_see
 
 def test_no_evidence_no_matches(st):
     assert focus.word_matches(st, "is pet insurance something we offer?", []) == []
+
+
+def _row(matches: list[tuple[str, float, float, bool]]) -> dict:
+    """A collected row (benchmarks.gate_features collect) with best-section matches only:
+    (term, best match, IDF, whether the wiki uses it); 99 visible chunks, so the top IDF is 5.3."""
+    return {"visible": 99, "focus": {"sec1": [[t, t, best, best] for t, best, _, _ in matches]},
+            "focus_idf": {t: [idf, known] for t, _, idf, known in matches}}
+
+
+def test_the_weakest_rare_word_is_the_focus_feature_and_common_words_do_not_count():
+    from benchmarks.gate_features import focus_features
+
+    # "office": common (IDF 1.0), unmatched; "dog": rare, unmatched; "frdiays": a typo the wiki never
+    # uses, matched worse still; "portland": rare, matched.
+    row = _row([("office", 0.1, 1.0, True), ("dog", 0.2, 4.0, True), ("frdiays", 0.15, 5.3, False),
+                ("portland", 0.9, 4.0, True)])
+    f = focus_features(row)
+    assert (f["sec1.min"], f["sec1.minrare"], f["sec1.minknown"]) == (0.1, 0.15, 0.2)
