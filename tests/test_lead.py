@@ -7,9 +7,12 @@ from bot.sentences import paragraphs, sentences, split_sentences
 from indexing.retrieval import retrieve
 
 
-def test_sentences_skip_headings_and_code_and_keep_link_text():
-    text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n```\n\nAsk HR."
-    assert [s.text for s in sentences(text)] == ["You get 25 days a year, see the policy.", "Ask HR."]
+def test_sentences_skip_headings_keep_link_text_and_mark_code_lines():
+    text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n\n```\n\nAsk HR."
+    found = sentences(text)
+    assert [(s.text, s.code) for s in found] == [
+        ("You get 25 days a year, see the policy.", False), ("rm -rf /", True), ("Ask HR.", False)]
+    assert paragraphs(text) == ["You get 25 days a year, see the policy.", "Ask HR."]  # code is no paragraph
 
 
 def test_abbreviations_do_not_end_a_sentence_and_cjk_full_stops_do():
@@ -75,10 +78,12 @@ def test_sentence_vectors_are_reused_within_the_process_and_bounded():
 
 
 def test_a_time_question_prefers_a_time_over_an_amount():
-    from bot.answer_types import TIME, asked_type, holds
+    from bot.answer_types import AMOUNT, TIME, asked_type, holds
 
     assert asked_type("when does the referral bonus actually get paid out?") == TIME
-    assert asked_type("does it pay for a babysitter when i travel for work") is None  # "when" as a conjunction
+    # "when" as a conjunction asks no time (this one asks for money), nor does "due to"
+    assert asked_type("does it pay for a babysitter when i travel for work") == AMOUNT
+    assert asked_type("how many officials were indicted due to corruption?") != TIME
     assert holds("It is paid within 90 days of the first day.", TIME)
     assert not holds("We offer a $5,000 referral bonus.", TIME)
 
