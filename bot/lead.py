@@ -22,9 +22,7 @@ marginal relevance): "when is the postmortem due and when do we go over it?" wan
 sentence about the due date after one about the meeting, not a second one about the meeting.
 
 Sentences come from every section the answer cites (`SECTIONS`): the right page's answering
-section is often not among its first three (docs/tuning.md §12). A line of a code block is a
-candidate when it holds one of the question's terms, and is shown as code
-(`Endpoint = vpn.example:51820`).
+section is often not among its first three (docs/tuning.md §10).
 """
 
 from __future__ import annotations
@@ -74,7 +72,7 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
 
     `idf` maps the question's terms (`bm25.tokens` of its keyword text) to their IDF in the
     visible wiki."""
-    by_rank = _candidates(hits, idf)
+    by_rank = _candidates(hits)
     flat = [(rank, i, s) for rank, found in by_rank.items() for i, s in enumerate(found)]
     if not flat:
         return []
@@ -85,18 +83,17 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     for rank in ranks_in_order:
         hit = hits[rank]
         for r, j in sorted(key for key in chosen if key[0] == rank):
-            lead.append(LeadSentence(text=_shown(by_rank[r][j]), n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
+            lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
     return lead
 
 
-def _candidates(hits: list[Hit], idf: dict[str, float]) -> dict[int, list[Sentence]]:
-    """The sentences of the top sections that could answer, by section rank: prose of three words
-    or more (or holding a number), and code lines that hold one of the question's terms."""
-    terms = set(idf)
+def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
+    """The sentences of the top sections that could answer, by section rank: three words or more,
+    or holding a number."""
     out: dict[int, list[Sentence]] = {}
     for rank, hit in enumerate(hits[:SECTIONS]):
         found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
-                        if (_holds_term(s.text, terms) if s.code else _words(s.text) >= 3 or has_digits(s.text)))
+                        if _words(s.text) >= 3 or has_digits(s.text))
         if found:
             out[rank] = found
     return out
@@ -237,26 +234,13 @@ def _unique(found) -> list[Sentence]:
     for s in found:
         if s.text not in seen:
             seen.add(s.text)
-            out.append(Sentence(text=s.text, paragraph=s.paragraph, position=len(out), code=s.code))
+            out.append(Sentence(text=s.text, paragraph=s.paragraph, position=len(out)))
     return out
 
 
-def _holds_term(text: str, terms: set[str]) -> bool:
-    """Whether a text holds one of the question's searched terms."""
-    return bool(terms.intersection(bm25.tokens(text)))
-
-
-def _shown(sentence: Sentence) -> str:
-    """A sentence as the lead shows it: a code line in backticks, as Slack and the CLI render code."""
-    return f"`{sentence.text}`" if sentence.code else sentence.text
-
-
 def _with_context(found: list[Sentence], i: int) -> list[int]:
-    """Sentence i, with the neighbour it needs to make sense on its own (a code line stands alone:
-    `Endpoint = vpn.example:51820` is the whole answer)."""
+    """Sentence i, with the neighbour it needs to make sense on its own."""
     sentence = found[i]
-    if sentence.code:
-        return [i]
     if sentence.text.rstrip().endswith(":") and i + 1 < len(found):
         return [i, i + 1]
     needs_before = _words(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)

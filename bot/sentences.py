@@ -1,10 +1,8 @@
 """A wiki section as plain sentences, in reading order, for choosing the ones that answer.
 
 Deliberately small and forgiving: the lead only needs readable units, not a Markdown parser.
-Headings are dropped, links keep their text, emphasis marks go; each list item and each table
-row is a unit of its own ("Column: cell · Column: cell"), each line of a code block too (marked
-as code: the lead shows one only when it holds the question's words — a config's
-`Endpoint = vpn.example:51820` is the answer to "what's the vpn server and port"), and paragraphs are
+Headings and code blocks are dropped, links keep their text, emphasis marks go; each list item
+and each table row is a unit of its own ("Column: cell · Column: cell"), and paragraphs are
 cut after `.`, `!`, `?` (followed by a space and a capital, digit or quote) and after the CJK
 full stops `。！？`, but not after common abbreviations ("e.g.", "Mr.", "U.S.").
 """
@@ -23,7 +21,6 @@ _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)|\[([^\]]+)\]\[[^\]]*\]")
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
 _TAG = re.compile(r"</?[A-Za-z][^>]{0,200}>")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|~~|`)(?=\S)(.+?)(?<=\S)\1")
-MAX_CODE_LINE = 200  # longer code lines are not readable units (minified files, long commands)
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
 _SPLIT = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(\[]?[A-Z0-9$€£¥])|(?<=[。！？])\s*")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|no|nr|mr|mrs|ms|dr|st|jr|sr|inc|ltd|co|fig|cf|al)"
@@ -35,7 +32,6 @@ class Sentence:
     text: str
     paragraph: int  # sentences of one paragraph, list item or table row share this number
     position: int  # order in the section
-    code: bool = False  # one line of a code block, as written
 
 
 def plain_inline(text: str) -> str:
@@ -51,20 +47,14 @@ def plain_inline(text: str) -> str:
 
 def paragraphs(markdown: str) -> list[str]:
     """Plain paragraphs, list items and table rows of a Markdown section, headings and code out."""
-    return [text for text, code in units(markdown) if not code]
-
-
-def units(markdown: str) -> list[tuple[str, bool]]:
-    """The readable units of a Markdown section in order, each with whether it is a code line:
-    plain paragraphs, list items, table rows and the non-blank lines of code blocks."""
-    found: list[tuple[str, bool]] = []
+    units: list[str] = []
     current: list[str] = []
     header: list[str] = []  # the current table's column names
     in_code = False
 
     def close() -> None:
         if current:
-            found.append((plain_inline(" ".join(current)), False))
+            units.append(plain_inline(" ".join(current)))
             current.clear()
 
     for line in markdown.splitlines():
@@ -72,11 +62,7 @@ def units(markdown: str) -> list[tuple[str, bool]]:
             close()
             in_code = not in_code
             continue
-        if in_code:
-            if line.strip() and len(line.strip()) <= MAX_CODE_LINE:
-                found.append((line.strip(), True))
-            continue
-        if _HEADING.match(line) or _TABLE_RULE.match(line):
+        if in_code or _HEADING.match(line) or _TABLE_RULE.match(line):
             close()
             continue
         line = _QUOTE.sub("", line)
@@ -90,14 +76,14 @@ def units(markdown: str) -> list[tuple[str, bool]]:
             if not header:
                 header = cells
                 continue
-            found.append((table_row(header, cells), False))
+            units.append(table_row(header, cells))
         elif _LIST_ITEM.match(line):
             close()
             current.append(_LIST_ITEM.sub("", line))
         else:
             current.append(line.strip())
     close()
-    return [u for u in found if u[0]]
+    return [u for u in units if u]
 
 
 def table_row(header: list[str], cells: list[str]) -> str:
@@ -123,19 +109,11 @@ def split_sentences(paragraph: str) -> list[str]:
 
 
 def sentences(markdown: str, limit: int = 80) -> list[Sentence]:
-    """The first `limit` sentences of a section, each knowing its paragraph, and among them the
-    code lines (also at most `limit`: a long listing does not push the prose out)."""
+    """The first `limit` sentences of a section, each knowing its paragraph."""
     out: list[Sentence] = []
-    prose = code_lines = 0
-    for p, (unit, code) in enumerate(units(markdown)):
-        if code:
-            code_lines += 1
-            if code_lines <= limit:
-                out.append(Sentence(text=unit, paragraph=p, position=len(out), code=True))
-            continue
-        for text in split_sentences(unit):
+    for p, paragraph in enumerate(paragraphs(markdown)):
+        for text in split_sentences(paragraph):
             out.append(Sentence(text=text, paragraph=p, position=len(out)))
-            prose += 1
-            if prose >= limit:
+            if len(out) >= limit:
                 return out
     return out

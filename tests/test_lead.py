@@ -7,12 +7,9 @@ from bot.sentences import paragraphs, sentences, split_sentences
 from indexing.retrieval import retrieve
 
 
-def test_sentences_skip_headings_keep_link_text_and_mark_code_lines():
-    text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n\n```\n\nAsk HR."
-    found = sentences(text)
-    assert [(s.text, s.code) for s in found] == [
-        ("You get 25 days a year, see the policy.", False), ("rm -rf /", True), ("Ask HR.", False)]
-    assert paragraphs(text) == ["You get 25 days a year, see the policy.", "Ask HR."]  # code is no paragraph
+def test_sentences_skip_headings_and_code_and_keep_link_text():
+    text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n```\n\nAsk HR."
+    assert [s.text for s in sentences(text)] == ["You get 25 days a year, see the policy.", "Ask HR."]
 
 
 def test_abbreviations_do_not_end_a_sentence_and_cjk_full_stops_do():
@@ -130,20 +127,6 @@ def test_money_and_address_questions_want_an_amount_and_an_address():
     assert asked_type("what's the vpn server address and port") == ADDRESS
     assert holds("Endpoint = vpn.acmewidgets.example:51820", ADDRESS) and holds("Post in #it-help.", ADDRESS)
     assert not holds("Paste the contents of acme.pub into the ticket.", ADDRESS)
-
-
-def test_a_code_line_holding_the_question_terms_is_a_candidate_shown_as_code(index):
-    from bot.lead import _candidates
-
-    config = ("Your finished config file looks like this:\n\n```ini\n[Interface]\nPrivateKey = <your key>\n"
-              "[Peer]\nEndpoint = vpn.example.com:51820\n```\n\nThis is a split tunnel.")
-    hits = [_section("VPN example configuration", config, 0),
-            _section("When you need the VPN", "You must be connected to the VPN to reach staging and the admin panel.", 1)]
-    question = "what's the vpn endpoint"
-    idf = question_idf(index, question, None)
-    assert [s.text for s in _candidates(hits, idf)[0] if s.code] == ["Endpoint = vpn.example.com:51820"]  # no [Interface]
-    lead = render_lead(choose_lead(question, hits, {"d0": 1, "d1": 2}, index.embedder, idf))
-    assert "`Endpoint = vpn.example.com:51820`" in lead
 
 
 def test_the_answer_may_come_from_the_fifth_cited_section(index):
