@@ -22,7 +22,7 @@ marginal relevance): "when is the postmortem due and when do we go over it?" wan
 sentence about the due date after one about the meeting, not a second one about the meeting.
 
 Sentences come from every section the answer cites (`SECTIONS`): the right page's answering
-section is often not among its first three (docs/tuning.md §10).
+section is often not among its first three (docs/tuning.md, "The lead, third round").
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − ra
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-COVERAGE = 0.4  # a question term already shown by a chosen sentence adds 1/5 of its weight to the next (0.5 · share − 0.4 · share)
-NUMBER_BONUS = 0.1  # a question asking for a time, a share or a number prefers sentences holding one (bot.answer_types)
+COVERAGE = 0.4  # a question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth, Chinese: half)
+NUMBER_BONUS = 0.1  # a question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types)
 SHORT_WORDS = 6  # a sentence shorter than this gets its context: a neighbour to show, its heading to score
 HEADING_CONTEXT = True  # score short sentences with their section's heading (_in_context)
 NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
@@ -77,7 +77,7 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     if not flat:
         return []
     scores = _scores(question, hits, flat, embedder, idf)
-    chosen = _select(question, flat, scores, by_rank, idf)
+    chosen = _select(flat, scores, by_rank, idf)
     ranks_in_order = sorted({r for r, _ in chosen}, key=lambda r: -max(v for (rr, _), v in chosen.items() if rr == r))
     lead = []
     for rank in ranks_in_order:
@@ -128,10 +128,10 @@ def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]
     return scores
 
 
-def _select(question: str, flat: list[tuple[int, int, Sentence]], scores: list[float],
+def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
             by_rank: dict[int, list[Sentence]], idf: dict[str, float]) -> dict[tuple[int, int], float]:
     """The best sentences, each with the neighbour it needs: (rank, index) -> score. Greedy: the
-    next seed is the one scoring best once the question terms already shown count only a fifth
+    next seed is the one scoring best once the question terms already shown count less
     (`COVERAGE`); all must score within `NEAR_BEST` of the best."""
     order = sorted(range(len(flat)), key=lambda k: scores[k], reverse=True)
     chosen: dict[tuple[int, int], float] = {}
@@ -149,11 +149,11 @@ def _select(question: str, flat: list[tuple[int, int, Sentence]], scores: list[f
         rank, i, sentence = flat[k]
         if (rank, i) in chosen or sentence.text in seen_texts or _repeats(sentence.text, seen_texts):
             continue
-        covered |= held[k]
         group = [(rank, j) for j in _with_context(by_rank[rank], i) if (rank, j) not in chosen]
         size = sum(len(by_rank[r][j].text) + 1 for r, j in group)
         if chosen and chars + size > MAX_CHARS:
             continue
+        covered |= held[k]
         for key in group:
             chosen[key] = scores[k]
             seen_texts.add(by_rank[key[0]][key[1]].text)

@@ -152,5 +152,5 @@ def test_each_further_sentence_is_chosen_for_question_terms_not_yet_shown():
     found = [Sentence(text=t, paragraph=k, position=k) for k, t in enumerate(texts)]
     flat = [(0, k, s) for k, s in enumerate(found)]
     scores = [0.50, 0.49, 0.48, 0.47, 0.46, 0.44]
-    chosen = _select("when is the postmortem due?", flat, scores, {0: found}, {"postmortem": 1.0, "due": 1.0})
+    chosen = _select(flat, scores, {0: found}, {"postmortem": 1.0, "due": 1.0})  # "when is the postmortem due?"
     assert len(chosen) == MAX_SENTENCES and (0, 5) in chosen
