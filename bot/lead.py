@@ -1,4 +1,4 @@
-"""The one to three sentences that answer the question, chosen from the top sections.
+"""The few sentences that answer the question, chosen from the sections an answer cites.
 
 The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
 chunks of the top sections is scored by how much of the question's rare vocabulary it holds
