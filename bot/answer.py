@@ -4,7 +4,7 @@ Three outcomes (`indexing.retrieval.Retrieval.outcome`): *answered*; *uncertain*
 have it, so the best passage is shown under a plain "I'm not sure this answers it — check [1]";
 *not found* — said plainly, with the nearest pages.
 
-Extractive by default: the lead (the one to three sentences that answer, `bot.lead`) with their
+Extractive by default: the lead (the few sentences that answer, `bot.lead`) with their
 `[n]`, then the best passages, quoted and cited. With an LLM configured, a written answer
 grounded in the same sources (see `bot.llm`); if the model fails, the extractive answer is
 returned with a note saying so.

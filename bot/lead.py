@@ -1,4 +1,4 @@
-"""The one to three sentences that answer the question, chosen from the top sections.
+"""The few sentences that answer the question, chosen from the sections an answer cites.
 
 The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
 chunks of the top sections is scored by how much of the question's rare vocabulary it holds
@@ -16,7 +16,13 @@ A sentence that cannot stand alone keeps its neighbour: one that introduces a li
 ":") gets the next one, a very short one or one that opens with a back-reference ("This",
 "It", "They" …) gets the one before it. Sentences that score almost as well as the best are
 added, up to `MAX_SENTENCES` and `MAX_CHARS`, so an answer spread over two sections shows both;
-one repeating a sentence already chosen (pages copy paragraphs) is skipped.
+one repeating a sentence already chosen (pages copy paragraphs) is skipped. Each further
+sentence is chosen for the question terms not yet shown (`COVERAGE`, the idea of maximal
+marginal relevance): "when is the postmortem due and when do we go over it?" wants the
+sentence about the due date after one about the meeting, not a second one about the meeting.
+
+Sentences come from every section the answer cites (`SECTIONS`): the right page's answering
+section is often not among its first three (docs/tuning.md, "The lead, third round").
 """
 
 from __future__ import annotations
@@ -33,16 +39,17 @@ from bot.sentences import Sentence, sentences
 from indexing import bm25
 from indexing.retrieval import Hit, is_cjk
 
-SECTIONS = 3  # sentences are taken from this many top sections
+SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
 SENTENCES_PER_SECTION = 40
-MAX_SENTENCES = 3  # sentences chosen for their score; each may bring the neighbour it needs
+MAX_SENTENCES = 4  # sentences chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds the length)
 MAX_CHARS = 600
 COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-NUMBER_BONUS = 0.1  # a question asking for a time, a share or a number prefers sentences holding one (bot.answer_types)
+COVERAGE = 0.4  # a question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth, Chinese: half)
+NUMBER_BONUS = 0.1  # a question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types)
 SHORT_WORDS = 6  # a sentence shorter than this gets its context: a neighbour to show, its heading to score
 HEADING_CONTEXT = True  # score short sentences with their section's heading (_in_context)
 NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
@@ -65,15 +72,38 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
 
     `idf` maps the question's terms (`bm25.tokens` of its keyword text) to their IDF in the
     visible wiki."""
-    candidates: list[tuple[int, list[Sentence]]] = []
+    by_rank = _candidates(hits)
+    flat = [(rank, i, s) for rank, found in by_rank.items() for i, s in enumerate(found)]
+    if not flat:
+        return []
+    scores = _scores(question, hits, flat, embedder, idf)
+    chosen = _select(flat, scores, by_rank, idf)
+    ranks_in_order = sorted({r for r, _ in chosen}, key=lambda r: -max(v for (rr, _), v in chosen.items() if rr == r))
+    lead = []
+    for rank in ranks_in_order:
+        hit = hits[rank]
+        for r, j in sorted(key for key in chosen if key[0] == rank):
+            lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
+    return lead
+
+
+def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
+    """The sentences of the top sections that could answer, by section rank: three words or more,
+    or holding a number."""
+    out: dict[int, list[Sentence]] = {}
     for rank, hit in enumerate(hits[:SECTIONS]):
         found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
                         if _words(s.text) >= 3 or has_digits(s.text))
         if found:
-            candidates.append((rank, found))
-    flat = [(rank, i, s) for rank, found in candidates for i, s in enumerate(found)]
-    if not flat:
-        return []
+            out[rank] = found
+    return out
+
+
+def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder,
+            idf: dict[str, float], parts: list | None = None) -> list[float]:
+    """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
+    penalty; −inf for those the lexical pre-filter kept from the model. `parts`, when given,
+    receives (lexical, cosine) per candidate (for benchmarks and debugging)."""
     total = sum(idf.values())
     weight = COSINE_WEIGHT_CJK if is_cjk(question) else COSINE_WEIGHT
     asked = asked_type(question)
@@ -89,14 +119,31 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
     vectors = SENTENCE_VECTORS.vectors(embedder, [question, *(scored[k] for k in embedded)]).astype(float)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
     scores = [float("-inf")] * len(flat)
+    cosines: list[float | None] = [None] * len(flat)
     for k, cosine in zip(embedded, vectors[1:] @ vectors[0]):
         scores[k] = weight * float(cosine) + lexical[k]
+        cosines[k] = float(cosine)
+    if parts is not None:
+        parts.extend(zip(lexical, cosines))
+    return scores
+
+
+def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
+            by_rank: dict[int, list[Sentence]], idf: dict[str, float]) -> dict[tuple[int, int], float]:
+    """The best sentences, each with the neighbour it needs: (rank, index) -> score. Greedy: the
+    next seed is the one scoring best once the question terms already shown count less
+    (`COVERAGE`); all must score within `NEAR_BEST` of the best."""
     order = sorted(range(len(flat)), key=lambda k: scores[k], reverse=True)
-    by_rank = dict(candidates)
     chosen: dict[tuple[int, int], float] = {}
     seen_texts: set[str] = set()
     seeds = chars = 0
-    for k in order:
+    total = sum(idf.values()) or 1.0
+    held = [set(idf).intersection(bm25.tokens(s.text)) for _, _, s in flat]
+    covered: set[str] = set()
+    pool = list(order)
+    while pool:
+        k = max(pool, key=lambda k: scores[k] - COVERAGE * sum(idf[t] for t in held[k] & covered) / total)
+        pool.remove(k)
         if scores[k] < scores[order[0]] - NEAR_BEST or seeds >= MAX_SENTENCES:
             break
         rank, i, sentence = flat[k]
@@ -106,18 +153,13 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         size = sum(len(by_rank[r][j].text) + 1 for r, j in group)
         if chosen and chars + size > MAX_CHARS:
             continue
+        covered |= held[k]
         for key in group:
             chosen[key] = scores[k]
             seen_texts.add(by_rank[key[0]][key[1]].text)
         seeds += 1
         chars += size
-    ranks_in_order = sorted({r for r, _ in chosen}, key=lambda r: -max(v for (rr, _), v in chosen.items() if rr == r))
-    lead = []
-    for rank in ranks_in_order:
-        hit = hits[rank]
-        for r, j in sorted(key for key in chosen if key[0] == rank):
-            lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
-    return lead
+    return chosen
 
 
 class SentenceVectors:
