@@ -1,4 +1,4 @@
-"""The few sentences that answer the question, chosen from the sections an answer cites.
+"""The one to three sentences that answer the question, chosen from the sections an answer cites.
 
 The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
 chunks of the top sections is scored by how much of the question's rare vocabulary it holds
@@ -42,7 +42,7 @@ from indexing.retrieval import Hit, is_cjk
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
 SENTENCES_PER_SECTION = 40
-MAX_SENTENCES = 4  # sentences chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds the length)
+MAX_SENTENCES = 3  # the issue's "one to three sentences", chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds the length)
 MAX_CHARS = 600
 COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
 COSINE_WEIGHT_CJK = 0.2

@@ -146,7 +146,7 @@ def test_each_further_sentence_is_chosen_for_question_terms_not_yet_shown():
     from bot.lead import MAX_SENTENCES, Sentence, _select
 
     # Five sentences hold only "postmortem" and score a little better than the one holding "due":
-    # without the coverage rule the limit of four seeds is spent on them.
+    # without the coverage rule the limit of three seeds is spent on them.
     texts = [f"Postmortem topic number {n} is discussed at length by the whole team." for n in range(5)]
     texts.append("The draft is due within five business days of the incident.")
     found = [Sentence(text=t, paragraph=k, position=k) for k, t in enumerate(texts)]
