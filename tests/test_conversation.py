@@ -91,8 +91,12 @@ def test_a_dm_follow_up_is_searched_with_the_previous_question(bot, slack, index
 def test_a_reply_in_the_thread_of_a_dm_answer_follows_that_question(bot, slack, index):
     channel, user = new_channel("D"), "U" + uuid.uuid4().hex[:6].upper()
     slack.add_im(channel, user)
-    bot.event(message(PARENTAL, channel, channel_type="im", user=user))
+    question = message(PARENTAL, channel, channel_type="im", user=user)
+    bot.event(question)
     answer = slack.wait_for(lambda: [m for (c, _), m in list(slack.messages.items()) if c == channel])[0]
+    # The answer is remembered just after it is posted; a reply is a person's, seconds later, not
+    # milliseconds (under load the test's reply could otherwise overtake that write).
+    assert answer_of(index, channel, question) == answer["ts"]
     reply = message("how long for the secondary caregiver?", channel, channel_type="im", user=user,
                     thread_ts=answer["ts"])
 
