@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
     # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
-    kb_gate_answer_from: float = 0.455
+    kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
     kb_gate_answer_from_cjk: float = 0.445
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama

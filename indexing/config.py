@@ -33,7 +33,7 @@ class IndexConfig:
     # The gate (indexing.retrieval.gate_outcome): not found below `refuse_below`, answered from
     # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
     gate_refuse_below: float = 0.285
-    gate_answer_from: float = 0.455
+    gate_answer_from: float = 0.485
     gate_refuse_below_cjk: float = 0.385
     gate_answer_from_cjk: float = 0.445
 
