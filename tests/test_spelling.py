@@ -60,6 +60,20 @@ def test_the_answer_keeps_the_askers_words_and_leads_with_the_repaired_search(in
     assert "$300" in answer.lead
 
 
+def test_the_reply_says_what_was_searched_when_a_typo_was_repaired(index, sample_synced):
+    import json
+
+    from bot.slack.blocks import answer_blocks
+
+    kb = KnowledgeBase(index, [])
+    repaired = json.dumps(answer_blocks(kb.ask("what is the nightly hotel limit in expnesive cities?",
+                                               Audience.limited(["sample"]))), ensure_ascii=False)
+    assert "_Searched for “what is the nightly hotel limit in expensive cities?”_" in repaired
+    as_typed = json.dumps(answer_blocks(kb.ask("what is the nightly hotel limit in expensive cities?",
+                                               Audience.limited(["sample"]))), ensure_ascii=False)
+    assert "Searched for" not in as_typed
+
+
 def test_kb_typo_repair_off_searches_the_words_as_typed(index, sample_synced, monkeypatch):
     from bot.settings import Settings
 

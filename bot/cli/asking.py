@@ -121,8 +121,10 @@ def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> 
 
 def print_answer(answer) -> None:
     """The answer as in Slack: for an uncertain one the "not sure" line first (in yellow), the
-    lead sentences and passages, then the sources ("Nearest pages" when nothing was found)."""
+    lead sentences and passages, what was searched if a typo was repaired, then the sources
+    ("Nearest pages" when nothing was found)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.markdown import Markdown
 
     console = Console()
@@ -131,6 +133,8 @@ def print_answer(answer) -> None:
         first, _, text = text.partition("\n\n")
         console.print(f"[yellow]{first}[/]", highlight=False)
     console.print(Markdown(text))
+    if answer.searched:
+        console.print(f"[dim]searched for: {escape(answer.searched)}[/]", highlight=False)
     if answer.note:
         console.print(f"[yellow]{answer.note}[/]")
     if answer.sources:

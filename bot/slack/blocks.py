@@ -56,6 +56,8 @@ def answer_blocks(
     `shared_by` (a user id) credits whoever shared it, with the `question` the channel did not
     see; `votes` shows the tally so far."""
     tail: list[Block] = []
+    if answer.searched:  # a typo was repaired: say what was searched, so a wrong repair is seen
+        tail.append(_context([neutralise(f"_Searched for “{escape(_clip(answer.searched, 300))}”_")]))
     if answer.note:
         tail.append(_context([f"_{_clip(escape(answer.note), 500)}_"]))
     if answer.sources:
