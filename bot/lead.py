@@ -100,17 +100,16 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
 
 
 def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder,
-            idf: dict[str, float], parts: list | None = None) -> list[float]:
+            idf: dict[str, float]) -> list[float]:
     """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
-    penalty; −inf for those the lexical pre-filter kept from the model. `parts`, when given,
-    receives (lexical, cosine) per candidate (for benchmarks and debugging)."""
+    penalty; −inf for those the lexical pre-filter kept from the model."""
     total = sum(idf.values())
     weight = COSINE_WEIGHT_CJK if is_cjk(question) else COSINE_WEIGHT
     asked = asked_type(question)
     scored = [_in_context(hits[rank], s) for rank, _, s in flat]
     lexical = []
-    for (rank, _, s), text in zip(flat, scored):
-        words = set(bm25.tokens(text))
+    for (rank, _, s), terms in zip(flat, bm25.tokens_of_each(scored)):
+        words = set(terms)
         share = sum(w for t, w in idf.items() if t in words) / total if total else 0.0
         bonus = NUMBER_BONUS if holds(s.text, asked) else 0.0
         lexical.append((1 - weight) * share + bonus - RANK_PENALTY * rank)
@@ -119,12 +118,8 @@ def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]
     vectors = SENTENCE_VECTORS.vectors(embedder, [question, *(scored[k] for k in embedded)]).astype(float)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
     scores = [float("-inf")] * len(flat)
-    cosines: list[float | None] = [None] * len(flat)
     for k, cosine in zip(embedded, vectors[1:] @ vectors[0]):
         scores[k] = weight * float(cosine) + lexical[k]
-        cosines[k] = float(cosine)
-    if parts is not None:
-        parts.extend(zip(lexical, cosines))
     return scores
 
 
@@ -138,7 +133,7 @@ def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
     seen_texts: set[str] = set()
     seeds = chars = 0
     total = sum(idf.values()) or 1.0
-    held = [set(idf).intersection(bm25.tokens(s.text)) for _, _, s in flat]
+    held = [set(idf).intersection(terms) for terms in bm25.tokens_of_each([s.text for _, _, s in flat])]
     covered: set[str] = set()
     pool = list(order)
     while pool:

@@ -94,9 +94,10 @@ def _terms(analyzed: str) -> list[str]:
     return _bm25s_tokenize([analyzed], return_ids=False)[0]
 
 
-def terms_of_each(analyzed: list[str]) -> list[list[str]]:
-    """The terms of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text."""
-    return _bm25s_tokenize(analyzed, return_ids=False) if analyzed else []
+def tokens_of_each(texts: list[str]) -> list[list[str]]:
+    """`tokens` of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text, so
+    many short texts (a page's chunks, an answer's candidate sentences) go through together."""
+    return _bm25s_tokenize([analyze(t) for t in texts], return_ids=False) if texts else []
 
 
 def _bm25s_tokenize(analyzed: list[str], *, return_ids: bool):
@@ -300,4 +301,4 @@ def _row(chunk: KeywordChunk) -> KeywordRow:
 
 
 def _chunk_terms(chunks: list[KeywordChunk]) -> list[list[str]]:
-    return terms_of_each([analyze(chunk_search_text(c.text, c.title, c.heading_path, c.path)) for c in chunks])
+    return tokens_of_each([chunk_search_text(c.text, c.title, c.heading_path, c.path) for c in chunks])

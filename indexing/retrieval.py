@@ -99,33 +99,32 @@ def retrieve(
         timings[name] = round((now - clock) * 1000, 2)
         clock = now
 
-    asked = question
     repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
-    question = repair.text
+    searched = repair.text  # the question as both legs, the gate and the lead read it
     lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []
     if mode != "bm25":
-        embedding = index.embedder.embed_query(question)
+        embedding = index.embedder.embed_query(searched)
         lap("embed")
         dense = index.store.dense_search(embedding, scopes, cfg.vector_candidates)
         lap("vector")
     if mode != "vector":
-        keyword = index.bm25.search(question, scopes, cfg.bm25_candidates)
+        keyword = index.bm25.search(searched, scopes, cfg.bm25_candidates)
         lap("bm25")
 
     if mode == "hybrid-rrf":
         parent_score, by_parent = rrf_parents(dense, keyword, cfg.rrf_k)
     else:
-        alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(question) else cfg.vector_weight)
+        alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(searched) else cfg.vector_weight)
         parent_score, by_parent = score_parents(dense, keyword, alpha)
     hits = _parents(index, parent_score, by_parent, dense, keyword, top_k, scopes)
-    terms = question_terms(index, question, scopes)
-    signals = gate_signals(question, terms, dense, keyword, hits)
+    terms = question_terms(index, searched, scopes)
+    signals = gate_signals(searched, terms, dense, keyword, hits)
     outcome = gate_outcome(signals, cfg) if hits else NOT_FOUND_OUTCOME
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
-    return Retrieval(question=asked, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
+    return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair)
 
 

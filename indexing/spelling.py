@@ -75,13 +75,13 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
     candidates = sorted(w for w in words if w not in dictionary)
     if not candidates:
         return Repair(question)
-    stems = dict(zip(candidates, bm25_module.terms_of_each(candidates)))
+    stems = dict(zip(candidates, bm25_module.tokens_of_each(candidates)))
     _, known = index.bm25.idf({t for terms in stems.values() for t in terms}, scopes)
     unknown = [w for w in candidates if stems[w] and not set(stems[w]) & known]
     choices: dict[str, str] = {}
     for word in unknown:
         edits = sorted(one_edit_away(word))
-        terms = bm25_module.terms_of_each(edits)
+        terms = bm25_module.tokens_of_each(edits)
         # A candidate is one analysed term, and a word in its own right.
         usable = {e: t[0] for e, t in zip(edits, terms) if len(t) == 1 and (e in dictionary or t[0] == e)}
         if not usable:
