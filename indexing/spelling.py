@@ -76,8 +76,8 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
     if not candidates:
         return Repair(question)
     stems = dict(zip(candidates, bm25_module.tokens_of_each(candidates)))
-    _, known = index.bm25.idf({t for terms in stems.values() for t in terms}, scopes)
-    unknown = [w for w in candidates if stems[w] and not set(stems[w]) & known]
+    used = index.bm25.doc_freq({t for terms in stems.values() for t in terms}, scopes)
+    unknown = [w for w in candidates if stems[w] and not any(used[t] for t in stems[w])]
     choices: dict[str, str] = {}
     for word in unknown:
         edits = sorted(one_edit_away(word))
