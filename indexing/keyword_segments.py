@@ -189,14 +189,17 @@ class KeywordIndex:
             for s, (rows, tf), into in zip(self.segments, postings, scores):
                 tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
                 into[rows] += (idf * tfc).astype(np.float32)
-        flat = np.concatenate(scores)  # only visible rows were scored
+        # The visible rows' scores side by side, as an index of those rows alone holds them, so
+        # that equal scores are picked in the order bm25s would pick them there (`_top_k`).
+        kept = [np.flatnonzero(v) for v in visible]
+        flat = np.concatenate([sc[i] for sc, i in zip(scores, kept)])
         top = _top_k(flat, min(k, len(flat)))
-        starts = np.cumsum([0] + [len(s.rows) for s in self.segments])
+        starts = np.cumsum([0] + [len(i) for i in kept])
         hits = []
         for i in top.tolist():
             if flat[i] > 0:
                 seg = int(np.searchsorted(starts, i, side="right") - 1)
-                hits.append((self.segments[seg].rows[i - starts[seg]], float(flat[i])))
+                hits.append((self.segments[seg].rows[kept[seg][i - starts[seg]]], float(flat[i])))
         return hits
 
     def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
