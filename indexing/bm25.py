@@ -13,8 +13,8 @@ Everything the leg needs lives in Postgres (`indexing.keyword_versions`): each p
 published version in memory (`indexing.keyword_segments`) and catches up on a new one by
 re-reading only the documents changed since, so a one-page edit costs that page — a change of
 its access scope included (`ChunkStore.set_access` logs it), so every row carries its page's
-current scope. Syncs publish; questions only read. No process reads another's disk: one that starts cold loads the newest
-saved base from Postgres and applies the changes after it.
+current scope. Syncs publish; questions only read. No process reads another's disk: one that
+starts cold loads the newest saved base from Postgres and applies the changes after it.
 """
 
 from __future__ import annotations

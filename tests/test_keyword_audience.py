@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -136,30 +137,88 @@ def test_a_restricted_page_changes_nothing_a_public_channel_sees(twins, tmp_path
         catalog.forget(with_, "rota")
 
 
+def _sources(path, folder, access: str):
+    """The sources file of `kb` for the twins: both scopes, the HR pages under `access`."""
+    path.write_text(f"""
+[[source]]
+name = "wiki"
+location = "{SAMPLE_WIKI}"
+exclude = ["*.jsonl"]
+access = "public"
+
+[[source]]
+name = "rota"
+location = "{folder}"
+access = "{access}"
+
+[scopes.public]
+channels = ["*"]
+
+[scopes.hr]
+channels = ["{HR_CHANNEL}"]
+""")
+    return path
+
+
+def kb(index, sources, *args: str):
+    """The real `kb` command line, in this process, on one of the twins' databases."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    env = {"KB_HOME": str(index.config.home), "DATABASE_URL": index.url.render_as_string(hide_password=False),
+           "KB_SOURCES": str(sources), "KB_WIKI": None, "KB_LOG_LEVEL": "WARNING"}
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def asked(index, sources, channel: str, question: str) -> tuple[str, dict]:
+    """`kb ask --as-channel`: what it prints (but its closing "… ms" line), and its `--json` answer
+    without id and timings."""
+    printed = kb(index, sources, "ask", "--as-channel", channel, question)
+    as_json = kb(index, sources, "ask", "--json", "--as-channel", channel, question)
+    assert printed.exit_code == 0 and as_json.exit_code == 0, printed.output + as_json.output
+    answer = json.loads(as_json.stdout)
+    del answer["id"], answer["timings_ms"]
+    lines = printed.stdout.splitlines()
+    assert re.fullmatch(r"\d+ ms", lines[-1]), lines[-1]
+    return "\n".join(lines[:-1]), answer
+
+
 def test_a_page_moved_to_hr_whose_new_version_fails_is_restricted_in_the_keyword_leg_at_once(twins, tmp_path):
+    """Through `kb sync` and `kb ask --as-channel`: the sources file moves the pages to HR while
+    their files turn unreadable."""
     with_, without = twins
     folder = tmp_path / "rota"
     _write_rota(folder)
-    assert _sync_rota(with_, folder, "public").added == 2
+    sources = _sources(tmp_path / "kb.toml", folder, "public")
+    assert "2 added" in kb(with_, sources, "sync", "--source", "rota").stdout
     try:
         # While public, the public channel is repaired into the word (it may be: it is public).
-        before = what_the_channel_sees(with_, TYPO, PUBLIC)
-        assert before["repair"].corrections == [("zorblx", "zorblax")]
-        assert before != what_the_channel_sees(without, TYPO, PUBLIC)
+        printed, _ = asked(with_, sources, PUBLIC_CHANNEL, TYPO)
+        assert "searched for: who keeps the zorblax rota?" in printed
         with with_.session() as s:
             version = keyword_versions.published(s)
 
         # The pages move to HR and their new versions cannot be read: the old ones keep serving, in HR.
         _write_rota(folder, broken=True)
-        report = _sync_rota(with_, folder, "hr")
-        assert (report.failed, report.relabelled, report.updated) == (2, 2, 0)
+        _sources(sources, folder, "hr")
+        synced = kb(with_, sources, "sync", "--source", "rota")
+        assert "2 failed" in synced.stdout + synced.stderr
         with with_.session() as s:
             assert keyword_versions.published(s) > version  # the relabel was published
         assert {h.metadata["access"] for h in with_.bm25.search("zorblax", None, 10)} == {"hr"}
         assert with_.bm25.search("zorblax", ["public"], 10) == []
+
+        # The public channel: as if the pages were not indexed at all, printed and in every detail.
+        for question in QUESTIONS:
+            assert asked(with_, sources, PUBLIC_CHANNEL, question) == asked(without, sources, PUBLIC_CHANNEL, question)
+        printed, _ = asked(with_, sources, PUBLIC_CHANNEL, TYPO)
+        assert "zorblax" not in printed.lower() and "searched for" not in printed
         assert_as_without(with_, without)
-        hr = what_the_channel_sees(with_, TYPO, HR)  # the version still serving, where it may be seen
-        assert hr["repair"].corrections == [("zorblx", "zorblax")] and hr["answer"].sources[0].path in ROTA
+        # The HR channel: the version still serving, repair included.
+        printed, answer = asked(with_, sources, HR_CHANNEL, TYPO)
+        assert "searched for: who keeps the zorblax rota?" in printed
+        assert answer["sources"][0]["path"] in ROTA
     finally:
         catalog.forget(with_, "rota")
 
