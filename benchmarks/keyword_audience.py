@@ -1,6 +1,6 @@
 """What BM25 statistics per audience cost a keyword question, against the whole index's, same run.
 
-    .venv/bin/python -m benchmarks.keyword_audience [--sizes 12000,100000] [--rounds 3] [--restricted 0.2]
+    .venv/bin/python -m benchmarks.keyword_audience [--sizes real,100000] [--rounds 3] [--restricted 0.2]
         [--home COPY_OF_KB_HOME]
 
 Until issue 23 the keyword leg scored a scoped question with the statistics of every live chunk
@@ -8,14 +8,15 @@ Until issue 23 the keyword leg scored a scoped question with the statistics of e
 restricted page moved public pages' scores. Now (`indexing.keyword_segments.KeywordIndex.search`)
 the statistics are those of the chunks the asker may see. This script measures both on the same
 in-memory index, question by question alternately (`whole_index_search` below is the previous
-search, kept here as the baseline):
+search, kept here as the baseline), in alternating order (reversed every other round):
 
-- 12k: the Sourcegraph handbook's real chunks (the eval index's size), tokenised as the keyword
-  leg tokenises them (`bm25.chunk_search_text`, `bm25.tokens_of_each`) — or, with `--home`, every
-  chunk of that index's published keyword version (a copy of `kb-sg`: the same chunks, read from
-  its saved base in seconds instead of chunked again);
-- 100k: those plus synthetic chunks, each the first half of one real chunk's terms and the second
-  half of another's (as `benchmarks.scale` mixes texts, at the term level: no Postgres, no model).
+- real: the Sourcegraph handbook's real chunks — with `--home` (a copy of `kb-sg`), every chunk
+  of that index's published keyword version, read from its saved base in seconds; without, its
+  first 12,000 chunks, chunked and tokenised as the keyword leg does (`bm25.chunk_search_text`,
+  `bm25.tokens_of_each`; minutes);
+- a number (100000): those plus synthetic chunks, each the first half of one real chunk's terms
+  and the second half of another's (as `benchmarks.scale` mixes texts, at the term level: no
+  Postgres, no model).
 
 Pages, 15 chunks to a synthetic one, are given scopes at random (seeded): `--restricted` of them
 "hr" or "eng", the rest "public". The handbook's eval questions are asked as `Bm25Index.search`
@@ -155,12 +156,11 @@ def one_size(rows, restricted: float, questions: list[list[str]], rounds: int) -
     r["top10_moved"] = sum([h[0].node_id for h in whole_index_search(index, q, ["public"], 10)]
                            != [h[0].node_id for h in index.search(q, ["public"], 10)] for q in questions)
     times = {key: [] for key in ("before_public", "after_public", "before_all", "after_all")}
-    for _ in range(rounds):
+    calls = [("before_public", whole_index_search, ["public"]), ("after_public", KeywordIndex.search, ["public"]),
+             ("before_all", whole_index_search, None), ("after_all", KeywordIndex.search, None)]
+    for n in range(rounds):
         for q in questions:
-            for key, call, scopes in (("before_public", whole_index_search, ["public"]),
-                                      ("after_public", KeywordIndex.search, ["public"]),
-                                      ("before_all", whole_index_search, None),
-                                      ("after_all", KeywordIndex.search, None)):
+            for key, call, scopes in (calls if n % 2 == 0 else calls[::-1]):
                 started = time.perf_counter()
                 call(index, q, scopes, 100)
                 times[key].append((time.perf_counter() - started) * 1000)
@@ -170,7 +170,7 @@ def one_size(rows, restricted: float, questions: list[list[str]], rounds: int) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="12000,100000")
+    parser.add_argument("--sizes", default="real,100000", help="chunks per index; real: the real chunks alone")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--restricted", type=float, default=0.2, help="share of pages in restricted scopes")
     parser.add_argument("--home", default=None, help="a COPY of a KB home (e.g. kb-sg) to take the real chunks from")
@@ -178,11 +178,12 @@ def main() -> None:
 
     from indexing.bm25 import _terms, analyze, question_text
 
-    sizes = [int(s) for s in args.sizes.split(",")]
     questions = [_terms(analyze(question_text(q["question"]))) for q in eval_questions()]
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {len(questions)} questions", flush=True)
     started = time.perf_counter()
-    real, pages = index_rows(Path(args.home)) if args.home else real_rows(min(sizes))
+    named = args.sizes.split(",")
+    real, pages = index_rows(Path(args.home)) if args.home else real_rows(12000)
+    sizes = [len(real) if s == "real" else int(s) for s in named]
     print(f"{len(real):,} real chunks of {pages} pages read in {time.perf_counter() - started:.0f} s", flush=True)
     results = [one_size(grown(real, size, seed=size), args.restricted, questions, args.rounds) for size in sizes]
 
