@@ -11,9 +11,10 @@ through the Snowball stemmer and stop-word removal as usual, unchanged.
 
 Everything the leg needs lives in Postgres (`indexing.keyword_versions`): each process holds the
 published version in memory (`indexing.keyword_segments`) and catches up on a new one by
-re-reading only the documents changed since, so a one-page edit costs that page. Syncs publish;
-questions only read. No process reads another's disk: one that starts cold loads the newest
-saved base from Postgres and applies the changes after it.
+re-reading only the documents changed since, so a one-page edit costs that page — a change of
+its access scope included (`ChunkStore.set_access` logs it), so every row carries its page's
+current scope. Syncs publish; questions only read. No process reads another's disk: one that
+starts cold loads the newest saved base from Postgres and applies the changes after it.
 """
 
 from __future__ import annotations
@@ -268,8 +269,10 @@ class Bm25Index:
     # -- searching ----------------------------------------------------------------------------
 
     def search(self, question: str, scopes: list[str] | None, k: int) -> list[ChunkHit]:
-        """The k best children by BM25 among the visible scopes (filtered before ranking, with the
-        whole index's statistics, as BM25Retriever's weight mask does); zero scores dropped."""
+        """The k best children by BM25 among the visible scopes, zero scores dropped: filtered
+        before ranking, and scored with the statistics of the visible chunks alone (their count,
+        average length, document frequencies), so that no restricted page moves a visible page's
+        score (`indexing.keyword_segments`)."""
         if scopes is not None and not scopes:
             return []
         index = self._current()
@@ -287,8 +290,9 @@ class Bm25Index:
     def idf(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, float], set[str]]:
         """IDF of each term among the visible chunks, and the terms that occur there at all.
 
-        Document frequencies come from what the asker can see, so statistics of restricted pages
-        do not leak into other answers. Terms the visible wiki never uses get the highest IDF.
+        Document frequencies come from what the asker can see, as in `search`, so statistics of
+        restricted pages do not leak into other answers. Terms the visible wiki never uses get the
+        highest IDF.
         """
         counts, visible = self._current().doc_freq(terms, scopes)
         n = max(visible, 1)

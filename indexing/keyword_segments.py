@@ -12,6 +12,15 @@ BM25Retriever uses), step for step in the same float types: each posting's weigh
 float32(idf_f32 * tf / (k1 * (1 - b + b * len / avg_len) + tf)) and a chunk's score the float32
 sum of its terms' weights in question order. Scores therefore equal a from-scratch build on the
 same texts (tests/test_keyword_index.py compares them).
+
+The statistics are those of the rows the asker may see (`scopes`): their count, their average
+length and each term's document frequency among them. A scoped search therefore scores exactly
+as a from-scratch build of the visible chunks alone would, and a restricted page moves no visible
+page's score: were its rows counted, a rare word it holds would lower that word's IDF for
+everyone, and a public question using the word would rank and score public pages differently
+depending on whether some restricted page holds it — a way to learn a restricted word from
+public replies. Counting per audience costs a mask over the rows per question (docs/benchmarks.md,
+"Keyword statistics per audience").
 """
 
 from __future__ import annotations
@@ -49,13 +58,14 @@ class Segment:
     access: np.ndarray  # int32 code of each row's scope (KeywordIndex.scopes)
     alive: np.ndarray  # bool
 
-    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """Live rows holding the term, and its frequency in each."""
+    def postings(self, term: int, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the term among the `visible` ones (a mask of this segment's rows: live, and
+        of the asker's scopes), and its frequency in each."""
         if term >= self.tf.shape[1]:
             return np.zeros(0, np.int32), np.zeros(0, np.float32)
         start, end = self.tf.indptr[term], self.tf.indptr[term + 1]
         rows, tf = self.tf.indices[start:end], self.tf.data[start:end]
-        keep = self.alive[rows]
+        keep = visible[rows]
         return rows[keep], tf[keep]
 
 
@@ -157,33 +167,39 @@ class KeywordIndex:
     # -- searching ----------------------------------------------------------------------------
 
     def search(self, query_terms: list[str], scopes: list[str] | None, k: int) -> list[tuple[KeywordRow, float]]:
-        """The k best live rows the scopes can see, with bm25s's scores; zero scores left out.
+        """The k best live rows the scopes can see, with the scores bm25s gives them in an index of
+        the visible rows alone (statistics per audience: see the module docstring); zero scores
+        left out.
 
         `query_terms` as bm25s tokenises a question (repeats count, as they do in bm25s).
         """
-        if not self.live_rows:
+        visible = self._visible(scopes)
+        n, length = self._visible_size(scopes, visible)
+        if not n:
             return []
         ids = [self.vocab[t] for t in query_terms if t in self.vocab]
-        avg_len = np.float64(self.live_length) / np.float64(self.live_rows)  # as np.mean gives it
+        avg_len = np.float64(length) / np.float64(n)  # as np.mean gives it
         scores = [np.zeros(len(s.rows), dtype=np.float32) for s in self.segments]
         for term in ids:
-            postings = [s.postings(term) for s in self.segments]
+            postings = [s.postings(term, v) for s, v in zip(self.segments, visible)]
             df = sum(len(rows) for rows, _ in postings)
             if not df:
                 continue
-            idf = np.float32(math.log(1 + (self.live_rows - df + 0.5) / (df + 0.5)))
+            idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
             for s, (rows, tf), into in zip(self.segments, postings, scores):
                 tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
                 into[rows] += (idf * tfc).astype(np.float32)
-        visible = self._visible(scopes)
-        flat = np.concatenate([sc * v for sc, v in zip(scores, visible)])
+        # The visible rows' scores side by side, as an index of those rows alone holds them, so
+        # that equal scores are picked in the order bm25s would pick them there (`_top_k`).
+        kept = [np.flatnonzero(v) for v in visible]
+        flat = np.concatenate([sc[i] for sc, i in zip(scores, kept)])
         top = _top_k(flat, min(k, len(flat)))
-        starts = np.cumsum([0] + [len(s.rows) for s in self.segments])
+        starts = np.cumsum([0] + [len(i) for i in kept])
         hits = []
         for i in top.tolist():
             if flat[i] > 0:
                 seg = int(np.searchsorted(starts, i, side="right") - 1)
-                hits.append((self.segments[seg].rows[i - starts[seg]], float(flat[i])))
+                hits.append((self.segments[seg].rows[kept[seg][i - starts[seg]]], float(flat[i])))
         return hits
 
     def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
@@ -192,6 +208,13 @@ class KeywordIndex:
             return [s.alive for s in self.segments]
         codes = np.array([self.scopes[s] for s in scopes if s in self.scopes], dtype=np.int32)
         return [s.alive & np.isin(s.access, codes) for s in self.segments]
+
+    def _visible_size(self, scopes: list[str] | None, visible: list[np.ndarray]) -> tuple[int, int]:
+        """How many rows the scopes can see, and their terms in all (BM25's N and total length)."""
+        if scopes is None:
+            return self.live_rows, self.live_length
+        return (sum(int(v.sum()) for v in visible),
+                sum(int(s.lengths[v].sum()) for s, v in zip(self.segments, visible)))
 
     def doc_freq(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, int], int]:
         """How many visible chunks hold each term, and how many chunks are visible."""

@@ -1,10 +1,22 @@
 """Hybrid retrieval: vector ∥ BM25 over child chunks → fused per parent section → top sections.
 
-Both legs filter by the asker's access scopes inside the search (SQL filter; BM25 weight mask),
-so a restricted page can neither be returned nor influence ranking or the not-found gate. And
-every section is checked against its document's *current* scope (the registry row, read in the
-same query as the section) before it is returned: a keyword index built before a scope change
-can rank a page, but never show it where it is no longer visible.
+Both legs filter by the asker's access scopes inside the search (SQL filter; BM25 mask), and
+nothing a question is scored with counts a page the asker may not see: a cosine depends on the
+question and the chunk alone; BM25's statistics (chunk count, average length, document
+frequencies), the IDF weights of the gate and the lead, and typo repair's word counts are all
+taken over the visible chunks only (`indexing.keyword_segments`). So a restricted page can neither
+be returned nor change the repaired question, a score, the ranking or the not-found gate's
+outcome: from a public channel, no reply differs for its being indexed, and none of its words can
+be learnt from one (tests/test_keyword_audience.py). One approximation remains: the HNSW graph
+links every chunk, so on a large index a filtered approximate search may reach slightly different
+visible neighbours than it would without the restricted chunks — its recall, not its words, and
+no score of a chunk returned.
+
+A scope change reaches both legs in the transaction that records it (`ChunkStore.set_access`
+relabels the chunks and logs a keyword change; the next published keyword version carries it).
+Until a process has caught up, every section is checked against its document's *current* scope
+(the registry row, read in the same query as the section) before it is returned: a keyword index
+from before a scope change can rank a page, but never show it where it is no longer visible.
 
 Fusion is a weighted sum of each parent's best cosine and its best BM25 score (normalised by
 the question's top BM25 score); reciprocal-rank fusion (k=60) remains as the `hybrid-rrf` mode

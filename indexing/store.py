@@ -165,7 +165,12 @@ class ChunkStore:
     def set_access(self, session: Session, doc_id: str, access: str) -> int:
         """Give every child of a document another access scope, in the caller's transaction; returns
         how many. Used when a page's scope changes but its new version cannot be indexed: its old
-        chunks must not stay visible where the page no longer is."""
+        chunks must not stay visible where the page no longer is.
+
+        A relabel is a keyword change like any other: logged in this transaction, so the next
+        published keyword version carries the new scope and every process catching up re-reads
+        the page. Otherwise the keyword rows would keep the old scope, and typo repair, document
+        frequencies and BM25's statistics would go on counting a restricted page as public."""
         from sqlalchemy import text
 
         result = session.execute(
@@ -174,7 +179,10 @@ class ChunkStore:
                  f"AND metadata_->>'access' IS DISTINCT FROM :access"),
             {"access": access, "doc": doc_id},
         )
-        return result.rowcount or 0
+        relabelled = result.rowcount or 0
+        if relabelled:
+            self.log_change(session, doc_id)
+        return relabelled
 
     def delete_document(self, session: Session, doc_id: str) -> None:
         self.log_change(session, doc_id)

@@ -10,9 +10,10 @@
 - A document with nothing to index (an empty page) is SKIPPED with the reason; a previous version
   of it is withdrawn, since the page itself is now empty.
 - A page's access scope is applied even when its new version FAILS or is SKIPPED: the registry row
-  and the vector chunks of the version still serving take the new scope at once, so a page moved
-  to a restricted scope never stays visible where it no longer is because its new text is broken
-  (retrieval checks every hit against the registry row, whatever the keyword index still holds).
+  and the chunks of the version still serving take the new scope at once (the keyword leg's too:
+  a relabel is logged and published like an edit), so a page moved to a restricted scope never
+  stays visible where it no longer is because its new text is broken (retrieval also checks every
+  hit against the registry row, whatever a process's keyword index still holds).
 - With `prune`, documents of the source that were not seen are deleted from every store — unless
   the deletion guard refuses: a sync that found nothing where there were pages, or that would
   delete more than the source's `max_delete`, deletes (and withdraws) nothing, is recorded as
@@ -128,7 +129,7 @@ def sync_documents(
     except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
         failures.finish()
         _record_skips(index, skips, report, withdraw=False)
-        if report.changed:
+        if report.changed or index.bm25.stale():  # stale: e.g. pages relabelled before the abort
             index.bm25.rebuild()
         report.errors.insert(0, f"sync aborted: {exc}")
         report.seconds = time.perf_counter() - started
@@ -326,9 +327,9 @@ def _upsert_record(
     record.title = record.title or doc.title
     if keep_version:
         if record.access != doc.access and record.chunk_count:
-            # The vector leg filters on the chunks' scope: relabel them now. The keyword index is not
-            # rebuilt for this (it learns the new scope at its next rebuild); until then retrieval
-            # checks every hit against this row's scope, so a stale keyword row is never shown.
+            # Both legs filter on the chunks' scope: relabel them now. The store logs it as a keyword
+            # change, published once the batch is written (`_Failures.flush`) or at the sync's end
+            # (skips); until a process has caught up, retrieval checks every hit against this row.
             store.set_access(s, doc.doc_id, doc.access)
             log.warning("%s: access scope %s -> %s applied to the version still serving", doc.doc_id,
                         record.access, doc.access)
@@ -377,6 +378,14 @@ class _Failures:
 
     def flush(self) -> None:
         batch, self.batch = list({doc.doc_id: (doc, reason) for doc, reason in self.batch}.values()), []
+        relabelled = self.report.relabelled
+        self._write(batch)
+        if self.report.relabelled > relabelled:
+            # Published now, not at the sync's end: until then the keyword leg's statistics and typo
+            # repair would still count the relabelled pages under their old scope.
+            self.index.bm25.rebuild()
+
+    def _write(self, batch: list[tuple[SourceDocument, str]]) -> None:
         if batch:
             try:
                 with self.index.session() as s, s.begin():

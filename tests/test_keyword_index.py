@@ -1,6 +1,7 @@
 """The keyword leg: what it indexes, and that an edit re-reads only the changed page yet scores
-exactly as a build from scratch with LlamaIndex's BM25Retriever would (with its own metadata
-filter for a scoped search); a process with nothing in memory loads the saved base from Postgres."""
+exactly as a build from scratch with LlamaIndex's BM25Retriever would (for a scoped search, a build
+of the visible chunks alone: statistics per audience); a process with nothing in memory loads the
+saved base from Postgres."""
 
 from __future__ import annotations
 
@@ -47,22 +48,18 @@ def test_a_page_is_found_by_the_words_of_its_path(index, wiki_copy):
 
 
 def _reference(rows, scopes):
-    """LlamaIndex's BM25Retriever built from scratch on these texts (its own filter for scopes)."""
+    """LlamaIndex's BM25Retriever built from scratch on the texts these scopes may see (None: all).
+
+    Not BM25Retriever's own metadata filter over a build of every text: that scores with the
+    statistics of chunks the asker cannot see, which ours deliberately does not
+    (`indexing.keyword_segments`; tests/test_keyword_audience.py)."""
     from llama_index.core.schema import TextNode
-    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
     from llama_index.retrievers.bm25 import BM25Retriever
 
-    fresh = BM25Retriever(
-        nodes=[TextNode(id_=node_id, text=text, metadata={"access": access}, excluded_embed_metadata_keys=["access"])
-               for node_id, access, text in rows],
-        stemmer=_stemmer(), language="en", token_pattern=TOKEN_PATTERN, similarity_top_k=10,
-    )
-    if scopes is None:
-        return fresh
-    fresh.bm25.corpus = fresh.corpus  # as BM25Retriever.from_persist_dir would have it
     return BM25Retriever(
-        existing_bm25=fresh.bm25, stemmer=_stemmer(), token_pattern=TOKEN_PATTERN, similarity_top_k=10,
-        filters=MetadataFilters(filters=[MetadataFilter(key="access", value=list(scopes), operator=FilterOperator.IN)]),
+        nodes=[TextNode(id_=node_id, text=text, metadata={"access": access}, excluded_embed_metadata_keys=["access"])
+               for node_id, access, text in rows if scopes is None or access in scopes],
+        stemmer=_stemmer(), language="en", token_pattern=TOKEN_PATTERN, similarity_top_k=10,
     )
 
 
