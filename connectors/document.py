@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from connectors.commonmark import Heading
 
 PUBLIC = "public"
+# The scope of a page whose scope could not be determined (a Confluence page whose space key is
+# unknown under a per-space `access`). No scope name can be empty, so no audience ever sees it;
+# such a page is FAILED, and the version indexed before keeps the scope it had (`indexing.sync`).
+UNKNOWN_SCOPE = ""
 # A lone UTF-16 surrogate: what Python makes of undecodable bytes (surrogateescape), and what no
 # database text column, JSON encoder or Slack message accepts.
 SURROGATE = re.compile("[\ud800-\udfff]")

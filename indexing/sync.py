@@ -13,6 +13,7 @@
   and the vector chunks of the version still serving take the new scope at once, so a page moved
   to a restricted scope never stays visible where it no longer is because its new text is broken
   (retrieval checks every hit against the registry row, whatever the keyword index still holds).
+  A page whose scope could not be determined at all (`UNKNOWN_SCOPE`) FAILS and changes no scope.
 - With `prune`, documents of the source that were not seen are deleted from every store — unless
   the deletion guard refuses: a sync that found nothing where there were pages, or that would
   delete more than the source's `max_delete`, deletes (and withdraws) nothing, is recorded as
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 from sqlmodel import col, select
 
-from connectors.document import SourceDocument
+from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from connectors.sources import DeletionLimit
 from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
@@ -181,6 +182,8 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument], indexed: dict[s
         current = indexed_hash(doc, index.embedder.name)
         if doc.error:
             failures.add(doc, doc.error)
+        elif doc.access == UNKNOWN_SCOPE:  # a connector's bug must not index a page visible to nobody knows whom
+            failures.add(doc, "the page's access scope could not be determined; not indexed")
         elif doc.skipped:
             skips.append((doc, doc.skipped))
         elif len(doc.text) > MAX_TEXT_CHARS:
@@ -324,7 +327,12 @@ def _upsert_record(
     record.status = status
     record.error = error
     record.title = record.title or doc.title
-    if keep_version:
+    if keep_version and doc.access == UNKNOWN_SCOPE:
+        # The page's scope is unknown (a Confluence page whose space cannot be read): the version
+        # still serving keeps the scope it was indexed with, never one guessed now.
+        if not record.content_hash:
+            record.access = UNKNOWN_SCOPE  # never indexed: visible to no audience
+    elif keep_version:
         if record.access != doc.access and record.chunk_count:
             # The vector leg filters on the chunks' scope: relabel them now. The keyword index is not
             # rebuilt for this (it learns the new scope at its next rebuild); until then retrieval
