@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
-from connectors.document import UNKNOWN_SCOPE, SourceDocument
+from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
 
 class Connector(Protocol):
     """A source of pages."""
 
-    def documents(self) -> Iterator[SourceDocument]:
-        """Every page, converted to Markdown with its metadata."""
+    def documents(self) -> Iterator[SourceDocument | Unreadable]:
+        """Every page, converted to Markdown with its metadata; a folder it could not list is
+        yielded as an `Unreadable`, so the sync fails the pages indexed under it, never deletes them."""
         ...
 
     def paths(self) -> Iterable[str]:
@@ -40,6 +41,14 @@ class IncrementalConnector(Connector, Protocol):
         ...
 
     def read(self, rel: str) -> SourceDocument:
+        ...
+
+    def gone(self, rel: str) -> bool:
+        """Whether the file is certainly not there (deleted), as opposed to there but unreadable."""
+        ...
+
+    def listing(self):
+        """The wanted files and the paths that could not be listed (`connectors.markdown.Listing`)."""
         ...
 
 
