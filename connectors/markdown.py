@@ -109,7 +109,7 @@ class MarkdownFolder:
                     entries = list(it)
             except OSError as exc:
                 if not rel:
-                    raise OSError(exc.errno, f"cannot list {self.root}: {_reason(exc)}; nothing was read") from None
+                    raise OSError(f"cannot list {self.root}: {_reason(exc)}; nothing was read") from None
                 unreadable.append(Unreadable(self.source, rel, f"folder {rel}/ cannot be read: {_reason(exc)}"))
                 continue
             for entry in entries:
