@@ -381,7 +381,7 @@ def test_a_confluence_export_with_a_folder_it_cannot_list_is_refused_whole(index
         os.chmod(export / "attachments", 0o755)
     assert result.returncode == 1 and len(error_lines(result.stderr)) == 1, result.stderr
     assert "cannot list attachments/" in error_lines(result.stderr)[0] and "Permission denied" in result.stderr
-    assert pages(index, name).keys() == before.keys() and runs(index, name)[-1].result == "aborted"
+    assert pages(index, name).keys() == before.keys() and [r.result for r in runs(index, name)] == ["ok"]
     catalog.forget(index, name)
 
 
