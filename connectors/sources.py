@@ -12,7 +12,8 @@
     base_url = "https://acme.atlassian.net/wiki"                          # confluence
     access = "public"                 # access scope of every document of this source
     schedule = "every 30m"            # "every 90s|15m|6h|1d", or a 5-field cron "0 3 * * *"
-    max_delete = "50%"                # most one sync may delete: a share (default 50%, from 10 pages) or pages
+    max_delete = "50%"                # most its syncs may delete in an hour: a share (default 50%, from 10 pages) or pages
+    allow_overlap = false             # true: its location may overlap another source's with other access
 
     [[source]]
     name = "confluence"
@@ -33,7 +34,9 @@ mapping and `shared_channels`. (In TOML, top-level keys go before the first tabl
 Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
 type coercion): a typo, a number where text belongs or a bare string where a list belongs
 (`exclude = "drafts/**"`, which as a list of characters would exclude every file) stops Docent
-at start with the file, the table and the key. Globs follow gitignore rules (`connectors.globs`);
+at start with the file, the table and the key; so do two sources whose locations overlap (one
+inside the other, or the same) with different access, unless one sets `allow_overlap = true`.
+Globs follow gitignore rules (`connectors.globs`);
 schedules and deletion limits are parsed by `connectors.sync_rules`.
 """
 
