@@ -123,8 +123,11 @@ class ConfluenceXmlExport:
             space = export.spaces.get(page.get("space", ""), {})
             ancestor_ids = [a for a in _ancestor_ids(page, export.pages) if a in export.pages]
             if not space.get("key", "").strip():
-                doc.metadata["space_problem"] = (f"the page's space (id {page['space'][:64]}) is not in entities.xml"
-                                                 if page.get("space") else "the page names no space")
+                space_id = page.get("space", "")[:64]
+                doc.metadata["space_problem"] = (
+                    "the page names no space" if not space_id else
+                    f"the page's space (id {space_id}) has no key in entities.xml" if space else
+                    f"the page's space (id {space_id}) is not in entities.xml")
             doc.metadata.update({
                 "space": space.get("key", "").strip(), "space_name": space.get("name", ""),
                 "ancestors": [export.pages[a].get("title", "") for a in ancestor_ids], "ancestor_ids": ancestor_ids,
