@@ -179,9 +179,9 @@ class _Indexed:
     content_hash: str
     status: Status
     chunk_count: int
-    path: str = ""
-    access: str = ""
-    title: str = ""
+    path: str
+    access: str
+    title: str
 
 
 def _fail_unreadable(source: str, unreadable: list[Unreadable], indexed: dict[str, _Indexed], found: set[str],
@@ -213,7 +213,7 @@ def _sync_all(index: Index, documents: Iterable[SourceDocument | Unreadable], in
         current = indexed_hash(doc, index.embedder.name)
         if doc.error:
             failures.add(doc, doc.error)
-        elif doc.access == UNKNOWN_SCOPE:  # a connector's bug must not index a page visible to nobody knows whom
+        elif doc.access == UNKNOWN_SCOPE:  # never index a page whose scope nobody decided
             failures.add(doc, "the page's access scope could not be determined; not indexed")
         elif doc.skipped:
             skips.append((doc, doc.skipped))
