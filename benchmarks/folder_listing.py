@@ -5,7 +5,7 @@
 `MarkdownFolder.listing()` walks the folder with `os.scandir` and keeps every folder or entry
 it cannot list or examine (so the sync fails the pages under it instead of deleting them). The
 baseline is the walk it replaced — `os.walk` without `onerror`, the same filters — run in the
-same process over the same folder (the Sourcegraph handbook, 821 pages in 150 folders). Every
+same process over the same folder (the Sourcegraph handbook, 821 pages in 210 folders). Every
 sync lists its folder once for the progress bar and once to read it; the watcher lists a folder
 when one moves.
 """
