@@ -58,6 +58,10 @@ from connectors.confluence_common import (
 from connectors.document import PUBLIC, SourceDocument
 
 PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
+# What a space key looks like (letters and digits; a personal space: "~" and a user name). Only
+# checked where index.html's table gives no "Key" label, so a changed layout whose first row is
+# the space's name or description is not taken for its key.
+SPACE_KEY = re.compile(r"~?[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}")
 # Day-first numeric dates (European servers) and the English "Jun 28, 2022" forms.
 DATE_FORMATS = ["%d.%m.%Y", "%d. %m. %Y", "%Y-%m-%d", "%b %d, %Y", "%B %d, %Y", "%d %b %Y", "%d %B %Y"]
 NAVIGATION = [
@@ -294,8 +298,11 @@ def _space_details(files: ExportFiles) -> _Space:
         return _Space(problem=f"{index} cannot be read ({str(exc) or type(exc).__name__}), and only it names "
                               f"the space key")
     labelled = dict(rows)
-    key = labelled.get("key", rows[0][1] if rows else "")
     name = labelled.get("name", rows[1][1] if len(rows) > 1 else "")
+    if "key" in labelled:
+        key = labelled["key"]
+    else:  # a localised export ("Schlüssel"): the key is the first row — if it looks like a key at all
+        key = rows[0][1] if rows and SPACE_KEY.fullmatch(rows[0][1]) else ""
     return _Space(key=key, name=name,
                   problem="" if key else f"{index} has no Space Details table with the space key")
 

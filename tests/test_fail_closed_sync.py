@@ -137,7 +137,14 @@ def index_in_another_layout(export: Path) -> None:  # a new Confluence version: 
     path.write_text(markup[: markup.index("<table")] + markup[markup.index("</table>") + len("</table>"):])
 
 
-@pytest.mark.parametrize("break_index", [remove_index, index_not_utf8, index_over_the_tag_cap, index_in_another_layout])
+def index_without_a_key_row(export: Path) -> None:  # localised labels, and no Key row: the name comes first
+    path = export / "index.html"
+    markup = re.sub(r"<tr>\s*<th[^>]*>Key</th>.*?</tr>", "", path.read_text(), count=1, flags=re.S)
+    path.write_text(markup.replace(">Name<", ">Nom<").replace(">Description<", ">Description de l'espace<"))
+
+
+@pytest.mark.parametrize("break_index", [remove_index, index_not_utf8, index_over_the_tag_cap, index_in_another_layout,
+                                         index_without_a_key_row])
 def test_an_export_whose_space_cannot_be_read_publishes_nothing_and_keeps_each_scope(index, kb_home, tmp_path,
                                                                                       break_index):
     export = tmp_path / f"export-{unique()}"
@@ -200,6 +207,17 @@ def test_an_xml_page_whose_space_is_missing_fails_instead_of_taking_the_default_
     assert (report.added, report.failed) == (0, len(docs))
     assert not [r for r in pages(index, name).values() if r.chunk_count or r.access == "public"]
     catalog.forget(index, name)
+
+
+def test_a_localised_index_still_gives_its_key_by_position(tmp_path):
+    export = tmp_path / "export"
+    shutil.copytree(HTML_EXPORT, export)
+    index_html = export / "index.html"
+    index_html.write_text(index_html.read_text().replace(">Key<", ">Schlüssel<").replace(">Name<", ">Name des Bereichs<"))
+    source = SourceConfig(name="c", location=export, kind="confluence-html", access={"HB": "hr", "*": "public"})
+    assert {(d.metadata["space"], d.access) for d in open_connector(source).documents()} == {("HB", "hr")}
+    index_without_a_key_row(export)
+    assert {d.access for d in open_connector(source).documents()} == {UNKNOWN_SCOPE}
 
 
 def test_an_unknown_space_key_never_maps_to_the_default_but_other_spaces_do():
