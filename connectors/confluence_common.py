@@ -5,7 +5,8 @@
 Both export kinds arrive as a folder or as the .zip Confluence wrote. `ExportFiles` reads either
 the same way, and refuses a .zip that could hurt us before reading any of it: too many members
 or too many uncompressed bytes (a zip bomb), or member names that climb out of the archive
-(`../`, absolute paths). A refused export raises `ExportError` before the first document, so a
+(`../`, absolute paths); a folder export with a subfolder it cannot list is refused as well. A
+refused export raises `ExportError` before the first document, so a
 sync stops without pruning anything instead of deleting the pages it could not read.
 
 One page cannot hang or blow up a sync either: besides its size in bytes (`max_bytes`), a page is
@@ -184,7 +185,16 @@ class ExportFiles:
         return min(hits, key=lambda n: (n.count("/"), n)) if hits else None
 
     def _list_folder(self) -> None:
-        for dirpath, dirnames, filenames in os.walk(self.location, followlinks=False):
+        """Every regular file of the folder. A folder of the export that cannot be listed (EACCES,
+        ESTALE, EIO) refuses the whole export: os.walk would skip it silently, and an export is
+        synced as a unit, so its missing pages would be deleted."""
+
+        def refuse(exc: OSError) -> None:
+            where = Path(exc.filename).relative_to(self.location).as_posix() if exc.filename else ""
+            raise ExportError(f"cannot list {where or '.'}/ in {self.location}: {exc.strerror or exc}; "
+                              f"nothing was read")
+
+        for dirpath, dirnames, filenames in os.walk(self.location, followlinks=False, onerror=refuse):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for filename in filenames:
                 full = Path(dirpath) / filename

@@ -17,7 +17,9 @@ From each page file:
   their title and body, Jira macros the issue key; the children macro, TOC, attachment list and
   links to other files of the export (dead outside it) are dropped or reduced to their text;
 - attachments (the page's attachment list and embedded images) into `metadata["attachments"]`.
-Space key and name come from `index.html`'s "Space Details" table.
+Space key and name come from `index.html`'s "Space Details" table (the only place the key is
+written); when it cannot be read, `metadata["space"]` is empty and `metadata["space_problem"]`
+says why.
 
 A page that cannot be read (bad UTF-8, no `#main-content`; over the size, tag, depth or time
 limits of `confluence_common`) becomes a document with `error` set; an export that cannot be
@@ -56,6 +58,10 @@ from connectors.confluence_common import (
 from connectors.document import PUBLIC, SourceDocument
 
 PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
+# What a space key looks like (letters and digits; a personal space: "~" and a user name). Only
+# checked where index.html's table gives no "Key" label, so a changed layout whose first row is
+# the space's name or description is not taken for its key.
+SPACE_KEY = re.compile(r"~?[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}")
 # Day-first numeric dates (European servers) and the English "Jun 28, 2022" forms.
 DATE_FORMATS = ["%d.%m.%Y", "%d. %m. %Y", "%Y-%m-%d", "%b %d, %Y", "%B %d, %Y", "%d %b %Y", "%d %B %Y"]
 NAVIGATION = [
@@ -69,6 +75,7 @@ EXPAND_DEFAULT_TITLE = "click here to expand..."
 class _Space:
     key: str = ""
     name: str = ""
+    problem: str = ""  # why the key could not be read (empty when it was)
 
 
 @dataclass
@@ -107,10 +114,14 @@ class ConfluenceHtmlExport:
         url = page_url(self.base_url, page_id) if self.base_url else files.uri(name)
         doc = SourceDocument(source=self.source, path=f"pages/{page_id}", access=self.access, url=url,
                              heading_ids=[])
+        # The space key exists only in index.html; a name (the breadcrumbs' first link) is not a key,
+        # so a page whose key is unknown says why, and a per-space `access` fails it (SpaceScoped).
         doc.metadata = {
-            "page_id": page_id, "file": PurePosixPath(name).name, "space": space.key or space.name,
+            "page_id": page_id, "file": PurePosixPath(name).name, "space": space.key,
             "space_name": space.name, "ancestors": [], "ancestor_ids": [], "attachments": [], "tags": [],
         }
+        if not space.key:
+            doc.metadata["space_problem"] = space.problem
         try:
             deadline = Deadline(self.max_seconds)
             markup = decode_utf8(files.read(name, self.max_bytes))
@@ -264,10 +275,16 @@ def _numeric(digits: str) -> tuple[int, str]:
 
 
 def _space_details(files: ExportFiles) -> _Space:
-    """Key and name from the "Space Details" table of index.html (by row label, else by position)."""
+    """Key and name from the "Space Details" table of index.html (by row label, else by position).
+
+    index.html is the only file of the export that holds the space key: a page's breadcrumbs name
+    the space but never give its key, and names are not unique. Whatever goes wrong reading it
+    (missing, over the caps, not UTF-8, a layout without the table) costs the key, not the export,
+    and the `problem` says which, so a source whose access is per space fails these pages with
+    that reason instead of giving them the scope of "every other space"."""
     index = files.find("index.html")
     if not index:
-        return _Space()
+        return _Space(problem="the export has no index.html, the only file that names its space key")
     try:
         markup = decode_utf8(files.read(index, DEFAULT_MAX_BYTES))
         check_markup(markup)
@@ -277,11 +294,17 @@ def _space_details(files: ExportFiles) -> _Space:
         table = main.find("table") if main is not None else None
         rows = [(_text(tr.find("th")).lower(), _text(tr.find("td"))) for tr in table.find_all("tr")
                 if tr.find("th") and tr.find("td")] if table else []
-    except Exception:  # an unreadable index.html (or a damaged zip member) costs the space name, not the export
-        return _Space()
+    except Exception as exc:  # an unreadable index.html (or a damaged zip member) costs the space key, not the export
+        return _Space(problem=f"{index} cannot be read ({str(exc) or type(exc).__name__}), and only it names "
+                              f"the space key")
     labelled = dict(rows)
-    return _Space(key=labelled.get("key", rows[0][1] if rows else ""),
-                  name=labelled.get("name", rows[1][1] if len(rows) > 1 else ""))
+    name = labelled.get("name", rows[1][1] if len(rows) > 1 else "")
+    if "key" in labelled:
+        key = labelled["key"]
+    else:  # a localised export ("Schlüssel"): the key is the first row — if it looks like a key at all
+        key = rows[0][1] if rows and SPACE_KEY.fullmatch(rows[0][1]) else ""
+    return _Space(key=key, name=name,
+                  problem="" if key else f"{index} has no Space Details table with the space key")
 
 
 def _attachments(soup: BeautifulSoup, main: Tag) -> list[dict]:

@@ -122,8 +122,14 @@ class ConfluenceXmlExport:
         try:
             space = export.spaces.get(page.get("space", ""), {})
             ancestor_ids = [a for a in _ancestor_ids(page, export.pages) if a in export.pages]
+            if not space.get("key", "").strip():
+                space_id = page.get("space", "")[:64]
+                doc.metadata["space_problem"] = (
+                    "the page names no space" if not space_id else
+                    f"the page's space (id {space_id}) has no key in entities.xml" if space else
+                    f"the page's space (id {space_id}) is not in entities.xml")
             doc.metadata.update({
-                "space": space.get("key", ""), "space_name": space.get("name", ""),
+                "space": space.get("key", "").strip(), "space_name": space.get("name", ""),
                 "ancestors": [export.pages[a].get("title", "") for a in ancestor_ids], "ancestor_ids": ancestor_ids,
                 "author": export.users.get(page.get("creator", ""), ""),
                 "last_modified_by": export.users.get(page.get("lastModifier", ""), ""),

@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
-from connectors.document import SourceDocument
+from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
 
 class Connector(Protocol):
     """A source of pages."""
 
-    def documents(self) -> Iterator[SourceDocument]:
-        """Every page, converted to Markdown with its metadata."""
+    def documents(self) -> Iterator[SourceDocument | Unreadable]:
+        """Every page, converted to Markdown with its metadata; a folder it could not list is
+        yielded as an `Unreadable`, so the sync fails the pages indexed under it, never deletes them."""
         ...
 
     def paths(self) -> Iterable[str]:
@@ -40,6 +41,14 @@ class IncrementalConnector(Connector, Protocol):
         ...
 
     def read(self, rel: str) -> SourceDocument:
+        ...
+
+    def gone(self, rel: str) -> bool:
+        """Whether the file is certainly not there (deleted), as opposed to there but unreadable."""
+        ...
+
+    def listing(self):
+        """The wanted files and the paths that could not be listed (`connectors.markdown.Listing`)."""
         ...
 
 
@@ -72,7 +81,12 @@ def open_connector(source: SourceConfig) -> Connector:
 class SpaceScoped:
     """A Confluence export whose pages take their access scope from their space
     (`doc.metadata["space"]`, matched case-insensitively; "*" for every other space).
-    Everything else is the wrapped connector's."""
+    Everything else is the wrapped connector's.
+
+    A page whose space key is unknown (an HTML export without a readable index.html, an XML page
+    whose space is missing) is not in "every other space": its scope cannot be decided, so it
+    FAILS with the reason and takes `UNKNOWN_SCOPE`, which the sync never writes over the scope of
+    the version already indexed. Falling back to "*" would publish a restricted space."""
 
     def __init__(self, connector, access: dict[str, str]) -> None:
         self.connector = connector
@@ -80,11 +94,21 @@ class SpaceScoped:
         self.by_space = {space.casefold(): scope for space, scope in access.items() if space != WILDCARD}
 
     def scope_of(self, space: str | None) -> str:
-        return self.by_space.get((space or "").casefold(), self.default)
+        """The scope of a space key; `UNKNOWN_SCOPE` for no key."""
+        if not (space or "").strip():
+            return UNKNOWN_SCOPE
+        return self.by_space.get(space.strip().casefold(), self.default)
 
     def documents(self):
         for doc in self.connector.documents():
-            doc.access = self.scope_of(doc.metadata.get("space"))
+            if isinstance(doc, SourceDocument):
+                doc.access = self.scope_of(doc.metadata.get("space"))
+                if doc.access == UNKNOWN_SCOPE:
+                    problem = doc.metadata.get("space_problem") or "the page has no space key"
+                    doc.error = (f"space unknown: {problem}; this source's access is per space, so the page "
+                                 f"is not indexed (a version indexed before keeps its scope)"
+                                 + (f"; the page itself: {doc.error}" if doc.error else ""))
+                    doc.text = ""
             yield doc
 
     def __getattr__(self, name: str):

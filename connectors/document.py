@@ -3,7 +3,8 @@
 Connectors know nothing about indexes. Whatever the source (a Markdown folder, a Confluence
 export), the rest of Docent sees `SourceDocument`s whose `text` is Markdown with `#` headings.
 A page that could not be read is still a `SourceDocument`, with `error` set, so the sync can
-record it as FAILED with the reason and go on with the others. A page that was read but holds
+record it as FAILED with the reason and go on with the others; a folder that could not be listed
+is an `Unreadable`, so the pages indexed under it FAIL too instead of looking deleted. A page that was read but holds
 nothing to index (an empty file, a Confluence page that is only a children macro) has `skipped`
 set instead: SKIPPED is not broken, and a handbook with placeholder pages syncs cleanly.
 """
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from connectors.commonmark import Heading
 
 PUBLIC = "public"
+# The scope of a page whose scope could not be determined (a Confluence page whose space key is
+# unknown under a per-space `access`). No scope name can be empty, so no audience ever sees it;
+# such a page is FAILED, and the version indexed before keeps the scope it had (`indexing.sync`).
+UNKNOWN_SCOPE = ""
 # A lone UTF-16 surrogate: what Python makes of undecodable bytes (surrogateescape), and what no
 # database text column, JSON encoder or Slack message accepts.
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -101,3 +106,19 @@ def heading_anchor(heading: str) -> str:
 
 def _same_text(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A path under a source's root that could not be listed or examined (a folder denied to
+    Docent, a stale network handle, an I/O error). Whatever is indexed under it is neither seen
+    nor gone: a connector yields this beside its documents, and the sync fails each page indexed
+    under it with `reason` (their versions keep serving) instead of deleting them."""
+
+    source: str
+    path: str  # relative to the source root, forward slashes
+    reason: str
+
+    def holds(self, rel: str) -> bool:
+        """Whether a page's relative path is this path or lies under it."""
+        return rel == self.path or rel.startswith(f"{self.path}/")

@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from connectors.commonmark import Page, parse
-from connectors.document import PUBLIC, SURROGATE, SourceDocument
+from connectors.document import PUBLIC, SURROGATE, SourceDocument, Unreadable
 from connectors.globs import GlobFilter
 from connectors.git_dates import GitDates
 
@@ -41,6 +41,18 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 
 DATE_KEYS = ("updated", "last_modified", "lastmod", "date")  # front matter dates, the first present wins
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a walk of the folder found: the wanted files, and what it could not list."""
+
+    paths: list[str]
+    unreadable: list[Unreadable]
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 @dataclass
@@ -60,27 +72,74 @@ class MarkdownFolder:
         self.globs = GlobFilter(tuple(self.include), tuple(self.exclude))
         self._git = GitDates(self.root)  # read once per connector: one `git log` for all its pages
 
-    def documents(self) -> Iterator[SourceDocument]:
-        """Every wanted file under the root, read (or failed) one at a time.
+    def documents(self) -> Iterator[SourceDocument | Unreadable]:
+        """Every wanted file under the root, read (or failed) one at a time; first, each subfolder
+        that could not be listed, as an `Unreadable` (the sync fails what it had indexed there).
 
-        A root that is missing or not a folder (an unmounted share, a typo) raises before the
-        first document: yielding nothing would make the sync delete every page of the source."""
+        A root that is missing, not a folder or unreadable (an unmounted share, a typo, a mount
+        denied to Docent) raises before the first document: yielding nothing would make the sync
+        delete every page of the source."""
         if not self.root.is_dir():
             raise FileNotFoundError(f"{self.root} is not a folder (missing or unmounted?); nothing was read")
-        for path in self.paths():
+        listing = self.listing()
+        yield from listing.unreadable
+        for path in listing.paths:
             yield self.read(path)
 
     def paths(self) -> Iterator[str]:
         """Relative paths of the wanted files, sorted, never leaving the root."""
+        yield from self.listing().paths
+
+    def listing(self) -> Listing:
+        """The wanted files under the root, and the paths that could not be listed or examined.
+
+        `os.walk` without `onerror` drops a folder it cannot read (EACCES, ESTALE, EIO) as if it
+        were empty, and the sync would then delete its pages; so the walk is our own, over
+        `os.scandir`, and every such failure is kept with its reason. The root itself failing
+        raises (`OSError`): nothing of the source could be read. Hidden entries are skipped and
+        links to folders are not followed, as before."""
         found: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in filenames:
-                full = Path(dirpath) / name
-                rel = full.relative_to(self.root).as_posix()
-                if self.wants(rel) and self._inside_root(full):
-                    found.append(rel)
-        yield from sorted(found)
+        unreadable: list[Unreadable] = []
+        pending = [""]  # relative folders still to list; "" is the root
+        while pending:
+            rel = pending.pop()
+            folder = self.root / rel if rel else self.root
+            try:
+                with os.scandir(folder) as it:
+                    entries = list(it)
+            except OSError as exc:
+                if not rel:
+                    raise OSError(f"cannot list {self.root}: {_reason(exc)}; nothing was read") from None
+                unreadable.append(Unreadable(self.source, rel, f"folder {rel}/ cannot be read: {_reason(exc)}"))
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                try:
+                    is_folder = entry.is_dir()  # follows a link, as os.walk does, to know what it names
+                    is_link = entry.is_symlink()
+                except OSError as exc:
+                    unreadable.append(Unreadable(self.source, child, f"{child} cannot be examined: {_reason(exc)}"))
+                    continue
+                if is_folder:
+                    if not is_link:  # links to folders are not followed
+                        pending.append(child)
+                elif self.wants(child) and self._inside_root(Path(entry.path)):
+                    found.append(child)
+        return Listing(paths=sorted(found), unreadable=sorted(unreadable, key=lambda u: u.path))
+
+    def gone(self, rel: str) -> bool:
+        """Whether the file at `rel` is certainly no longer a page: nothing there (ENOENT, or a
+        parent that is no folder now) or a folder in its place. A file that exists but cannot be
+        examined (EACCES on its folder, ESTALE) is not gone: reading it fails it with the reason."""
+        try:
+            info = os.stat(self.root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        except OSError:
+            return False
+        return stat.S_ISDIR(info.st_mode)
 
     def wants(self, rel: str) -> bool:
         """Whether a relative path is a Markdown file this source should index."""

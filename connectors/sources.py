@@ -12,7 +12,8 @@
     base_url = "https://acme.atlassian.net/wiki"                          # confluence
     access = "public"                 # access scope of every document of this source
     schedule = "every 30m"            # "every 90s|15m|6h|1d", or a 5-field cron "0 3 * * *"
-    max_delete = "50%"                # most one sync may delete: a share (default 50%, from 10 pages) or pages
+    max_delete = "50%"                # most its syncs may delete in an hour: a share (default 50%, from 10 pages) or pages
+    allow_overlap = false             # true: its location may overlap another source's with other access
 
     [[source]]
     name = "confluence"
@@ -33,7 +34,9 @@ mapping and `shared_channels`. (In TOML, top-level keys go before the first tabl
 Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
 type coercion): a typo, a number where text belongs or a bare string where a list belongs
 (`exclude = "drafts/**"`, which as a list of characters would exclude every file) stops Docent
-at start with the file, the table and the key. Globs follow gitignore rules (`connectors.globs`);
+at start with the file, the table and the key; so do two sources whose locations overlap (one
+inside the other, or the same) with different access, unless one sets `allow_overlap = true`.
+Globs follow gitignore rules (`connectors.globs`);
 schedules and deletion limits are parsed by `connectors.sync_rules`.
 """
 
@@ -84,6 +87,7 @@ class SourceConfig:
     access: str | dict[str, str] = PUBLIC  # a scope; for Confluence also {space key: scope, "*": the rest}
     schedule: Schedule | None = None
     max_delete: DeletionLimit = field(default_factory=DeletionLimit)
+    allow_overlap: bool = False  # its location may overlap another source's with a different access
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
 
     def __post_init__(self) -> None:
@@ -139,6 +143,7 @@ class _SourceTable(_Table):
     access: str | dict[str, str] = PUBLIC
     schedule: str | None = None
     max_delete: int | str | None = None
+    allow_overlap: bool = False
 
 
 class _ScopeTable(_Table):
@@ -158,6 +163,7 @@ _EXPECTED = {
     "access": "a scope name, or for Confluence { SPACEKEY = \"scope\", \"*\" = \"default\" }",
     "schedule": "text: \"every 30m\" or a 5-field cron such as \"0 3 * * *\"",
     "max_delete": MAX_DELETE_EXPECTED,
+    "allow_overlap": "true or false",
 }
 
 
@@ -216,6 +222,7 @@ def read_sources_file(path: Path) -> SourcesFile:
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
+    _check_overlaps(sources, str(path))
     return SourcesFile(sources=sources, access=parse_access(data, str(path)))
 
 
@@ -326,8 +333,56 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
     return SourceConfig(
         name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
-        max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"),
+        max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
     )
+
+
+def overlap(a: Path, b: Path) -> str | None:
+    """How two source locations overlap: "same" (one folder or export), "inside" (`a` lies in
+    folder `b`), "contains" (`b` lies in folder `a`), or None. Links are resolved first, so a
+    symlinked path is the folder it names. An export .zip inside a folder is not an overlap: no
+    connector reads a .zip it finds in a folder."""
+    a, b = _real(a), _real(b)
+    if a == b:
+        return "same"
+    if a.is_relative_to(b) and a.suffix.lower() != ".zip":
+        return "inside"
+    if b.is_relative_to(a) and b.suffix.lower() != ".zip":
+        return "contains"
+    return None
+
+
+def _real(location: Path) -> Path:
+    try:
+        return Path(location).expanduser().resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compared as written
+        return Path(location).expanduser().absolute()
+
+
+def _check_overlaps(sources: list[SourceConfig], where: str) -> None:
+    """Two sources reading the same files under different access would index each page twice,
+    once under each scope: a public wiki folder holding the restricted `hr/` folder of another
+    source publishes HR's pages. Such overlaps stop Docent at start, unless one of the two sets
+    `allow_overlap = true` (having excluded the inner folder from the outer source, say)."""
+    for i, a in enumerate(sources):
+        for j in range(i + 1, len(sources)):
+            b = sources[j]
+            how = overlap(b.location, a.location)
+            if how is None or a.access == b.access or a.allow_overlap or b.allow_overlap:
+                continue
+            inner, outer, ni, no = (a, b, i, j) if how == "contains" else (b, a, j, i)
+            relation = "is the same location as" if how == "same" else "lies inside the location of"
+            raise SourcesError(
+                f"{where}: [[source]] #{ni + 1} ({inner.name}): location {inner.location} {relation} "
+                f"[[source]] #{no + 1} ({outer.name}), {outer.location}, whose access is {_shown(outer.access)} "
+                f"where this one's is {_shown(inner.access)}: its pages would be indexed under both. Give them the "
+                f"same access, or exclude the inner folder from {outer.name} and set allow_overlap = true")
+
+
+def _shown(access: str | dict[str, str]) -> str:
+    if isinstance(access, str):
+        return repr(access)
+    return "{ " + ", ".join(f"{k} = {v!r}" for k, v in access.items()) + " }"
 
 
 def adhoc_name(location: Path, taken: dict[str, str]) -> str:

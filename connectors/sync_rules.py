@@ -1,4 +1,4 @@
-"""Sync rules of a source: when it re-syncs (`Schedule`) and how much one sync may delete (`DeletionLimit`).
+"""Sync rules of a source: when it re-syncs (`Schedule`) and how much it may delete in an hour (`DeletionLimit`).
 
 Both are written in the sources file (`schedule = "every 30m"`, `max_delete = "50%"`) and parsed
 when it is read, so a schedule that could never fire or a limit that makes no sense stops Docent
@@ -14,6 +14,9 @@ from dataclasses import dataclass
 # 10 pages or more (a vanished mount or a wrong glob), nor every page of a source (any number).
 DEFAULT_DELETE_SHARE = 0.5
 DELETE_FLOOR = 10
+# The guard counts deletions over a rolling hour, not per sync: the watcher syncs every few seconds,
+# and a slow `rm -rf` or a mirror tool flushing as it goes must not empty a source 9 pages at a time.
+DELETE_WINDOW_SECONDS = 3600
 MAX_DELETE_EXPECTED = "a number of pages (e.g. 25) or a share such as \"50%\""
 
 
@@ -23,29 +26,36 @@ class SourcesError(ValueError):
 
 @dataclass(frozen=True)
 class DeletionLimit:
-    """How much of its pages one sync of a source may delete (`max_delete` in the sources file):
+    """How much of its pages a source may lose within an hour (`max_delete` in the sources file):
     `pages` (at most that many) or `share` (at most that share, once it is `DELETE_FLOOR` pages
-    or more). Whatever the limit, a sync that finds no page at all where there were some deletes
-    nothing: that is what an unmounted share or a half-finished clone looks like."""
+    or more). The hour is rolling and counts every sync of the source — the watcher's, the
+    schedule's, `kb sync` in any process — so many small syncs cannot together delete more than
+    one sync may (deletions let through with `--allow-deletes` are not counted). Whatever the limit,
+    a sync that finds no page at all where there were some deletes nothing: that is what an
+    unmounted share or a half-finished clone looks like."""
 
     share: float | None = DEFAULT_DELETE_SHARE
     pages: int | None = None
 
-    def refusal(self, deleting: int, indexed: int, found: int) -> str | None:
-        """Why deleting `deleting` of `indexed` pages (having found `found`) is refused; None: allowed."""
+    def refusal(self, deleting: int, indexed: int, found: int | None, recent: int = 0) -> str | None:
+        """Why deleting `deleting` of `indexed` pages (having found `found`; None: not a full
+        listing) is refused, when syncs of the last hour already deleted `recent`; None: allowed."""
         if deleting == 0:
             return None
         if found == 0 and indexed > 0:
             return (f"found no pages where {indexed} were indexed (an empty or unmounted folder, or "
                     f"include/exclude globs that match nothing?); deleting none of them")
+        total, before = deleting + recent, indexed + recent  # `before`: the source's pages an hour ago
+        counted = (f"would delete {deleting} of {indexed} pages" if not recent else
+                   f"would delete {deleting} pages after {recent} deleted by syncs of the last hour: "
+                   f"{total} of {before} pages")
         if self.pages is not None:
-            if deleting > self.pages:
-                return f"would delete {deleting} of {indexed} pages, more than max_delete = {self.pages}; deleting none"
+            if total > self.pages:
+                return f"{counted}, more than max_delete = {self.pages}{' an hour' if recent else ''}; deleting none"
             return None
         share = self.share if self.share is not None else DEFAULT_DELETE_SHARE
-        if deleting >= DELETE_FLOOR and deleting > share * indexed:
-            return (f"would delete {deleting} of {indexed} pages, more than {share:.0%} of the source; "
-                    f"deleting none")
+        if total >= DELETE_FLOOR and total > share * before:
+            return f"{counted}, more than {share:.0%} of the source{' in an hour' if recent else ''}; deleting none"
         return None
 
     def __str__(self) -> str:

@@ -56,6 +56,9 @@ MIGRATIONS: list[str] = [
     "published_at TIMESTAMPTZ NOT NULL DEFAULT now(), runner VARCHAR NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS keyword_bases (generation BIGINT PRIMARY KEY, terms_version VARCHAR NOT NULL, "
     "chunks INTEGER NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(), payload BYTEA NOT NULL)",
+    # 12: the deletion guard counts deletions over a rolling hour, across processes: each run's
+    # deletions that count (not --allow-deletes); summed per source (sync_runs.source is indexed).
+    "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS guarded_deletes INTEGER NOT NULL DEFAULT 0",
 ]
 
 

@@ -100,6 +100,7 @@ class SyncRun(SQLModel, table=True):
     deleted: int = 0
     failed: int = 0
     skipped: int = 0
+    guarded_deletes: int = 0  # deletions the guard counted (not --allow-deletes), summed over its window
     result: str = RunResult.RUNNING.value
     reason: str | None = Field(default=None, sa_column=Column(Text))
     errors: list[str] = Field(default_factory=list, sa_column=Column(JSON))

@@ -66,10 +66,10 @@ class SyncRunner:
                 return None
             docs, gone = [], []
             for rel in sorted(wanted):
-                if (connector.root / rel).is_file():
-                    docs.append(connector.read(rel))
-                else:
+                if connector.gone(rel):  # not there: deleted (or renamed). There but unreadable: FAILED
                     gone.append(f"{name}:{rel}")
+                else:
+                    docs.append(connector.read(rel))
             return sync_documents(self.index, docs, name, prune=False, delete_ids=gone, trigger=trigger,
                                   limit=source.max_delete)
 
@@ -87,7 +87,7 @@ class SyncRunner:
                     DocumentRecord.source == name, DocumentRecord.path.startswith(prefix, autoescape=True))))
             root = connector.root / folder
             if root.is_dir():
-                found.update(rel for rel in connector.paths() if rel.startswith(prefix))
+                found.update(rel for rel in connector.listing().paths if rel.startswith(prefix))
         return found
 
     def _remember(self, source: SourceConfig) -> None:

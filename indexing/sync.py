@@ -14,11 +14,16 @@
   a relabel is logged and published like an edit), so a page moved to a restricted scope never
   stays visible where it no longer is because its new text is broken (retrieval also checks every
   hit against the registry row, whatever a process's keyword index still holds).
+  A page whose scope could not be determined at all (`UNKNOWN_SCOPE`) FAILS and changes no scope.
+- A folder the connector could not list (`Unreadable`: EACCES, ESTALE, EIO) is not an empty one:
+  every page indexed under it is FAILED with the reason and keeps serving; none is deleted.
 - With `prune`, documents of the source that were not seen are deleted from every store — unless
-  the deletion guard refuses: a sync that found nothing where there were pages, or that would
-  delete more than the source's `max_delete`, deletes (and withdraws) nothing, is recorded as
-  refused with the reason, and says so in its report. `allow_deletes` lets a deliberate mass
-  deletion through.
+  the deletion guard refuses: a sync that found nothing where there were pages, or whose
+  deletions with those of the source's syncs in the last hour (`recent_deletions`, summed from
+  the `sync_runs` table, so the watcher in `kb serve` and a `kb sync` in another shell count
+  together) would exceed the source's `max_delete`, deletes (and withdraws) nothing, is recorded
+  as refused with the reason, and says so in its report. `allow_deletes` lets a deliberate mass
+  deletion through (and its deletions are not counted).
 - BM25 is rebuilt once at the end if anything changed.
 
 No one document can stop or stall a sync. Whatever a connector yields is made storable first (NUL
@@ -38,10 +43,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from sqlalchemy import func
 from sqlmodel import col, select
 
-from connectors.document import SourceDocument
+from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import DeletionLimit
+from connectors.sync_rules import DELETE_WINDOW_SECONDS
 from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
@@ -95,7 +102,7 @@ DocumentDone = Callable[[SourceDocument], None]  # called once per document a sy
 
 def sync_documents(
     index: Index,
-    documents: Iterable[SourceDocument],
+    documents: Iterable[SourceDocument | Unreadable],
     source: str,
     *,
     prune: bool = True,
@@ -118,14 +125,15 @@ def sync_documents(
         s.add(run)
         s.commit()
         s.refresh(run)
-        indexed = {r.id: _Indexed(r.content_hash, r.status, r.chunk_count)
+        indexed = {r.id: _Indexed(r.content_hash, r.status, r.chunk_count, r.path, r.access, r.title)
                  for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == source))}
     embedded_before = index.embedder.texts_embedded
     found: set[str] = set()
     skips: list[tuple[SourceDocument, str]] = []
+    unreadable: list[Unreadable] = []
     failures = _Failures(index, report)
     try:
-        _sync_all(index, documents, indexed, found, skips, report, progress, failures)
+        _sync_all(index, documents, indexed, found, skips, unreadable, report, progress, failures)
     except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
         failures.finish()
         _record_skips(index, skips, report, withdraw=False)
@@ -135,17 +143,21 @@ def sync_documents(
         report.seconds = time.perf_counter() - started
         _finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
         raise
+    _fail_unreadable(source, unreadable, indexed, found, failures)
     failures.finish()
     gone = sorted(((set(indexed) - found) if prune else set()) | (set(delete_ids) - found))
     withdrawn = [doc for doc, _ in skips if indexed.get(doc.doc_id) and indexed[doc.doc_id].chunk_count]
     deleting = len([d for d in gone if d in indexed]) + len(withdrawn)
-    if not allow_deletes:
+    if not allow_deletes and deleting:
         report.refused = (limit or DeletionLimit()).refusal(deleting, indexed=len(indexed),
-                                                            found=len(found) if prune else None)
+                                                            found=len(found) if prune else None,
+                                                            recent=recent_deletions(index, source, run.id))
     if report.refused:
         log.info("sync of %s refused: %s", source, report.refused)  # the caller says so, once
         _record_skips(index, skips, report, withdraw=False)
     else:
+        if deleting and not allow_deletes:
+            _count_deletions(index, run, deleting)  # before deleting: a sync killed midway still counts them
         _record_skips(index, skips, report, withdraw=True)
         report.deleted += delete_documents(index, gone) + len(withdrawn)
 
@@ -168,20 +180,42 @@ class _Indexed:
     content_hash: str
     status: Status
     chunk_count: int
+    path: str
+    access: str
+    title: str
 
 
-def _sync_all(index: Index, documents: Iterable[SourceDocument], indexed: dict[str, _Indexed], found: set[str],
-              skips: list[tuple[SourceDocument, str]], report: SyncReport, progress: DocumentDone | None,
-              failures: _Failures) -> None:
-    """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding."""
+def _fail_unreadable(source: str, unreadable: list[Unreadable], indexed: dict[str, _Indexed], found: set[str],
+                     failures: _Failures) -> None:
+    """Every page indexed under a path the connector could not list FAILS with that reason, and
+    counts as found: it is not deleted, and its version keeps serving under the scope it has."""
+    for place in unreadable:
+        log.warning("%s: %s", source, place.reason)
+        for doc_id, known in indexed.items():
+            if doc_id not in found and place.holds(known.path):
+                found.add(doc_id)
+                failures.add(SourceDocument(source=source, path=known.path, title=known.title, access=known.access),
+                             f"{place.reason}; the version indexed before keeps serving")
+
+
+def _sync_all(index: Index, documents: Iterable[SourceDocument | Unreadable], indexed: dict[str, _Indexed],
+              found: set[str], skips: list[tuple[SourceDocument, str]], unreadable: list[Unreadable],
+              report: SyncReport, progress: DocumentDone | None, failures: _Failures) -> None:
+    """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding;
+    folders the connector could not list are set aside for `_fail_unreadable`."""
     pending: list[_ChunkedDocument] = []
     for doc in documents:
+        if isinstance(doc, Unreadable):
+            unreadable.append(doc)
+            continue
         doc = storable(doc)
         found.add(doc.doc_id)
         before = indexed.get(doc.doc_id)
         current = indexed_hash(doc, index.embedder.name)
         if doc.error:
             failures.add(doc, doc.error)
+        elif doc.access == UNKNOWN_SCOPE:  # never index a page whose scope nobody decided
+            failures.add(doc, "the page's access scope could not be determined; not indexed")
         elif doc.skipped:
             skips.append((doc, doc.skipped))
         elif len(doc.text) > MAX_TEXT_CHARS:
@@ -325,7 +359,12 @@ def _upsert_record(
     record.status = status
     record.error = error
     record.title = record.title or doc.title
-    if keep_version:
+    if keep_version and doc.access == UNKNOWN_SCOPE:
+        # The page's scope is unknown (a Confluence page whose space cannot be read): the version
+        # still serving keeps the scope it was indexed with, never one guessed now.
+        if not record.content_hash:
+            record.access = UNKNOWN_SCOPE  # never indexed: visible to no audience
+    elif keep_version:
         if record.access != doc.access and record.chunk_count:
             # Both legs filter on the chunks' scope: relabel them now. The store logs it as a keyword
             # change, published once the batch is written (`_Failures.flush`) or at the sync's end
@@ -410,6 +449,23 @@ class _Failures:
         if self.unlogged:
             log.warning("%d more documents of %s failed (see `kb status`)", self.unlogged, self.report.source)
             self.unlogged = 0
+
+
+def recent_deletions(index: Index, source: str, run_id: int | None = None) -> int:
+    """The deletions of `source` the guard counted in the last `DELETE_WINDOW_SECONDS`, by every
+    sync run in the database (any process), except run `run_id`. The database's clock decides
+    the window, so processes on hosts whose clocks differ agree on it."""
+    when = func.coalesce(SyncRun.finished_at, SyncRun.started_at)
+    since = func.now() - func.make_interval(0, 0, 0, 0, 0, 0, DELETE_WINDOW_SECONDS)
+    with index.session() as s:
+        query = select(func.coalesce(func.sum(SyncRun.guarded_deletes), 0)).where(
+            SyncRun.source == source, SyncRun.id != (run_id or -1), when >= since)
+        return int(s.exec(query).one())
+
+
+def _count_deletions(index: Index, run: SyncRun, deleting: int) -> None:
+    with index.session() as s, s.begin():
+        s.get(SyncRun, run.id).guarded_deletes = deleting
 
 
 def _finish_run(index: Index, run: SyncRun, report: SyncReport, result: RunResult, reason: str | None = None) -> None:

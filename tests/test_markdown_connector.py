@@ -575,7 +575,12 @@ def test_symlink_loops_and_dangling_links_neither_hang_nor_crash(wiki_with_outsi
     folder = MarkdownFolder(root)
 
     assert list(folder.paths()) == ["real.md"]
-    assert [d.path for d in folder.documents()] == ["real.md"]
+    assert [d.path for d in folder.documents() if isinstance(d, SourceDocument)] == ["real.md"]
+    # A looping link cannot even be told a file from a folder: it is reported, so a page indexed
+    # there FAILS (tests/test_fail_closed_sync.py) rather than being deleted; a dangling one is gone.
+    assert [(u.path, u.reason) for u in folder.listing().unreadable] == [
+        (name, f"{name} cannot be examined: Too many levels of symbolic links")
+        for name in ("loop-a.md", "loop-b.md", "self.md")]
 
 
 # --- content hash -----------------------------------------------------------------------------

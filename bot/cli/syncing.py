@@ -51,7 +51,7 @@ def _adhoc_source(settings, configured, path: Path, name: str | None, options: d
     and with the settings it was last synced with unless options say otherwise."""
     import dataclasses
 
-    from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name
+    from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
     from indexing import catalog
 
     if not path.exists():
@@ -66,9 +66,25 @@ def _adhoc_source(settings, configured, path: Path, name: str | None, options: d
                 fail(f"{path} is the configured source {known.name!r}: its settings come from the configuration, "
                      f"not from {', '.join(given) or '--source'}")
             return known
+    for known in configured:  # a folder inside a configured one (or holding one): those are its pages
+        how = overlap(location, known.location)
+        if how is not None:
+            where = "lies inside the location" if how == "inside" else "holds the location"
+            fail(f"{path} {where} of the configured source {known.name!r} ({known.location}); syncing it on its own "
+                 f"would index that source's pages again under other settings (access {known.access!r} there). "
+                 f"Sync the source by name: kb sync --source {known.name}")
     index = common.open_index(settings)
     with index.session() as s:
         records = catalog.records(s)
+    for record in records.values():  # ... or in or around an ad-hoc source synced with another access
+        if record.origin != catalog.ADHOC or not record.location:
+            continue
+        how = overlap(location, Path(record.location))
+        theirs, ours = (record.settings or {}).get("access") or "public", options["access"] or "public"
+        if how in ("inside", "contains") and theirs != ours:
+            fail(f"{path} {'lies inside' if how == 'inside' else 'holds'} {record.location}, synced as source "
+                 f"{record.name!r} with access {theirs!r}; syncing it with access {ours!r} would index those pages "
+                 f"under both. `kb forget {record.name}` first, or configure both in the sources file")
     taken = {r.name: r.location for r in records.values()} | {c.name: str(c.location.resolve()) for c in configured}
     if name is not None:
         if name in taken and taken[name] != str(location):
