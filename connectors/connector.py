@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
+
+if TYPE_CHECKING:
+    from connectors.markdown import Listing
 
 
 class Connector(Protocol):
@@ -47,8 +50,8 @@ class IncrementalConnector(Connector, Protocol):
         """Whether the file is certainly not there (deleted), as opposed to there but unreadable."""
         ...
 
-    def listing(self):
-        """The wanted files and the paths that could not be listed (`connectors.markdown.Listing`)."""
+    def listing(self) -> Listing:
+        """The wanted files, and the paths under the root that could not be listed."""
         ...
 
 

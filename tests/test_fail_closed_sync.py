@@ -37,10 +37,6 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
-
-from db_proxy import DbProxy, unix_socket_of  # noqa: E402
-
 from bot.cli import app as kb_cli
 from connectors.connector import open_connector
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
@@ -50,6 +46,10 @@ from indexing.registry import DocumentRecord, Status, SyncRun
 from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.sync import recent_deletions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+
+from db_proxy import DbProxy, unix_socket_of  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
