@@ -29,10 +29,9 @@ from indexing.retrieval import retrieve
 from indexing.sync import sync_documents
 
 PUBLIC_CHANNEL, HR_CHANNEL = "C0GENERAL1", "C0HRONLY1"
-ACCESS = AccessConfig(scopes={"public": ScopeRule(channels=frozenset({"*"})),
-                              "hr": ScopeRule(channels=frozenset({HR_CHANNEL}))})
-PUBLIC = audience_for(ACCESS, PUBLIC_CHANNEL, "U0ASKER1", (), is_dm=False, is_shared=False)
-HR = audience_for(ACCESS, HR_CHANNEL, "U0ASKER1", (), is_dm=False, is_shared=False)
+ACCESS = AccessConfig(scopes={"hr": ScopeRule(channels=frozenset({HR_CHANNEL}))})  # as `_sources` says it
+PUBLIC = audience_for(ACCESS, PUBLIC_CHANNEL, "U0ASKER1", (), is_dm=False, is_shared=False)  # scopes ("public",)
+HR = audience_for(ACCESS, HR_CHANNEL, "U0ASKER1", (), is_dm=False, is_shared=False)  # ("hr", "public")
 
 # Two HR pages (typo repair wants a word in at least two chunks) that share the public on-call
 # page's words, so that counting them would move those words' statistics.
