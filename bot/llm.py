@@ -170,7 +170,8 @@ _MODEL_LINK = re.compile(
     r"(?P<host_rest>(?::\d{1,5})?(?:[/?#]" + _URL_TAIL + r"|/)?))",
     re.IGNORECASE,
 )
-_CODE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)|(?<!`)(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",
+# Code blocks and code spans: checked_text leaves their names verbatim; bot.llm_stream never cuts inside one.
+CODE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)|(?<!`)(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",
                    re.MULTILINE | re.DOTALL)
 
 
@@ -212,7 +213,7 @@ def checked_text(text: str, allowed: AllowedLinks) -> str:
     Not stripped: a streamed piece's own leading and trailing spaces are kept."""
     text = _CITATION.sub(lambda m: _kept_citation(m, allowed.numbers), text)
     out, at = [], 0
-    for code in _CODE.finditer(text):
+    for code in CODE.finditer(text):
         out += [_links(text[at:code.start()], allowed, defang=True), _links(code.group(0), allowed, defang=False)]
         at = code.end()
     return "".join(out) + _links(text[at:], allowed, defang=True)
