@@ -154,7 +154,8 @@ def cited_numbers(text: str) -> set[int]:
 LINK_REMOVED = "(link removed)"
 NO_LINK = "\u2060"  # word joiner: invisible, and a name broken by it is no longer a link to any linkifier
 
-_URL_TAIL = r"[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'\"*_~`]"  # a URL's path, without the sentence's punctuation
+# A URL's path, without the sentence's punctuation; it ends at a CJK character, as a streamed word does (bot.llm_stream)
+_URL_TAIL = r"[^\s<>()\[\]\u2e80-\U0010ffff]*[^\s<>()\[\].,;:!?'\"*_~`\u2e80-\U0010ffff]"
 _HOST_NAME = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?:[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59})"
 _MODEL_LINK = re.compile(
     # Markdown `[text](url "title")` or an image
@@ -171,7 +172,7 @@ _MODEL_LINK = re.compile(
     re.IGNORECASE,
 )
 # Code blocks and code spans: checked_text leaves their names verbatim; bot.llm_stream never cuts inside one.
-CODE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)|(?<!`)(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",
+CODE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*(?:\n.*?(?:^ {0,3}\1[ \t]*$|\Z)|\Z)|(?<!`)(`+)(?!`)[^\n]+?(?<!`)\2(?!`)",
                    re.MULTILINE | re.DOTALL)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+MID_LINE = "\u3000"  # put before a piece that continues a line, for the check only (never shown)
 HOLD = 600  # characters an unclosed `[…](…` or `<…` may wait for its end before it is shown as text
 
 # An unclosed link, Slack markup or citation at the end of the text: it may still become one.
@@ -42,13 +43,14 @@ class StreamCheck:
         self.allowed = allowed  # bot.llm.AllowedLinks
         self._held = ""
         self._fence: str | None = None  # the code block the text released so far has left open
+        self._line_start = True  # whether the text released so far ends a line
 
     def feed(self, delta: str) -> str:
         text = self._held + delta
         if not _BREAK.search(delta):  # the held word only grew: no cut can have appeared (only a break makes one)
             self._held = text
             return ""
-        cut = _safe_cut(text)
+        cut = _safe_cut(text, self._line_start)
         self._held = text[cut:]
         return self._checked(text[:cut])
 
@@ -57,28 +59,41 @@ class StreamCheck:
         return self._checked(text)
 
     def _checked(self, piece: str) -> str:
-        """`checked_text` of one piece, as if the code block it continues were opened in it
-        (inside code, file names are left verbatim)."""
+        """`checked_text` of one piece in its context: inside the code block it continues (opened
+        again in front of it: inside code, file names stay verbatim), and, when it starts in the
+        middle of a line, behind an ideographic space, so its first characters are not read as a
+        line's start (a fence) — and, being a space, the space joins no word."""
         from bot.llm import checked_text
 
         if not piece:
             return ""
         opener = f"{self._fence}\n" if self._fence else ""
-        self._fence = _open_fence(piece, self._fence)
-        return checked_text(opener + piece, self.allowed)[len(opener):]
+        lead = "" if self._line_start else MID_LINE
+        self._fence = _open_fence(lead + piece, self._fence)
+        self._line_start = piece.endswith("\n")
+        return checked_text(opener + lead + piece, self.allowed)[len(opener) + len(lead):]
 
 
-def _safe_cut(text: str) -> int:
-    """Where `text` may be cut: before the whitespace that precedes its last (or its unclosed) word
-    — a link, markup or code span, open or closed, counts as one word with what it is attached to.
-    Regular expressions only (no loop over characters): a 6,000-character word costs C speed."""
+def _safe_cut(text: str, line_start: bool) -> int:
+    """Where `text` (which starts a line if `line_start`) may be cut: before the whitespace that
+    precedes its last (or its unclosed) word — a link, markup or code span, open or closed,
+    counts as one word with what it is attached to — and before a fence line still being written
+    (whether "```setup.py" opens a code block is known at its line's end). Regular expressions
+    only (no loop over characters): a 6,000-character word costs C speed."""
     from bot.llm import CODE
 
-    opened = _OPEN.search(text)
-    cut = opened.start() if opened else len(text)
     spans = [m for m in CODE.finditer(text) if m.group(2)]  # `code spans` (blocks: see StreamCheck._fence)
-    tick = text.find("`", max([text.rfind("\n") + 1] + [m.end() for m in spans]))
-    if tick != -1 and len(text) - tick <= HOLD:  # a code span opened on the last line, not closed yet
+    opened = _OPEN.search(text)
+    while opened and (within := [m.end() for m in spans if m.start() < opened.start() < m.end()]):
+        opened = _OPEN.search(text, max(within))  # a `[` or `<` inside a code span opens nothing
+    cut = opened.start() if opened else len(text)
+    last_line = text.rfind("\n") + 1
+    if (last_line or line_start) and _FENCE_START.match(text, last_line):
+        cut = min(cut, last_line)
+    ticks = (run.start() for run in _TICKS.finditer(text, text.rfind("\n") + 1)
+             if not any(m.start() <= run.start() < m.end() for m in spans))
+    tick = next(ticks, -1)  # a backtick run on the last line that no code span holds: it may still open one
+    if tick != -1 and len(text) - tick <= HOLD:
         cut = min(cut, tick)
     closed = [(m.start(), m.end()) for m in [*_CLOSED.finditer(text, 0, cut), *spans] if m.end() <= cut]
     while True:  # the start of the word that ends at `cut`: after the last break not inside a link or span
@@ -91,6 +106,8 @@ def _safe_cut(text: str) -> int:
     return len(text[:word].rstrip())
 
 
+_TICKS = re.compile(r"`+")
+_FENCE_START = re.compile(r" {0,3}(?:`{3,}|~{3,})")
 _BREAK = re.compile(r"[\s\u2e80-\U0010ffff]")  # where a word ends: a space, or any CJK character
 
 

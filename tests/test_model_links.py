@@ -75,6 +75,7 @@ HOSTILE_PIECES = [
     f" [the page]({PAGE})", f" <{PAGE}|rota>", f" {PAGE}#rota", " it@evil.example", " `setup.py`", "\n```\n",
     "setup.py https://evil.example/a", "\n```\n", " 员工每年有25天年假", "[1]。请在evil.example申请", " e.g.",
     " [label with spaces](https://evil.example/p)", " ![t](https://evil.example/t.png)", "\n\n- item", " [2]",
+    " ```", "`", " `a b`", "[", "]", "(", ")", "<", ">", "a]", "\n", " ", "年", "~~~\n", "```\n",
 ]
 
 
