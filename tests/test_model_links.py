@@ -272,3 +272,37 @@ def test_a_page_titled_like_a_ping_pings_no_one_from_the_sources_block(bot, slac
     label = all_text([sources])
     assert f"@{NO_LINK}here Quokka feeding for @{NO_LINK}channel" in label, label
     assert not unsafe(label)
+
+
+# -- page titles in every label ----------------------------------------------------------------
+
+PING_TITLE = "@here Quokka <!channel> @everyone"
+
+
+def _pings(text: str) -> list[str]:
+    return re.findall(r"<!(?:here|channel|everyone)|(?<![\w.+-])@(?:here|channel|everyone)\b", text)
+
+
+def test_a_title_like_a_ping_is_neutralised_in_every_label_blocks_build():
+    """Sources (linked or not), the "read the rest in" pointer, App Home and digest lines: each
+    shows the title, and none can ping."""
+    from datetime import datetime, timezone
+
+    from bot.answer import Answer, Source
+    from bot.gaps import GapsReport, Period, StalePage
+    from bot.slack.digest import digest_blocks
+    from bot.slack.home_view import AskedQuestion, HomeData, home_view
+
+    now = datetime.now(timezone.utc)
+    linked = Source(1, "w:a.md", "w", "a.md", PING_TITLE, ["@channel"], PAGE, 0.9, now)
+    unlinked = Source(2, "w:b.md", "w", "b.md", PING_TITLE, [], "file:///srv/b.md", 0.8, now)
+    answer = Answer(question="q", found=True, text="x " * 9000, sources=[linked, unlinked], timings_ms={})  # long: "read the rest in"
+    report = GapsReport(generated_at=now, days=7, stale_days=180, current=Period(now, now), previous=Period(now, now),
+                        stale_pages=[StalePage("w:a.md", PING_TITLE, PAGE, 3, now, 400),
+                                     StalePage("w:b.md", PING_TITLE, "", 2, now, 400)])
+    home = home_view(HomeData(user="U1", is_admin=True, examples=[], gaps=report,
+                              mine=[AskedQuestion("q", "answered", now, PING_TITLE, PAGE)]))
+    for where, built in (("answer", blocks.answer_blocks(answer)), ("digest", digest_blocks(report)),
+                         ("home", home["blocks"])):
+        text = all_text(built)
+        assert text.count("Quokka") >= 2 and not _pings(text), (where, _pings(text))
