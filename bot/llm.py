@@ -83,7 +83,7 @@ def says_not_found(reply: str) -> bool:
 def tidy_reply(text: str) -> str:
     """The model's text, bounded before anything renders it: at most `MAX_ANSWER_CHARS`, no
     trailing blanks, no runs of blank lines, no control characters."""
-    text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", str(text)[: MAX_ANSWER_CHARS * 2])
+    text = without_controls(str(text)[: MAX_ANSWER_CHARS * 2])
     text = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
     if len(text) > MAX_ANSWER_CHARS:
@@ -91,6 +91,14 @@ def tidy_reply(text: str) -> str:
         text = cut[: cut.rfind(" ")] if " " in cut[-200:] else cut
         text = text.rstrip() + " …"
     return text
+
+
+def without_controls(text: str) -> str:
+    """The text without control characters (tabs and line breaks kept)."""
+    return _CONTROLS.sub("", text)
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def build_prompt(question: str, hits: list[Hit], numbers: dict[str, int], lead=(), outcome: str = "answered") -> str:
@@ -244,7 +252,7 @@ def _links(text: str, allowed: AllowedLinks, defang: bool) -> str:
                 return match.group(0)
             return match.group(0).replace("@", "@" + NO_LINK).replace(".", "." + NO_LINK)
         name, rest = match.group("host_name"), match.group("host_rest")
-        if rest.strip("/"):  # a page: www.evil.example/reset
+        if re.search(r"[/?#].", rest):  # a page: www.evil.example/reset (a port alone is no page: app.py:42)
             return match.group(0) if _allowed_page(match.group(0), allowed) else LINK_REMOVED
         if _allowed_host(name, allowed):
             return match.group(0)
@@ -298,6 +306,8 @@ def page_key(url: str) -> str:
     url = url.strip()
     if url.lower().startswith("mailto:"):
         return url[7:].split("?", 1)[0].rpartition("@")[2].lower()
+    if url.lower().startswith("file://"):  # a source without a URL template: its file
+        return "file://" + urlsplit(url).path.rstrip("/")
     if "://" not in url:
         url = "//" + url
     try:

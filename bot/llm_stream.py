@@ -46,6 +46,9 @@ class StreamCheck:
         self._line_start = True  # whether the text released so far ends a line
 
     def feed(self, delta: str) -> str:
+        from bot.llm import without_controls
+
+        delta = without_controls(delta)  # as the final reply is tidied
         text = self._held + delta
         if not _BREAK.search(delta):  # the held word only grew: no cut can have appeared (only a break makes one)
             self._held = text

@@ -35,7 +35,8 @@ from bot.slack.streaming import WITHDRAWN  # noqa: E402
 
 SITE = "https://wiki.acme.example"
 PAGE = f"{SITE}/quokka/feeding.md"
-ALLOWED = AllowedLinks(frozenset({1, 2}), frozenset({"wiki.acme.example/quokka/feeding.md"}),
+ALLOWED = AllowedLinks(frozenset({1, 2}), frozenset({"wiki.acme.example/quokka/feeding.md",
+                                                    "file:///srv/wiki/quokka/feeding.md"}),  # a source without a URL template
                        frozenset({"wiki.acme.example"}))
 
 
@@ -64,6 +65,10 @@ ALLOWED = AllowedLinks(frozenset({1, 2}), frozenset({"wiki.acme.example/quokka/f
     ('<a href="https://evil.example">click</a>', f'<a href="{LINK_REMOVED}">click</a>'),
     ("16 weeks [1, 9] and [7] done; e.g. v1.2, 3.5h, a.m., U.S.", "16 weeks [1] and done; e.g. v1.2, 3.5h, a.m., U.S."),
     ("员工每年有25天年假[1]。请在evil.example申请[3]。", f"员工每年有25天年假[1]。请在evil.{NO_LINK}example申请。"),
+    ("see app.py:42, evil.example:8080/x and evil.example:8080",
+     f"see app.{NO_LINK}py:42, {LINK_REMOVED} and evil.{NO_LINK}example:8080"),
+    ("[the page](file:///srv/wiki/quokka/feeding.md) and <file:///etc/passwd|passwords>",
+     "[the page](file:///srv/wiki/quokka/feeding.md) and passwords"),
 ])
 def test_model_text_keeps_only_the_sources_links_and_no_slack_markup(written, shown):
     assert checked_text(written, ALLOWED) == shown
