@@ -22,10 +22,14 @@ from collections.abc import Callable
 MID_LINE = "\u3000"  # put before a piece that continues a line, for the check only (never shown)
 HOLD = 600  # characters an unclosed `[…](…` or `<…` may wait for its end before it is shown as text
 
-# An unclosed link, Slack markup or citation at the end of the text: it may still become one.
+# An unclosed link, Slack markup or citation (`[1,`) at the end of the text: it may still become one.
 _OPEN = re.compile(rf"(?:<[^<>\n]{{0,{HOLD}}}|!?\[[^\[\]\n]{{0,{HOLD}}}(?:\](?:\([^()\n]{{0,{HOLD}}})?)?)\Z")
 # A complete one, a `[1, 2]` too (what a word may end with, never cut inside it).
 _CLOSED = re.compile(r"!?\[[^\[\]\n]*\](?:\([^()\n]*\))?|<[^<>\n]*>")
+_BREAK = re.compile(r"[\s\u2e80-\U0010ffff]")  # where a word ends: a space, or any CJK character
+_TICKS = re.compile(r"`+")  # a run of backticks: it may open or close a code span
+_FENCE_START = re.compile(r" {0,3}(?:`{3,}|~{3,})")  # a line that may open or close a code block
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
 
 class StreamCheck:
@@ -107,14 +111,6 @@ def _safe_cut(text: str, line_start: bool) -> int:
             break
         cut = min(inside)  # the break was inside a link or span: the word starts before it
     return len(text[:word].rstrip())
-
-
-_TICKS = re.compile(r"`+")
-_FENCE_START = re.compile(r" {0,3}(?:`{3,}|~{3,})")
-_BREAK = re.compile(r"[\s\u2e80-\U0010ffff]")  # where a word ends: a space, or any CJK character
-
-
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
 
 def _open_fence(text: str, fence: str | None) -> str | None:
