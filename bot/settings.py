@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     kb_home: Path = Field(default_factory=_default_home, description="Docent's data directory")
-    database_url: str | None = None
+    database_url: SecretStr | None = None  # may carry a password: shown only as ***
     kb_sources: Path | None = None  # a sources file (kb.toml / YAML); overrides KB_WIKI
     kb_wiki: Path | None = None  # a Markdown folder to index; the sample wiki when unset
     kb_source_name: str = "wiki"
@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     def index_config(self) -> IndexConfig:
         return IndexConfig(
             home=self.kb_home,
-            database_url=self.database_url,
+            database_url=secret(self.database_url),
             embed_model=self.kb_embed_model,
             embed_backend=self.kb_embed_backend,
             embed_url=self.kb_embed_url,

@@ -5,19 +5,19 @@ A plain dataclass so tests and benchmarks can build one without environment vari
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
 @dataclass
 class IndexConfig:
     home: Path  # Docent's data directory: embedded Postgres, BM25 files
-    database_url: str | None = None  # None: start the embedded Postgres in home/pgdata
+    database_url: str | None = field(default=None, repr=False)  # None: the embedded Postgres in home/pgdata; may hold a password
     embed_model: str | None = None  # a sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name
     embed_batch_size: int = 32
     embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.onnx_embedding)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
-    embed_api_key: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)
     embed_in_flight: int = 4  # requests to the service at a time
     embed_service_batch: int = 64  # texts per request
     sync_batch_children: int = 256  # children embedded together across documents during a sync

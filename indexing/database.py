@@ -21,6 +21,11 @@ class DatabaseUnavailable(RuntimeError):
     """Postgres cannot be reached or started; the message is safe to show (no password)."""
 
 
+class DatabaseUrlError(ValueError):
+    """DATABASE_URL cannot be read as a Postgres URL. Its message names the problem and shows no
+    part of the URL: a URL that does not parse has no password we could hide."""
+
+
 class DatabaseUnsupported(DatabaseUnavailable):
     """Postgres is reachable but cannot serve Docent (pgvector too old). A kind of
     DatabaseUnavailable so that every command that opens the index stops with its one line, but
@@ -81,14 +86,36 @@ def _unreachable(exc: BaseException) -> bool:
     return False
 
 
+URL_FORM = ("expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE, with an @, :, / or % in the password "
+            "percent-encoded (@ is %40)")
+SECRET_PARAMETERS = ("password", "sslpassword")  # libpq options a URL's query can carry
+
+
 def database_url(configured: str | None, home: Path) -> URL:
     """The SQLAlchemy URL to use: the configured one (psycopg2 driver), else the embedded server."""
     if configured:
-        url = make_url(configured)
+        url = parse_database_url(configured)
         if url.drivername in ("postgres", "postgresql"):
             url = url.set(drivername="postgresql+psycopg2")
         return url
     return make_url(start_embedded(home / "pgdata"))
+
+
+def parse_database_url(configured: str) -> URL:
+    """DATABASE_URL read by SQLAlchemy's `make_url`, or DatabaseUrlError — which prints no part of
+    it: SQLAlchemy's own errors quote what they could not read, which may be the password.
+
+    An `@` left in the host means the password held an unencoded `@`
+    (`docent:Pa55@w0rd@db`): SQLAlchemy cuts the password at the first one, so the rest of the
+    password would be taken for the host — and shown, as a host, in every message."""
+    try:
+        url = make_url(configured.strip())
+        url.port  # noqa: B018 — a port that is not a number raises here, not at connect
+    except Exception:
+        raise DatabaseUrlError(f"DATABASE_URL cannot be read as a database URL ({URL_FORM})") from None
+    if "@" in (url.host or "") or "@" in (url.database or "") or "@" in (url.username or ""):
+        raise DatabaseUrlError(f"DATABASE_URL has an @ after its user and password: {URL_FORM}")
+    return url
 
 
 def start_embedded(pgdata: Path) -> str:
@@ -120,7 +147,7 @@ def connect(url: URL) -> Engine:
             version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     except OperationalError as exc:
         engine.dispose()
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
+        reason = redacted(str(exc.orig).strip().splitlines()[0], url) if exc.orig else "connection failed"
         raise DatabaseUnavailable(f"database unreachable at {safe_url(url)}: {reason}") from None
     if pgvector_version(version) < MIN_PGVECTOR:
         engine.dispose()
@@ -144,5 +171,25 @@ def async_url(url: URL) -> URL:
 
 
 def safe_url(url: URL | str) -> str:
-    """A URL fit for messages and logs: the password hidden."""
-    return make_url(url).render_as_string(hide_password=True)
+    """A URL fit for messages and logs: the password hidden, in the user part and in the query
+    (`?password=…`); a string that cannot be parsed is not shown at all."""
+    from urllib.parse import quote_plus
+
+    try:
+        url = make_url(url)
+    except Exception:
+        return "(a database URL that cannot be read)"
+    hidden = {key: "***" if key.lower() in SECRET_PARAMETERS else value for key, value in url.query.items()}
+    return url.set(query=hidden).render_as_string(hide_password=True).replace(quote_plus("***"), "***")
+
+
+def redacted(message: str, url: URL) -> str:
+    """A driver's message with every password of `url` in it (as written, or percent-encoded)
+    replaced by ***: libpq quotes host names and options it cannot use, and they may hold one."""
+    from urllib.parse import quote, quote_plus
+
+    secrets = [url.password, *(v for k, v in url.query.items() if k.lower() in SECRET_PARAMETERS)]
+    for secret in filter(None, secrets):
+        for form in sorted({str(secret), quote(str(secret), safe=""), quote_plus(str(secret))}, key=len, reverse=True):
+            message = message.replace(form, "***")
+    return message

@@ -24,7 +24,8 @@ from test_slack import (  # noqa: E402
 
 from bot.slack import blocks  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
-from bot.llm_stream import CitationFilter  # noqa: E402
+from bot.llm import allowed_links  # noqa: E402
+from bot.llm_stream import StreamCheck  # noqa: E402
 from bot.slack.streaming import STATUS  # noqa: E402
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "
@@ -145,11 +146,11 @@ def test_when_chat_update_is_unknown_too_the_answer_is_posted_once(bot, slack, u
     assert "16 weeks" in all_text(answer["blocks"])
 
 
-def test_the_citation_filter_holds_back_only_an_unfinished_citation():
-    shown = CitationFilter({1, 2})
+def test_the_stream_check_holds_back_only_an_unfinished_citation_or_word():
+    shown = StreamCheck(allowed_links([], {"a": 1, "b": 2}))
     pieces = ["Sixteen weeks [", "1", "] and more [", "9] then [2", ", 9] done", " @her", "e now"]
     out = [shown.feed(p) for p in pieces] + [shown.flush()]
-    assert out[1] == "" and out[5] == " ", "'[1' and '@her' wait for the rest"
+    assert out[1] == "" and out[5] == " done", "'[1' and '@her' wait for the rest"
     assert "".join(out) == "Sixteen weeks [1] and more then [2] done @here now"
 
 

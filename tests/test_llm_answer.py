@@ -361,8 +361,8 @@ def test_links_the_model_writes_are_kept_only_when_they_point_to_a_cited_source(
     text = LLMClient(openai_server.base_url, "local", timeout=5).answer(QUESTION, [leave, travel], numbers)
 
     assert text == (
-        f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and <{leave.url}|the page>. "
-        "Travel is in the travel page too. Also claim here, click here,  and tracker.")
+        f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and [the page]({leave.url}). "
+        "Travel is in the travel page too. Also claim here, click here, (link removed) and tracker.")
 
 
 # -- prompt ordering and the outcome passed on (issue 14) ------------------------------------

@@ -122,7 +122,11 @@ def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> 
 def print_answer(answer) -> None:
     """The answer as in Slack: for an uncertain one the "not sure" line first (in yellow), the
     lead sentences and passages, what was searched if a typo was repaired, then the sources
-    ("Nearest pages" when nothing was found)."""
+    ("Nearest pages" when nothing was found).
+
+    Page and model text is text, never Rich markup (`escape`: a title `Expenses [/]` or
+    `[link=…]` prints as written); the answer's Markdown shows each link's URL beside its label
+    (`hyperlinks=False`), so no terminal link hides where it goes."""
     from rich.console import Console
     from rich.markup import escape
     from rich.markdown import Markdown
@@ -131,17 +135,17 @@ def print_answer(answer) -> None:
     text = answer.text
     if answer.outcome == "uncertain":
         first, _, text = text.partition("\n\n")
-        console.print(f"[yellow]{first}[/]", highlight=False)
-    console.print(Markdown(text))
+        console.print(f"[yellow]{escape(first)}[/]", highlight=False)
+    console.print(Markdown(text, hyperlinks=False))
     if answer.searched:
         console.print(f"[dim]searched for: {escape(answer.searched)}[/]", highlight=False)
     if answer.note:
-        console.print(f"[yellow]{answer.note}[/]")
+        console.print(f"[yellow]{escape(answer.note)}[/]")
     if answer.sources:
         console.print("[bold]Sources[/]" if answer.found else "[bold]Nearest pages[/]")
         for s in answer.sources:
             where = " › ".join([s.title, *s.heading_path])
-            console.print(f"  [{s.n}] {where}\n      {s.url}", highlight=False)
+            console.print(escape(f"  [{s.n}] {where}\n      {s.url}"), highlight=False)
     console.print(f"[dim]{answer.timings_ms.get('total', 0):.0f} ms[/]")
 
 

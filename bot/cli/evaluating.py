@@ -80,6 +80,7 @@ def evaluate(
 
 def print_calibration(calibration: dict, written: Path | None) -> None:
     from rich.console import Console
+    from rich.markup import escape  # set names and paths are text, never markup
     from rich.table import Table
 
     gate = calibration["gate"]
@@ -97,7 +98,7 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
         table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))
     console.print(table)
     console.print(f"first gate, best on the fit half: cosine {best}; "
-                  + (f"the fitted two-threshold gate was written to {written}" if written else "nothing written"))
+                  + (f"the fitted two-threshold gate was written to {escape(str(written))}" if written else "nothing written"))
 
 
 def _write_env(path: Path, key: str, value: str) -> None:
@@ -109,6 +110,7 @@ def _write_env(path: Path, key: str, value: str) -> None:
 def print_metrics(metrics: dict) -> None:
     """Two tables: ranking and key-fact coverage, then the gate's outcome shares, one row per set."""
     from rich.console import Console
+    from rich.markup import escape  # set names and paths are text, never markup
     from rich.table import Table
 
     console = Console(width=max(160, Console().width))
@@ -127,5 +129,5 @@ def print_metrics(metrics: dict) -> None:
         for label in columns.values():
             table.add_column(label, justify="right")
         for name, row in metrics.items():
-            table.add_row(name, *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
+            table.add_row(escape(name), *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
         console.print(table)

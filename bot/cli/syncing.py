@@ -123,6 +123,7 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
 
     A sync the deletion guard refused gets one `error:` line (and its report `refused`)."""
     from rich.console import Console
+    from rich.markup import escape  # names, paths and reasons are text, never markup
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from connectors.connector import open_connector
@@ -138,21 +139,21 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
             total = sum(1 for _ in open_connector(source).paths())
             with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
-                task = bar.add_task("sync", total=total, source=source.name)
+                task = bar.add_task("sync", total=total, source=escape(source.name))
                 report = kb.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task),
                                  allow_deletes=allow_deletes)
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
         skipped = f", {report.skipped} skipped" if report.skipped else ""
         console.print(
-            f"[bold]{source.name}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"[bold]{escape(source.name)}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks, "
             f"{report.embedded} embedded, {report.seconds:.1f}s", highlight=False
         )
         for error in report.errors[:20]:
-            console.print(f"  [red]FAILED[/] {error}", highlight=False)
+            console.print(f"  [red]FAILED[/] {escape(error)}", highlight=False)
         for skip in report.skips[:20]:
-            console.print(f"  [yellow]SKIPPED[/] {skip}", highlight=False)
+            console.print(f"  [yellow]SKIPPED[/] {escape(skip)}", highlight=False)
         if report.refused:
             typer.echo(f"error: source {source.name}: {report.refused} — run `kb sync"
                        f"{'' if len(sources) == 1 else ' --source ' + source.name} --allow-deletes` "

@@ -141,7 +141,7 @@ def source_line(source: Source, linked: bool = True) -> str:
     if linked and _linkable(source.url):
         where = link(source.url, label)
     else:
-        where = f"*{escape(label)}* (`{escape(_clip(source.path, LABEL_CHARS))}`)"
+        where = f"*{neutralise(escape(label))}* (`{escape(_clip(source.path, LABEL_CHARS))}`)"
     updated = f" · updated {source.updated_at:%Y-%m-%d}" if source.updated_at else ""
     return f"[{source.n}] {where}{updated}"
 
@@ -332,7 +332,7 @@ def _more(sources: list[Source]) -> str | None:
         return None
     first = sources[0]
     title = _clip(first.title or first.path, LABEL_CHARS)
-    where = link(first.url, title) if _linkable(first.url) else f"*{escape(title)}*"
+    where = link(first.url, title) if _linkable(first.url) else f"*{neutralise(escape(title))}*"
     return f"_…answer shortened: read the rest in {where}_"
 
 
@@ -341,7 +341,8 @@ def _linkable(url: str) -> bool:
 
 
 def _context(texts: list[str], block_id: str | None = None) -> Block:
-    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts[:10]]}
+    """Small print; neutralised again as the last fence (titles, notes, the searched words are page text)."""
+    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": neutralise(t)} for t in texts[:10]]}
     if block_id:
         block["block_id"] = block_id
     return block

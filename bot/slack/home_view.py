@@ -160,6 +160,9 @@ def _plain(text: str, limit: int) -> str:
 
 
 def _mrkdwn(text: str) -> dict:
+    """Every section and context of the Home tab and the digest, neutralised as the last fence:
+    source names, sync reasons and page titles are text we did not write."""
+    text = neutralise(text)
     return {"type": "mrkdwn", "text": text if len(text) <= SECTION_CHARS else text[: SECTION_CHARS - 1] + "…"}
 
 

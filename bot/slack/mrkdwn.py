@@ -59,9 +59,10 @@ def neutralise(text: str) -> str:
 
 
 def link(url: str, label: str) -> str:
-    """A Slack link; the URL made safe for `<…|…>` and the label escaped (labels are text)."""
+    """A Slack link; the URL made safe for `<…|…>` and the label escaped and neutralised (labels
+    are text: a page titled "@here" or "<!channel>" pings no one)."""
     safe_url = quote(url, safe=":/?#[]@!$&'()*+,;=%~-._").replace("&", "&amp;")
-    label = escape(label.replace("|", "/")).strip() or escape(url)
+    label = neutralise(escape(label.replace("|", "/")).strip() or escape(url))
     return f"<{safe_url}|{label}>"
 
 

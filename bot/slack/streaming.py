@@ -16,9 +16,13 @@ streamed text with the same blocks a non-streamed answer has (citations checked 
 sources, unbacked links removed, sources block, 👍/👎) — so a vote, a Share or a re-render sees
 one kind of message.
 
-The text arrives already checked (`bot.llm_stream`, through `KnowledgeBase.ask(on_text=...)`);
-if the model fails part-way, the extractive answer `finish`es in place of the partial text, and
-if answering fails altogether `abandon` takes back what was shown, so the apology is the reply.
+The text arrives already checked — by the same check as the final answer (`bot.llm_stream`,
+through `KnowledgeBase.ask(on_text=...)`: no link to a page that is not a source, no bare domain,
+no Slack markup); here it is rendered as the final answer is (`to_mrkdwn`, `neutralise`), so
+what is shown at any moment is as safe as the answer. If the model fails part-way, the extractive
+answer `finish`es in place of the partial text; if answering fails altogether, or `finish` cannot
+put the answer in place, `abandon` takes back what was shown (deletes it, else overwrites it), so
+the apology is the reply and no partial text stays behind.
 
 While answering in an assistant thread, the thread shows "Searching the wiki…"
 (`assistant.threads.setStatus`); Slack clears it when the reply is posted.
@@ -33,12 +37,13 @@ from collections.abc import Callable
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.client import post
-from bot.slack.mrkdwn import neutralise
+from bot.slack.mrkdwn import escape, neutralise, to_mrkdwn
 
 log = logging.getLogger(__name__)
 
 STATUS = "Searching the wiki…"
 PLACEHOLDER = "🔎 Searching the wiki…"
+WITHDRAWN = "_(This answer was withdrawn: see the message below.)_"  # a partial answer that could not be deleted
 STREAM_BUFFER = 120  # characters buffered before a chat.appendStream (slack_sdk's ChatStream)
 UPDATE_SECONDS = 1.0  # chat.update is rate-limited (~50 a minute): at most one a second per answer
 # A method this workspace or conversation does not offer: fall back to the next way.
@@ -109,9 +114,9 @@ class Delivery:
         self._last_update = now
         try:
             if self.ts is None:
-                self.ts = self._post(self.shown or PLACEHOLDER)
+                self.ts = self._post(_plain(self.shown), _text_blocks(self.shown))
             else:
-                self.client.chat_update(channel=self.channel, ts=self.ts, text=neutralise(self.shown),
+                self.client.chat_update(channel=self.channel, ts=self.ts, text=_plain(self.shown),
                                         blocks=_text_blocks(self.shown))
         except SlackApiError as exc:
             if exc.response.get("error") not in UNAVAILABLE:
@@ -124,7 +129,16 @@ class Delivery:
     # -- the final message ------------------------------------------------------------------
 
     def finish(self, text: str, blocks: list[dict]) -> str:
-        """The checked answer, in place of whatever was shown; returns the message's ts."""
+        """The checked answer, in place of whatever was shown; returns the message's ts. When it
+        cannot be put there (Slack refuses the update, the connection fails), the partial text is
+        taken back (`abandon`) and the error raised, so the caller's apology is the one reply."""
+        try:
+            return self._finish(text, blocks)
+        except Exception:
+            self.abandon()
+            raise
+
+    def _finish(self, text: str, blocks: list[dict]) -> str:
         if self._stream is not None:
             try:
                 self._stream.stop()
@@ -146,18 +160,28 @@ class Delivery:
         return self.ts
 
     def abandon(self) -> None:
-        """Answering failed: take back whatever was shown (best effort), so the apology is the reply."""
+        """Answering failed: take back whatever was shown, so the apology is the reply — deleted,
+        or, when Slack will not delete it, overwritten with a line saying it was withdrawn."""
         try:
             if self._stream is not None:
-                self._stream.stop()
                 self.ts = self._stream.ts or self.ts
+                self._stream.stop()
         except Exception as exc:
             log.info("could not stop the stream in %s: %s", self.channel, exc)
         self._stream = None
+        if self.ts is None:
+            return
         try:
-            self._drop_placeholder()
+            self.client.chat_delete(channel=self.channel, ts=self.ts)
+            self.ts = None
+            return
         except Exception as exc:
             log.info("could not delete the partial answer in %s: %s", self.channel, exc)
+        try:
+            self.client.chat_update(channel=self.channel, ts=self.ts, text=WITHDRAWN, blocks=_text_blocks(WITHDRAWN))
+        except Exception as exc:
+            log.warning("could not take back the partial answer %s in %s: %s", self.ts, self.channel, exc)
+        self.ts = None
 
     def _post(self, text: str, blocks: list[dict] | None = None) -> str:
         return post(self.client, self.channel, self.thread_ts, text, blocks)
@@ -182,7 +206,13 @@ def set_status(client, channel: str, thread_ts: str, status: str) -> None:
         log.debug("no assistant status in %s/%s: %s", channel, thread_ts, exc)
 
 
-def _text_blocks(text: str) -> list[dict]:
+def _text_blocks(markdown: str) -> list[dict]:
+    """The answer so far as the final answer renders it (Markdown → mrkdwn, everything else escaped)."""
     from bot.slack.blocks import text_blocks
 
-    return text_blocks(text or PLACEHOLDER)
+    return text_blocks(to_mrkdwn(markdown) or PLACEHOLDER)
+
+
+def _plain(markdown: str) -> str:
+    """The notification text of a message shown in steps: escaped, no pings."""
+    return neutralise(escape(" ".join(markdown.split())[:300] or PLACEHOLDER))
