@@ -259,3 +259,31 @@ def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
             assert keyword_versions.generation(s) == generation
     finally:
         catalog.forget(index, source)
+
+
+def test_a_relabel_before_the_source_breaks_off_is_published_all_the_same(index, tmp_path):
+    """A source that fails part-way (an export that cannot be read further) aborts its sync;
+    pages relabelled before that point are restricted in the keyword leg nonetheless."""
+    import dataclasses as dc
+
+    folder = tmp_path / "aborted"
+    folder.mkdir()
+    (folder / "plan.md").write_text("# Quillmere plan\n\nThe quillmere plan is reviewed each quarter.\n")
+    source = "kwa-aborted"
+    [page] = MarkdownFolder(folder, source=source, access=f"{source}-public").documents()
+    assert sync_documents(index, [page], source).added == 1
+    term = tokens("quillmere")[0]
+
+    def breaking_off():
+        yield dc.replace(page, access=f"{source}-hr", error="not valid UTF-8")
+        raise OSError("the export's next file cannot be read")
+
+    try:
+        with pytest.raises(OSError):
+            sync_documents(index, breaking_off(), source)
+        with index.session() as s:
+            assert keyword_versions.published(s) == keyword_versions.generation(s)
+        assert index.bm25.doc_freq({term}, [f"{source}-public"]) == {term: 0}
+        assert index.bm25.doc_freq({term}, [f"{source}-hr"]) == {term: 1}
+    finally:
+        catalog.forget(index, source)
