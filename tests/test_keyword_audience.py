@@ -108,7 +108,8 @@ def what_the_channel_sees(index, question: str, audience) -> dict:
 
 def assert_as_without(with_, without, audience=PUBLIC):
     for question in QUESTIONS:
-        assert what_the_channel_sees(with_, question, audience) == what_the_channel_sees(without, question, audience), question
+        seen = what_the_channel_sees(with_, question, audience)
+        assert seen == what_the_channel_sees(without, question, audience), question
 
 
 def test_a_restricted_page_changes_nothing_a_public_channel_sees(twins, tmp_path):
@@ -240,7 +241,8 @@ def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
         report = sync(f"{source}-hr")
         assert (report.failed, report.relabelled) == (1, 1)
         with index.session() as s:
-            assert keyword_versions.changed_documents(s, generation, keyword_versions.generation(s)) == [f"{source}:bands.md"]
+            changed = keyword_versions.changed_documents(s, generation, keyword_versions.generation(s))
+            assert changed == [f"{source}:bands.md"]
             assert keyword_versions.published(s) == keyword_versions.generation(s)
         cold = Bm25Index(tmp_path / "cold", index.engine, index.store)
         for process in (index.bm25, replica, cold):
