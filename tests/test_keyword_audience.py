@@ -108,7 +108,8 @@ def what_the_channel_sees(index, question: str, audience) -> dict:
 
 def assert_as_without(with_, without, audience=PUBLIC):
     for question in QUESTIONS:
-        assert what_the_channel_sees(with_, question, audience) == what_the_channel_sees(without, question, audience), question
+        seen = what_the_channel_sees(with_, question, audience)
+        assert seen == what_the_channel_sees(without, question, audience), question
 
 
 def test_a_restricted_page_changes_nothing_a_public_channel_sees(twins, tmp_path):
@@ -240,7 +241,8 @@ def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
         report = sync(f"{source}-hr")
         assert (report.failed, report.relabelled) == (1, 1)
         with index.session() as s:
-            assert keyword_versions.changed_documents(s, generation, keyword_versions.generation(s)) == [f"{source}:bands.md"]
+            changed = keyword_versions.changed_documents(s, generation, keyword_versions.generation(s))
+            assert changed == [f"{source}:bands.md"]
             assert keyword_versions.published(s) == keyword_versions.generation(s)
         cold = Bm25Index(tmp_path / "cold", index.engine, index.store)
         for process in (index.bm25, replica, cold):
@@ -257,5 +259,33 @@ def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
         assert sync(f"{source}-hr").relabelled == 0
         with index.session() as s:
             assert keyword_versions.generation(s) == generation
+    finally:
+        catalog.forget(index, source)
+
+
+def test_a_relabel_before_the_source_breaks_off_is_published_all_the_same(index, tmp_path):
+    """A source that fails part-way (an export that cannot be read further) aborts its sync;
+    pages relabelled before that point are restricted in the keyword leg nonetheless."""
+    import dataclasses as dc
+
+    folder = tmp_path / "aborted"
+    folder.mkdir()
+    (folder / "plan.md").write_text("# Quillmere plan\n\nThe quillmere plan is reviewed each quarter.\n")
+    source = "kwa-aborted"
+    [page] = MarkdownFolder(folder, source=source, access=f"{source}-public").documents()
+    assert sync_documents(index, [page], source).added == 1
+    term = tokens("quillmere")[0]
+
+    def breaking_off():
+        yield dc.replace(page, access=f"{source}-hr", error="not valid UTF-8")
+        raise OSError("the export's next file cannot be read")
+
+    try:
+        with pytest.raises(OSError):
+            sync_documents(index, breaking_off(), source)
+        with index.session() as s:
+            assert keyword_versions.published(s) == keyword_versions.generation(s)
+        assert index.bm25.doc_freq({term}, [f"{source}-public"]) == {term: 0}
+        assert index.bm25.doc_freq({term}, [f"{source}-hr"]) == {term: 1}
     finally:
         catalog.forget(index, source)
