@@ -56,6 +56,10 @@ MIGRATIONS: list[str] = [
     "published_at TIMESTAMPTZ NOT NULL DEFAULT now(), runner VARCHAR NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS keyword_bases (generation BIGINT PRIMARY KEY, terms_version VARCHAR NOT NULL, "
     "chunks INTEGER NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(), payload BYTEA NOT NULL)",
+    # 12: where a question was asked (bot.records.ChannelKind); older rows get '' (unknown), which
+    # never counts as a public channel, so they never become App Home examples.
+    "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
+    "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
 ]
 
 
