@@ -1,6 +1,7 @@
 """Votes, Share and the 👎 form ack first and do their work on the answers pool, not Bolt's listener
 pool — so Slack rate-limiting `chat.update` (HTTP 429 with `Retry-After`, which the Web API client
-sleeps through before retrying) cannot hold `/kb`'s acknowledgement past Slack's 3 seconds.
+sleeps through before retrying), or a database that stops answering, cannot hold `/kb`'s
+acknowledgement past Slack's 3 seconds.
 
 Real Bolt over signed HTTP (tests/test_slack.py's `running_bot`), the local Slack API answering
 `chat.update` with 429s (tests/slack_api_server.py). The ack is timed from the HTTP request to its
@@ -20,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from test_faults import db_proxy, proxied_index  # noqa: E402,F401 (fixtures: the session's index through a proxy)
 from test_slack import (  # noqa: E402
     PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot,
     slack)
@@ -117,3 +119,35 @@ def test_a_share_and_a_thumbs_down_form_on_a_rate_limited_slack_do_not_delay_a_k
     assert slack.calls_to("response:share-" + answer_id)[-1].params.get("delete_original") is True
     assert sorted(v.user_id for v in feedback_rows(index, answer_id) if v.vote == "down") == [f"UDOWN{i}" for i in range(5)]
 
+
+
+def test_a_burst_of_votes_while_the_database_hangs_does_not_delay_a_kb_ack(slack, sample_synced, proxied_index,
+                                                                           db_proxy):
+    """The database stops answering (tests/db_proxy.py holds every byte) while ten people vote; `/kb`
+    is acked at once all the same, and when the database answers again every vote is stored."""
+    with running_bot(bot_settings(slack), proxied_index) as bot:
+        channel, message = posted_answer(bot, slack)
+        answer_id = button(message["blocks"], blocks.ACTION_VOTE_UP)["value"]
+        opened = len(slack.calls_to("views.open"))
+        db_proxy.hang()
+        try:
+            with ThreadPoolExecutor(len(VOTERS)) as pool:
+                clicks = [pool.submit(send, bot, click(blocks.ACTION_VOTE_DOWN, answer_id, user=user, channel=channel,
+                                                       response_url=slack.response_url(f"hung-{user}"), message=message))
+                          for user in VOTERS]
+                slack.wait_for(lambda: len(slack.calls_to("views.open")) >= opened + 4)  # the votes' work has begun
+                try:
+                    ack, elapsed = timed_kb_help(bot, slack)
+                except httpx.TimeoutException:
+                    ack, elapsed = None, float("inf")
+                db_proxy.resume()  # within the 5 s connect timeout: no vote has given up yet
+                responses = [c.result() for c in clicks]
+        finally:
+            db_proxy.resume()
+        assert ack is not None and ack.status_code == 200 and elapsed < ACK_BOUND, \
+            f"/kb waited {elapsed:.2f} s for its ack behind the votes"
+        assert all(r.status_code == 200 for r in responses)
+        bot.wait_idle(timeout=60)
+    assert sorted((v.user_id, v.vote) for v in feedback_rows(proxied_index, answer_id)) == [(u, "down") for u in VOTERS]
+    shown = all_text(slack.message(channel, message["ts"])["blocks"])
+    assert f"👍 0 · 👎 {len(VOTERS)}" in shown
