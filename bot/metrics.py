@@ -1,4 +1,5 @@
-"""What `GET /metrics` tells Prometheus (prometheus-client's text format).
+"""What `GET /metrics` tells Prometheus (prometheus-client's text format). `kb serve` serves it on
+a port of its own, `KB_METRICS_PORT`, not on the events port Slack reaches (`bot.serve`).
 
 Two kinds of numbers:
 

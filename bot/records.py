@@ -1,6 +1,7 @@
 """What happened in Slack, kept in Docent's database (sqlmodel, the same Postgres as the index).
 
-- `query_log`: every question the bot answered (or failed to): who, where, the question and
+- `query_log`: every question the bot answered (or failed to): who, where (the conversation and
+  its kind, `ChannelKind`), the question and
   the thread context used, the answer id and text, its outcome (answered / uncertain /
   not_found; `found` is kept: outcome != not_found), cited documents with scores,
   the gate signals, per-stage timings, whether an LLM wrote it. Wiki owners read it to see what
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
@@ -26,6 +28,20 @@ from indexing.index import Index
 from indexing.registry import timestamptz, utcnow
 
 UP, DOWN = "up", "down"
+
+
+class ChannelKind(StrEnum):
+    """Where a question was asked, as the query log keeps it. Only questions asked in public
+    channels are anyone's business but the people there: the App Home's example questions and
+    the assistant's suggested prompts, shown to the whole workspace, are drawn from those alone.
+    UNKNOWN is a row logged before kinds were kept, or a conversation Slack would not describe:
+    it never counts as public."""
+
+    PUBLIC = "public"  # a public channel of the workspace (or shared only within its Grid organisation)
+    PRIVATE = "private"  # a private channel, or a group DM
+    DM = "dm"  # someone's direct message with Docent (the App Home's Messages tab, an assistant thread)
+    SHARED = "shared"  # shared with another organisation (Slack Connect)
+    UNKNOWN = ""
 
 
 class QueryLog(SQLModel, table=True):
@@ -43,6 +59,7 @@ class QueryLog(SQLModel, table=True):
     surface: str  # mention / dm / thread / command
     user_id: str = Field(index=True)
     channel_id: str | None = None
+    channel_kind: str = ChannelKind.UNKNOWN.value  # public / private / dm / shared ("": unknown, older rows)
     thread_ts: str | None = None  # the thread the answer went to (for follow-ups)
     message_ts: str | None = None  # the question's own message
     question: str = Field(sa_column=Column(Text, nullable=False))
@@ -116,6 +133,7 @@ def log_query(
     question: str,
     answer: Answer | None = None,
     channel_id: str | None = None,
+    channel_kind: ChannelKind = ChannelKind.UNKNOWN,
     thread_ts: str | None = None,
     message_ts: str | None = None,
     context_question: str | None = None,
@@ -123,12 +141,14 @@ def log_query(
     error_ref: str | None = None,
 ) -> QueryLog:
     """One row per question; `answer` is None (and `error_ref` set) when answering failed. Every
-    question Slack asks is logged here, so it is also where `/metrics` counts them."""
+    question Slack asks is logged here, so it is also where `/metrics` counts them. `channel_kind`:
+    where it was asked (`ChannelKind`; unknown unless the caller knows)."""
     from bot.metrics import observe_question
 
     observe_question(surface, answer, timings_ms)
     row = QueryLog(
-        surface=surface, user_id=user_id, channel_id=channel_id, thread_ts=thread_ts, message_ts=message_ts,
+        surface=surface, user_id=user_id, channel_id=channel_id, channel_kind=ChannelKind(channel_kind).value,
+        thread_ts=thread_ts, message_ts=message_ts,
         question=question, context_question=context_question, error_ref=error_ref,
         timings_ms=dict(timings_ms or {}),
     )

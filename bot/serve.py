@@ -5,6 +5,12 @@
   and `GET /healthz`.
 - Socket Mode (when SLACK_APP_TOKEN is set): the bot connects out to Slack over a WebSocket, so
   it needs no public URL; `GET /healthz` is still served on host:port for the orchestrator.
+- `GET /metrics` (Prometheus, `bot.metrics`) on a port of its own, `KB_METRICS_PORT` (9464), bound
+  to the same `--host`: it names every source and counts every question, which is the operator's
+  business, not the internet's — and the events port is the one Slack, and so the internet,
+  reaches. On the events port `/metrics` exists only when `KB_METRICS_TOKEN` is set and the
+  scrape sends it (`Authorization: Bearer …`, compared in constant time): 404 without the
+  setting, 401 with a missing or wrong token. Socket Mode has no events port: metrics port only.
 
 Configuration mistakes are found before anything starts and reported as one line
 (`StartupError`): a missing or rejected token, a missing signing secret, an unreachable
@@ -61,7 +67,10 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     client = check_slack(settings)
     if socket_mode:
         check_app_token(settings)
+    if settings.kb_metrics_port and settings.kb_metrics_port == port:
+        raise StartupError(f"KB_METRICS_PORT {port} is also the events port (--port): metrics need a port of their own")
     sock = bind(host, port)
+    metrics_sock = bind(host, settings.kb_metrics_port, setting="KB_METRICS_PORT")
     index = open_index(settings)
     warn_unconfigured_sources(index, sources)
     warm_up(index)
@@ -73,6 +82,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     listener = start_listening(index)
     stop_indexing = start_indexing(runner, sources, lambda scheduler: schedule_digest(scheduler, settings, index, client))
     stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
+    stop_metrics = serve_in_background(metrics_app(index), metrics_sock, settings.kb_log_level)
+    log.warning("Prometheus metrics on http://%s:%d%s", host, metrics_sock.getsockname()[1], METRICS_PATH)
     try:
         if handler is not None:
             log.warning("Docent is connected to Slack (Socket Mode); health check on http://%s:%d%s",
@@ -80,8 +91,9 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
             run_http(web_app(None, index), sock, settings.kb_log_level)
         else:
             log.warning("Docent is listening on http://%s:%d%s", host, port, EVENTS_PATH)
-            run_http(web_app(app, index), sock, settings.kb_log_level)
+            run_http(web_app(app, index, metrics_token=secret(settings.kb_metrics_token)), sock, settings.kb_log_level)
     finally:
+        stop_metrics()
         if handler is not None:
             handler.close()  # no new questions from here on
         if not workers.wait_idle(timeout=SHUTDOWN_SECONDS):
@@ -241,9 +253,33 @@ def warm_up(index: Index) -> None:
         log.warning("could not load the embedding model at start; the first question will try again", exc_info=True)
 
 
-def web_app(bolt_app: App | None, index: Index) -> Starlette:
+def metrics_app(index: Index) -> Starlette:
+    """The metrics port's ASGI app: `GET /metrics`, nothing else."""
+    return Starlette(routes=[Route(METRICS_PATH, _metrics_endpoint(index), methods=["GET"])])
+
+
+def _metrics_endpoint(index: Index):
+    async def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return Response(await run_in_threadpool(exposition, index), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics
+
+
+def bearer_matches(request: Request, token: str) -> bool:
+    """Whether the request carries `Authorization: Bearer <token>` (compared in constant time)."""
+    import hmac
+
+    scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def web_app(bolt_app: App | None, index: Index, metrics_token: str | None = None) -> Starlette:
     """The ASGI app: Slack's requests (if `bolt_app`), the readiness check (`/healthz`) and the
-    liveness check (`/livez`, which touches nothing but the event loop).
+    liveness check (`/livez`, which touches nothing but the event loop) — and, with Slack's
+    requests and a `metrics_token`, `/metrics` for scrapes that send that token (401 otherwise;
+    no route at all without a token: 404).
 
     Bolt's `SlackRequestHandler.handle` calls the synchronous `App.dispatch` inside the event
     loop, so one slow step (a database claim, the wait for a listener's ack) would stall every
@@ -262,13 +298,17 @@ def web_app(bolt_app: App | None, index: Index) -> Starlette:
     async def livez(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    async def metrics(request: Request) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST
+    routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"])]
+    if bolt_app is not None and metrics_token:
+        scrape = _metrics_endpoint(index)
 
-        return Response(await run_in_threadpool(exposition, index), media_type=CONTENT_TYPE_LATEST)
+        async def metrics(request: Request) -> Response:
+            if not bearer_matches(request, metrics_token):
+                return JSONResponse({"ok": False, "error": "a valid bearer token is required"}, status_code=401,
+                                    headers={"WWW-Authenticate": 'Bearer realm="docent-metrics"'})
+            return await scrape(request)
 
-    routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"]),
-              Route(METRICS_PATH, metrics, methods=["GET"])]
+        routes.append(Route(METRICS_PATH, metrics, methods=["GET"]))
     if bolt_app is not None:
 
         async def slack_events(request: Request) -> Response:
@@ -282,8 +322,9 @@ def web_app(bolt_app: App | None, index: Index) -> Starlette:
     return Starlette(routes=routes)
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything slow starts, so "port in use" is one clear line."""
+def bind(host: str, port: int, setting: str | None = None) -> socket.socket:
+    """The listening socket, bound before anything slow starts, so "port in use" is one clear line
+    (naming the `setting` the port comes from, when it is not `--port`)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -291,7 +332,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        named = f" ({setting})" if setting else ""
+        raise StartupError(f"cannot listen on {host}:{port}{named}: {exc.strerror or exc}") from None
     return sock
 
 
@@ -308,10 +350,20 @@ def serving_in_thread(app: Starlette, host: str = "127.0.0.1", timeout: float = 
     """`app` served by uvicorn on a free port of `host` in a background thread, for tests and
     benchmarks (`kb serve` runs in the foreground through `run_http`). Yields the base URL once the
     server is listening; stops it on exit."""
+    sock = bind(host, 0)
+    stop = serve_in_background(app, sock, timeout=timeout)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        stop()
+
+
+def serve_in_background(app: Starlette, sock: socket.socket, log_level: str = "warning", timeout: float = 10.0):
+    """`app` served by uvicorn on `sock` in a background thread (the metrics port beside `kb serve`'s
+    main server; tests' servers). Returns once it is listening; the returned function stops it."""
     import threading
 
-    server = http_server(app)
-    sock = bind(host, 0)
+    server = http_server(app, log_level)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="docent-http", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
@@ -319,11 +371,12 @@ def serving_in_thread(app: Starlette, host: str = "127.0.0.1", timeout: float = 
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the HTTP server did not start")
         time.sleep(0.01)
-    try:
-        yield f"http://{host}:{sock.getsockname()[1]}"
-    finally:
+
+    def stop() -> None:
         server.should_exit = True
         thread.join(timeout=timeout)
+
+    return stop
 
 
 def run_http(app: Starlette, sock: socket.socket, log_level: str) -> None:

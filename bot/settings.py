@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     kb_admin_users: str = ""  # comma-separated Slack user ids allowed to run /kb resync
     kb_digest_channel: str | None = None  # a channel id: the weekly gaps digest is posted there (bot.slack.digest)
     kb_digest_schedule: str = "0 9 * * 1"  # when: a 5-field cron in UTC (Mondays 09:00) or "every 7d"
+    # Prometheus (`kb serve`): its own port, bound to --host; on the events port only with the token
+    kb_metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0: any free port (logged at start)
+    kb_metrics_token: SecretStr | None = None  # `Authorization: Bearer …` for /metrics on the events port
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(

@@ -59,6 +59,11 @@ MIGRATIONS: list[str] = [
     # 12: the deletion guard counts deletions over a rolling hour, across processes: each run's
     # deletions that count (not --allow-deletes); summed per source (sync_runs.source is indexed).
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS guarded_deletes INTEGER NOT NULL DEFAULT 0",
+
+    # 13: where a question was asked (bot.records.ChannelKind); older rows get '' (unknown), which
+    # never counts as a public channel, so they never become App Home examples.
+    "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
+    "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
 ]
 
 

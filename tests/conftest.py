@@ -19,6 +19,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# every `kb serve` a test starts gets a free metrics port: several may run at once on one machine
+os.environ.setdefault("KB_METRICS_PORT", "0")
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,6 +8,8 @@ keep using it, so it cannot be stopped. A test that needs "the database is gone"
     lost = Index(IndexConfig(home=kb_home, database_url=proxy.url), embedder=index.embedder)
     proxy.cut()       # every live connection is closed, new ones are refused (ECONNREFUSED)
     proxy.restore()   # listening again on the same port
+    proxy.hang()      # a database that stops answering: bytes are held, every caller waits
+    proxy.resume()    # the held bytes go through, and everything after them
 
 Loopback only. Bytes are copied as they are; Postgres sees Unix-socket clients (trust auth).
 """
@@ -41,6 +43,8 @@ class DbProxy:
         self._live: set[socket.socket] = set()
         self._lock = threading.Lock()
         self.connections = 0  # accepted so far: a test can check its Index really came through here
+        self._flowing = threading.Event()  # cleared by hang(): the pumps hold what they read
+        self._flowing.set()
 
     @property
     def url(self) -> str:
@@ -71,7 +75,18 @@ class DbProxy:
         assert self._listener is None, "the proxy is not cut"
         self.start()
 
+    def hang(self) -> None:
+        """The database stops answering (a stopped server, a partition): connections stay open,
+        new ones are accepted, and nothing comes back — each caller waits out its own timeouts
+        (a pooled connection's ping has none)."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """The database answers again: what was held goes through, in order."""
+        self._flowing.set()
+
     def stop(self) -> None:
+        self._flowing.set()
         self.cut()
 
     def _accept(self, listener: socket.socket) -> None:
@@ -99,6 +114,7 @@ class DbProxy:
     def _pump(self, source: socket.socket, target: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                self._flowing.wait()
                 target.sendall(data)
         except OSError:
             pass

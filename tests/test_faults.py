@@ -124,7 +124,9 @@ def test_a_lost_database_gets_temporarily_unavailable_replies_and_the_same_app_r
         vote_url = slack.response_url("lost-vote-" + answer_id)
         bot.interaction(click(blocks.ACTION_VOTE_UP, answer_id, user="U5", channel=thread_channel, response_url=vote_url))
         form = bot.interaction(_reason_form(answer_id, "U5", "The page is out of date."))
-        assert form.status_code == 200 and "temporarily unavailable" in form.json()["errors"][blocks.REASON_BLOCK]
+        assert form.status_code == 200 and form.text == "", "the form closes at once; storing it comes after"
+        told = slack.wait_for(lambda: posts_in(slack, "U5"))[0].params["text"]  # a DM: what was not saved, and what it said
+        assert "could not be saved" in told and "temporarily unavailable" in told and "The page is out of date." in told
 
         slack.wait_for(lambda: _replies(slack, channel) and _replies(slack, dm) and _replies(slack, thread_channel)[1:]
                        and slack.calls_to("response:" + ask_url.rsplit("/", 1)[1])

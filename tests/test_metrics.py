@@ -1,5 +1,7 @@
 """`GET /metrics`: scraped before and after a mention is answered and a sync runs, through the real
-app over signed HTTP — the counts moved by exactly what happened."""
+app over signed HTTP — the counts moved by exactly what happened. Scraped on the metrics port's
+app (`bot.serve.metrics_app`, as `kb serve` runs it on KB_METRICS_PORT); where `/metrics` is
+served and who may read it is tests/test_metrics_port.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a pack
 from slack_api_server import FakeSlack  # noqa: E402
 from test_slack import bot_settings, mention, new_channel, posts_in, running_bot  # noqa: E402
 
-from bot.serve import METRICS_PATH, web_app  # noqa: E402
+from bot.serve import METRICS_PATH, metrics_app, serving_in_thread  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
 from indexing import catalog  # noqa: E402
 from indexing.sync import sync_documents  # noqa: E402
@@ -38,15 +40,15 @@ def test_metrics_count_a_question_and_a_sync(index, sample_synced, tmp_path):
     (tmp_path / "wiki").mkdir()
     (tmp_path / "wiki" / "metrics.md").write_text("# Metrics\n\nThe metrics page counts one sync.\n")
     try:
-        with running_bot(bot_settings(slack), index) as bot:
-            before = scrape(bot.url)
+        with running_bot(bot_settings(slack), index) as bot, serving_in_thread(metrics_app(index)) as metrics_url:
+            before = scrape(metrics_url)
             assert value(before, "docent_index_readable") == 1
             channel = new_channel()
             bot.event(mention("how many days of annual leave do I get?", channel))
             slack.wait_for(lambda: posts_in(slack, channel))
             bot.wait_idle()
             sync_documents(index, MarkdownFolder(tmp_path / "wiki", source=source, access=source).documents(), source)
-            after = scrape(bot.url)
+            after = scrape(metrics_url)
         asked = {labels: n - before.get((name, labels), 0) for (name, labels), n in after.items()
                  if name == "docent_questions_total" and n != before.get((name, labels), 0)}
         assert asked == {(("outcome", "answered"), ("surface", "mention")): 1.0}
@@ -73,7 +75,7 @@ def test_a_scrape_while_the_database_is_away_says_so_instead_of_failing():
         def chunk_count(self):
             raise ConnectionError("the database is away")
 
-    with TestClient(web_app(None, Unreachable())) as client:
+    with TestClient(metrics_app(Unreachable())) as client:
         response = client.get(METRICS_PATH)
     assert response.status_code == 200 and "docent_index_readable 0.0" in response.text
     assert "# TYPE docent_questions_total counter" in response.text  # this process's own counters still there

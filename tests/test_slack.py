@@ -448,6 +448,7 @@ def test_thumbs_down_reason_from_the_form_is_stored(bot, slack, index):
     response = bot.interaction(submission)
 
     assert response.status_code == 200 and response.text == ""  # an empty ack closes the form
+    bot.wait_idle()  # stored on the answers pool, after the ack
     votes = feedback_rows(index, answer_id)
     assert [(v.user_id, v.vote, v.reason) for v in votes] == [("U8", "down", "The canteen page has this recipe.")]
     report = [r for r in feedback_report(index, limit=500) if r.answer_id == answer_id]  # what `kb feedback` lists

@@ -16,6 +16,10 @@ only for channels Docent is a member of; elsewhere the cache runs out within `CA
 Slack sends an event to one process only: with several `kb serve` replicas, the one that gets it
 tells the others through Postgres (`announce_with`, `forget_everywhere`; `indexing.notify`).
 
+The same `conversations.info` says what kind of conversation a question came from (`kind_of`:
+public channel, private channel or group DM, direct message, shared), which the query log keeps so
+that only questions asked in public channels become examples for everyone (`bot.slack.home`).
+
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
 members cannot be read grants nothing. The reason is logged as a warning. A rate-limited or
@@ -37,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.records import ChannelKind
 from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
 from connectors.document import PUBLIC
 
@@ -74,6 +79,27 @@ class Conversation:
 
     shared: bool
     im_user: str | None = None
+    kind: ChannelKind = ChannelKind.UNKNOWN
+
+
+def conversation_kind(info: dict) -> ChannelKind:
+    """From a `conversations.info` channel object: what kind of conversation it is. Public only
+    when Slack says so in as many words (`is_channel`, `is_private` false); anything it leaves
+    unsaid is UNKNOWN, never public."""
+    if shared_with_other_organisations(info):
+        return ChannelKind.SHARED
+    if info.get("is_im"):
+        return ChannelKind.DM
+    if info.get("is_mpim") or info.get("is_group") or info.get("is_private"):
+        return ChannelKind.PRIVATE
+    if info.get("is_channel") and info.get("is_private") is False:
+        return ChannelKind.PUBLIC
+    return ChannelKind.UNKNOWN
+
+
+# A message event's `channel_type` that settles the kind without a lookup: only the private ones
+# (a "channel" may still be shared with another organisation, which `conversations.info` says).
+PRIVATE_CHANNEL_TYPES = {"im": ChannelKind.DM, "mpim": ChannelKind.PRIVATE, "group": ChannelKind.PRIVATE}
 
 
 def shared_with_other_organisations(info: dict) -> bool:
@@ -127,6 +153,21 @@ class SlackAccess:
     def conversation(self, channel: str) -> Conversation:
         return self._cached("conversation", channel, self._read_conversation)
 
+    def kind_of(self, channel: str | None, *, is_dm: bool | None = None, said_shared: bool = False,
+                channel_type: str | None = None) -> ChannelKind:
+        """What kind of conversation `channel` is, for the query log: the caller's knowledge first
+        (shared, the asker's DM, a private `channel_type`), else `conversations.info` (cached, as
+        for `audience`). A conversation that cannot be read is UNKNOWN."""
+        if said_shared:
+            return ChannelKind.SHARED
+        if is_dm:
+            return ChannelKind.DM
+        if channel_type in PRIVATE_CHANNEL_TYPES:
+            return PRIVATE_CHANNEL_TYPES[channel_type]
+        if not channel or self.client is None:
+            return ChannelKind.UNKNOWN
+        return self.conversation(channel).kind
+
     def groups_of(self, user: str) -> set[str]:
         """The configured user groups `user` belongs to (only those: others grant nothing)."""
         return {group for group in sorted(self.config.usergroups) if user in self.members(group)}
@@ -158,7 +199,8 @@ class SlackAccess:
                         "organisation, so only public scopes apply there", channel, _reason(exc))
             return Conversation(shared=True), False
         im_user = info.get("user") if info.get("is_im") else None
-        return Conversation(shared=shared_with_other_organisations(info), im_user=im_user), True
+        return Conversation(shared=shared_with_other_organisations(info), im_user=im_user,
+                            kind=conversation_kind(info)), True
 
     def _read_members(self, group: str) -> tuple[frozenset[str], bool]:
         if self.client is None:  # offline: groups cannot be read, so they grant nothing

@@ -2,9 +2,10 @@
 
 Slack opens an assistant thread (the ✨ AI apps button, or Docent's split view) with
 `assistant_thread_started`; Docent answers with up to `MAX_PROMPTS` suggested prompts
-(`assistant.threads.setSuggestedPrompts`): the questions people ask most that were answered
-and whose pages the user may see (`bot.slack.home.example_questions`), else "what does the wiki
-say about <page>?" for pages visible to them. Questions typed in the thread arrive as direct
+(`assistant.threads.setSuggestedPrompts`): the questions people ask most in public channels that
+were answered and whose pages the user may see (`bot.slack.home.example_questions`: never a
+question from a private channel or a DM), else "what does the wiki say about <page>?" for pages
+visible to them. Questions typed in the thread arrive as direct
 messages in a thread and are answered by the DM path (`bot.slack.questions`), through
 `bot.slack.streaming` — which shows "Searching the wiki…" (`assistant.threads.setStatus`) and
 streams an LLM's answer. The prompts are looked up on the answers pool.

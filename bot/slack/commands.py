@@ -78,6 +78,7 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
         if audience.sees_nothing:
             respond(text=NOT_HERE, response_type="ephemeral", replace_original=True)
             return
+        details["channel_kind"] = services.access.kind_of(channel)
         answer = services.kb.ask(question, audience)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
         quietly(records.log_query, index, question=question, answer=answer, context_question=None,

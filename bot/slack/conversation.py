@@ -138,7 +138,7 @@ def on_edited(services: Services, client, event: dict, bot_user: str | None) -> 
         answer = services.kb.ask(question, audience, follows=earlier)
         quietly(records.log_query, index, question=question, answer=answer, context_question=earlier, timings_ms={},
                 surface=row.surface, user_id=asked.user, channel_id=channel, thread_ts=row.thread_ts,
-                message_ts=asked.ts)
+                message_ts=asked.ts, channel_kind=services.access.kind_of(channel, is_dm=asked.is_dm))
         client.chat_update(channel=channel, ts=row.answer_ts, text=blocks.fallback_text(answer),
                            blocks=blocks.answer_blocks(answer))
         answer_messages.remember(index, channel, asked.ts, row.answer_ts, surface=row.surface,

@@ -4,11 +4,21 @@
   text is stored with the vote.
 - Share posts a private `/kb ask` answer in the channel, only if every page it cites (or lists
   as nearest) is visible there now; otherwise it refuses and the answer stays private.
+
+Every listener here acks at once and hands an explicit value (`Click`, `Reason`) to the answers
+pool (`Services.answers`, as `bot.slack.questions` does for questions): storing a vote, reading
+an answer back, `chat.update`, `views.open`, posting a shared answer all wait on the database or
+on Slack — a rate limit's `Retry-After` is slept through by the Web API client — and done on
+Bolt's listener pool they would keep `/kb` and every other click from being acked within Slack's
+3 seconds. The 👎 form's trigger id lives 3 s: it is opened first thing on the pool, so a pool
+busy with answers may miss it (logged; the vote still counts). The form closes when sent; if
+its text cannot be stored, the user gets a direct message saying so, with what they wrote.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from slack_sdk import WebClient
@@ -17,7 +27,9 @@ from slack_sdk.errors import SlackApiError
 from bot import records
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
+from bot.slack.client import post
 from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, reference_id
+from bot.slack.mrkdwn import escape
 from connectors.access import Audience
 from indexing.database import is_unreachable
 from indexing.index import Index
@@ -29,54 +41,100 @@ log = logging.getLogger(__name__)
 
 SHARE_REFUSED = ("I can't share this answer here: it uses pages that are not visible in this conversation. "
                  "It stays visible only to you.")
+TALLY_ROUNDS = 3  # how often a vote re-reads the tally after showing it, so the message ends on the latest
+
+
+@dataclass(frozen=True)
+class Click:
+    """A click on an answer's 👍, 👎 or Share, as the answers pool needs it: who, which answer,
+    and the message it was on (a posted message's blocks, to redraw with the tally)."""
+
+    user: str
+    answer_id: str
+    channel: str | None
+    trigger_id: str | None = None
+    message_ts: str | None = None
+    message_text: str = ""
+    message_blocks: list[dict] | None = field(default=None, hash=False)  # None: ephemeral, or not sent
+
+    @classmethod
+    def of(cls, body: dict, action: dict) -> Click:
+        container, message = body.get("container") or {}, body.get("message") or {}
+        posted = bool(message.get("blocks")) and not container.get("is_ephemeral")
+        return cls(user=body["user"]["id"], answer_id=action.get("value") or "",
+                   channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+                   trigger_id=body.get("trigger_id"), message_ts=message.get("ts") if posted else None,
+                   message_text=message.get("text") or "", message_blocks=list(message["blocks"]) if posted else None)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """The 👎 form as sent: who, about which answer, what they wrote (None: nothing)."""
+
+    user: str
+    answer_id: str
+    text: str | None
+
+    @classmethod
+    def of(cls, body: dict, view: dict) -> Reason:
+        state = ((view.get("state") or {}).get("values") or {}).get(blocks.REASON_BLOCK) or {}
+        text = ((state.get(blocks.REASON_INPUT) or {}).get("value") or "").strip() or None
+        return cls(user=body["user"]["id"], answer_id=view.get("private_metadata") or "", text=text)
 
 
 def register(app, services: Services) -> None:
     @app.action(blocks.ACTION_VOTE_UP)
     def vote_up(ack, body, action, client, respond):
         ack()
-        vote(services, body, action, client, respond, records.UP)
+        services.answers.submit(vote, services, Click.of(body, action), client, respond, records.UP)
 
     @app.action(blocks.ACTION_VOTE_DOWN)
     def vote_down(ack, body, action, client, respond):
         ack()
-        vote(services, body, action, client, respond, records.DOWN)
+        services.answers.submit(vote, services, Click.of(body, action), client, respond, records.DOWN)
 
     @app.action(blocks.ACTION_SHARE)
     def share_button(ack, body, action, client, respond):
         ack()
-        share(services, body, action, client, respond)
+        services.answers.submit(share, services, Click.of(body, action), client, respond)
 
     @app.view(blocks.REASON_CALLBACK)
-    def reason_form(ack, body, view):
-        reason(services, ack, body, view)
+    def reason_form(ack, body, view, client):
+        ack()  # closes the form; a failure to store it is told to the user (`store_reason`)
+        services.answers.submit(store_reason, services, Reason.of(body, view), client)
 
 
-def vote(services: Services, body: dict, action: dict, client: WebClient, respond, choice: str) -> None:
+def vote(services: Services, click: Click, client: WebClient, respond, choice: str) -> None:
     """One stored vote per user per answer; the message shows the tally; 👎 opens the form."""
-    user, answer_id = body["user"]["id"], action["value"]
-    if choice == records.DOWN and body.get("trigger_id"):
+    if choice == records.DOWN and click.trigger_id:
         try:  # first: the trigger id expires 3 s after the click
-            client.views_open(trigger_id=body["trigger_id"], view=blocks.reason_modal(answer_id))
+            client.views_open(trigger_id=click.trigger_id, view=blocks.reason_modal(click.answer_id))
         except Exception:
-            log.warning("could not open the 👎 form for %s", answer_id, exc_info=True)
+            log.warning("could not open the 👎 form for %s", click.answer_id, exc_info=True)
     with apology_on_error("recording a vote", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
-        votes = records.record_vote(services.kb.index, answer_id, user, choice)
-        show_votes(services.kb.index, body, answer_id, votes, client, respond)
+        votes = records.record_vote(services.kb.index, click.answer_id, click.user, choice)
+        show_votes(services.kb.index, click, votes, client, respond)
 
 
-def show_votes(index: Index, body: dict, answer_id: str, votes: dict, client: WebClient, respond) -> None:
+def show_votes(index: Index, click: Click, votes: dict, client: WebClient, respond) -> None:
     """Refresh the answer with its tally: `chat.update` for a posted message; the response URL for
-    a private one (ephemeral messages cannot be updated through the Web API)."""
-    container = body.get("container") or {}
-    message = body.get("message")
-    if message and message.get("blocks") and not container.get("is_ephemeral"):
-        client.chat_update(channel=container.get("channel_id") or body["channel"]["id"], ts=message["ts"],
-                           text=message.get("text") or "", blocks=blocks.with_votes(message["blocks"], votes))
+    a private one (ephemeral messages cannot be updated through the Web API).
+
+    Votes of several people are shown concurrently, and one `chat.update` may be retried after a
+    rate limit while another lands: after showing a tally, it is read again, and shown again if it
+    moved — so the message ends on the latest count, whichever update lands last."""
+    if click.message_blocks is not None and click.channel and click.message_ts:
+        for _ in range(TALLY_ROUNDS):
+            client.chat_update(channel=click.channel, ts=click.message_ts, text=click.message_text,
+                               blocks=blocks.with_votes(click.message_blocks, votes))
+            latest = records.vote_counts(index, click.answer_id)
+            if latest == votes:
+                return
+            votes = latest
         return
-    row = records.find_answer(index, answer_id)
+    row = records.find_answer(index, click.answer_id)
     if row is None:
         respond(text="Thanks — your vote was recorded.", response_type="ephemeral", replace_original=False)
         return
@@ -85,10 +143,10 @@ def show_votes(index: Index, body: dict, answer_id: str, votes: dict, client: We
             response_type="ephemeral", replace_original=True)
 
 
-def share(services: Services, body: dict, action: dict, client: WebClient, respond) -> None:
+def share(services: Services, click: Click, client: WebClient, respond) -> None:
     """Post a private answer publicly in the channel, then remove the private copy — only if every
     page it cites (or lists as nearest) is visible in that channel now; otherwise refuse."""
-    user, answer_id = body["user"]["id"], action["value"]
+    user, answer_id, channel = click.user, click.answer_id, click.channel
     index = services.kb.index
     with apology_on_error("sharing an answer", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
@@ -98,7 +156,6 @@ def share(services: Services, body: dict, action: dict, client: WebClient, respo
             respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
                     response_type="ephemeral", replace_original=False)
             return
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         audience = services.access.audience(channel, user)
         if audience.sees_nothing or not shareable(index, row.doc_ids, audience):
             log.info("refused to share answer %s in %s: it uses pages not visible there", answer_id, channel)
@@ -125,22 +182,25 @@ def shareable(index: Index, doc_ids: list[str], audience: Audience) -> bool:
     return all(doc_id in access and audience.sees_all([access[doc_id]]) for doc_id in doc_ids)
 
 
-def reason(services: Services, ack, body: dict, view: dict) -> None:
-    """The 👎 form's text, stored with the vote. Stored before the ack — one small write — because
-    a modal offers no other way to tell the user that saving failed."""
-    user, answer_id = body["user"]["id"], view.get("private_metadata") or ""
-    value = (((view.get("state") or {}).get("values") or {}).get(blocks.REASON_BLOCK) or {}).get(blocks.REASON_INPUT) or {}
-    text = (value.get("value") or "").strip() or None
+def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
+    """The 👎 form's text, stored with the vote. The form has closed by now: if storing fails, the
+    user is told in a direct message from Docent, with what they wrote, so it is not lost."""
     try:
-        records.record_reason(services.kb.index, answer_id, user, text)
+        records.record_reason(services.kb.index, reason.answer_id, reason.user, reason.text)
+        return
     except Exception as exc:
         ref = reference_id()
         if is_unreachable(exc):
-            log.warning("could not store a 👎 reason for %s: the database cannot be reached: %s", answer_id, first_line(exc))
-            message = "Sorry, this could not be saved: the knowledge base is temporarily unavailable. Please try again in a minute."
+            log.warning("could not store a 👎 reason for %s: the database cannot be reached: %s", reason.answer_id,
+                        first_line(exc))
+            why = "the knowledge base is temporarily unavailable. Please send it again in a minute"
         else:
-            log.exception("could not store a 👎 reason for %s [ref %s]", answer_id, ref)
-            message = f"Sorry, this could not be saved (reference {ref})."
-        ack(response_action="errors", errors={blocks.REASON_BLOCK: message})
-        return
-    ack()
+            log.exception("could not store a 👎 reason for %s [ref %s]", reason.answer_id, ref)
+            why = f"something went wrong on my side (reference `{ref}`)"
+    message = f"Sorry — your 👎 note could not be saved: {why}."
+    if reason.text:
+        message += "\nWhat you wrote:\n" + "\n".join(f"> {escape(line)}" for line in reason.text.splitlines())
+    try:
+        post(client, reason.user, None, message)
+    except Exception:
+        log.warning("could not tell %s that their 👎 note was not saved", reason.user, exc_info=True)

@@ -3,10 +3,13 @@
 What each person may see is decided here, then `bot.slack.home_view` renders it:
 
 - a member's view is built as if they asked in their direct message with Docent (the
-  `Audience` of `SlackAccess.audience(is_dm=True)`: their scopes and their user groups'): an example question is offered only
-  if every page its answer cited is visible to them, and was asked by at least `EXAMPLE_ASKERS`
-  people (one person's question, perhaps from a private channel, is theirs, not an example); a
-  page title next to their own question is shown only if that page is visible to them now;
+  `Audience` of `SlackAccess.audience(is_dm=True)`: their scopes and their user groups'): an example
+  question is offered only if it was asked where everyone could read it — a mention or a thread
+  reply in a public channel of the workspace (`ChannelKind.PUBLIC`; never a private channel, a DM,
+  a Slack Connect channel, a private `/kb ask`, or an older row whose kind is unknown) — by at
+  least `EXAMPLE_ASKERS` people (one person's question is theirs, not an example), and every page
+  its answer cited is visible to them; a page title next to their own question is shown only if
+  that page is visible to them now;
 - an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
   gaps report, with all titles: the Home tab is theirs alone.
 
@@ -39,6 +42,7 @@ EXAMPLES = 5
 EXAMPLE_ASKERS = 2
 MINE = 5
 EXAMPLE_ROWS = 5000  # the latest answered questions looked at for examples
+EXAMPLE_SURFACES = ("mention", "thread")  # asked in the open; a `/kb ask` is private even in a public channel
 
 
 def register(app, services: Services) -> None:
@@ -93,10 +97,13 @@ def visible_in_dm(services: Services, user: str) -> set[str]:
 
 
 def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[str]:
-    """The most asked answered questions whose cited pages are all visible (see the docstring)."""
+    """The most asked answered questions, asked in public channels, whose cited pages are all
+    visible (see the docstring). Shown to everyone: the App Home, the assistant's prompts."""
     Q = records.QueryLog
     with index.session() as s:
-        rows = s.exec(select(Q).where(Q.outcome == "answered", Q.answer_id.is_not(None))
+        rows = s.exec(select(Q).where(Q.outcome == "answered", Q.answer_id.is_not(None),
+                                      Q.channel_kind == records.ChannelKind.PUBLIC.value,
+                                      Q.surface.in_(EXAMPLE_SURFACES))
                       .order_by(Q.created_at.desc()).limit(EXAMPLE_ROWS)).all()
     access = records.document_access(index, sorted({d for r in rows for d in r.doc_ids}))
     askers: dict[str, set[str]] = defaultdict(set)

@@ -92,6 +92,7 @@ class Asked:
     is_dm: bool | None = None  # None: `conversations.info` decides
     said_shared: bool = False  # the event envelope said the channel is shared with another organisation
     team: str | None = None  # the asker's workspace (a channel stream names its recipient)
+    channel_type: str | None = None  # a message event's "channel" / "group" / "im" / "mpim" (mentions have none)
 
 
 def register(app, services: Services) -> None:
@@ -121,7 +122,7 @@ def register(app, services: Services) -> None:
 def _asked(event: dict, body: dict | None, context, **where) -> Asked:
     return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
                  bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),
-                 team=event.get("team"), **where)
+                 team=event.get("team"), channel_type=event.get("channel_type"), **where)
 
 
 def is_human_message(event: dict) -> bool:
@@ -196,6 +197,8 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             log.info("not answering %s %s/%s: no access scope is visible there", asked.surface, channel, ts)
             post(client, channel, reply_thread, NOT_HERE)
             return
+        details["channel_kind"] = services.access.kind_of(channel, is_dm=asked.is_dm, said_shared=asked.said_shared,
+                                                          channel_type=asked.channel_type)
         index = services.kb.index
         earlier = earlier_question(index, asked, asked.context_thread)
         delivery = Delivery(client, channel, reply_thread, user=asked.user, team=asked.team,
