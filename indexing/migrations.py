@@ -56,6 +56,12 @@ MIGRATIONS: list[str] = [
     "published_at TIMESTAMPTZ NOT NULL DEFAULT now(), runner VARCHAR NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS keyword_bases (generation BIGINT PRIMARY KEY, terms_version VARCHAR NOT NULL, "
     "chunks INTEGER NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(), payload BYTEA NOT NULL)",
+    # 12-13: the lead's sentence vectors, embedded at sync time (indexing.sentence_vectors); the
+    # lead reads them by section, the sync deletes and backfills them by document.
+    "CREATE TABLE IF NOT EXISTS sentence_vectors (parent_id VARCHAR NOT NULL, model VARCHAR NOT NULL, "
+    "dim INTEGER NOT NULL, position INTEGER NOT NULL, doc_id VARCHAR NOT NULL, text_md5 VARCHAR(32) NOT NULL, "
+    "vector BYTEA NOT NULL, PRIMARY KEY (parent_id, model, dim, position))",
+    "CREATE INDEX IF NOT EXISTS sentence_vectors_doc_idx ON sentence_vectors (doc_id, model)",
 ]
 
 
