@@ -7,10 +7,10 @@ chunks of the top sections is scored by how much of the question's rare vocabula
 by the model (docs/benchmarks.md: the same leads on all five public sets, a fraction of the time).
 Their vectors were computed when the section was synced (`indexing.sentence_vectors`: one query
 for the candidates, cosine with the question vector retrieval already computed); a sentence
-without a stored vector (a section indexed before they existed, another embedder's index) is
-embedded now, as it always was, and kept in this process (`SENTENCE_VECTORS`). For mostly-CJK questions the English model's cosine says little,
-so the terms carry most of the weight, as in ranking. A short sentence is scored with its
-section's heading in front ("Q. Does it match my 401k?: Not at this time.").
+without a stored vector (a section indexed before they existed) is embedded now, as it always
+was, and kept in this process (`SENTENCE_VECTORS`). For mostly-CJK questions the English model's
+cosine says little, so the terms carry most of the weight, as in ranking. A short sentence is
+scored with its section's heading in front ("Q. Does it match my 401k?: Not at this time.").
 
 A question that asks for a time, a share or a number ("when", "what %", "how many", "多少")
 prefers sentences holding one (`bot.answer_types`): the oldest cue in question answering.
@@ -183,9 +183,9 @@ def _vectors(question: str, question_vector: list[float] | None, texts: list[str
 
 
 class SentenceVectors:
-    """Vectors of recently scored sentences that had none stored, kept in this process only (answering writes nothing
-    to the database): a section asked about again is scored without the model, which is most of
-    the lead's cost (docs/tuning.md §8). Least recently used out first."""
+    """Vectors of recently scored sentences that had none stored, kept in this process only
+    (answering writes nothing to the database): a section asked about again is scored without the
+    model. Least recently used out first."""
 
     def __init__(self, size: int = CACHED_SENTENCES) -> None:
         self.size = size
