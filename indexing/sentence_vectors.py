@@ -184,6 +184,6 @@ def backfill(index, source: str) -> int:
                     continue  # replaced or deleted since it was read: that sync wrote its own rows
                 delete_document(s, doc_id)
                 written += store_sections(s, doc_id, model, sections)
-    if todo:
+    if written:
         log.info("sentence vectors: %d rows written for %d documents of %s indexed without them", written, len(todo), source)
     return written
