@@ -82,7 +82,7 @@ def main() -> None:
             ("scopes searched", ", ".join(args.scope) if args.scope else "all"),
             ("embed question only p50, ms", pct(embed_only, 50))]
     for setting in settings:
-        rows += [(f"[lead vectors {setting}] answer p50, ms", pct(total[setting], 50)),
+        rows += [(f"lead vectors {setting}: answer p50, ms", pct(total[setting], 50)),
                  ("  answer p95, ms", pct(total[setting], 95)),
                  ("  answer p95 / embed-only p50", pct(total[setting], 95) / pct(embed_only, 50))]
         rows += [(f"  {stage} p50 / p95, ms", f"{pct(v, 50):.1f} / {pct(v, 95):.1f}") for stage, v in stages[setting].items()]
