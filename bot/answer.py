@@ -127,7 +127,8 @@ def answer_question(
                     searched=retrieval.searched if retrieval.searched != question else None)
     lead: list[LeadSentence] = []
     if answer.found:
-        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
+        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),
+                           question_vector=retrieval.question_vector, index=index)
         answer.lead = render_lead(lead)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:

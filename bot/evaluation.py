@@ -87,7 +87,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
                 "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
                 "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
-                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)],
+                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)], "lead": answer.lead,
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
             })
     finally:

@@ -85,6 +85,7 @@ class Retrieval:
     timings_ms: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
+    question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
 
     @property
     def searched(self) -> str:
@@ -116,6 +117,7 @@ def retrieve(
     lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []
+    embedding: list[float] | None = None
     if mode != "bm25":
         embedding = index.embedder.embed_query(searched)
         lap("embed")
@@ -137,7 +139,7 @@ def retrieve(
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
-                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair)
+                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:
