@@ -63,7 +63,6 @@ MIGRATIONS: list[str] = [
     # never counts as a public channel, so they never become App Home examples.
     "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
     "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
-
     # 14-15: the lead's sentence vectors, embedded at sync time (indexing.sentence_vectors); the
     # lead reads them by section, the sync deletes and backfills them by document.
     "CREATE TABLE IF NOT EXISTS sentence_vectors (parent_id VARCHAR NOT NULL, model VARCHAR NOT NULL, "
