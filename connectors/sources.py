@@ -69,7 +69,9 @@ _SLACK_IDS = {
     "users": (re.compile(r"^[UW][A-Z0-9]+$"), "a Slack user id such as U0123ABCD (not a @name)"),
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
-_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels")
+_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "synonyms")
+MAX_SYNONYMS = 20  # phrases per word: a longer list is a thesaurus pasted in, and drowns the question
+MAX_PHRASE_CHARS = 100
 
 
 @dataclass
@@ -119,6 +121,7 @@ class SourcesFile:
 
     sources: list[SourceConfig]
     access: AccessConfig
+    synonyms: dict[str, list[str]] = field(default_factory=dict)  # the asker's word → the wiki's words
 
 
 # -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
@@ -185,6 +188,11 @@ def load_access(path: Path) -> AccessConfig:
     return read_sources_file(path).access
 
 
+def load_synonyms(path: Path) -> dict[str, list[str]]:
+    """Read and validate a sources file; its `[synonyms]` table (the asker's word → the wiki's)."""
+    return read_sources_file(path).synonyms
+
+
 def read_sources_file(path: Path) -> SourcesFile:
     """Read and validate the whole sources file; every problem is a `SourcesError` saying where."""
     path = Path(path)
@@ -208,7 +216,7 @@ def read_sources_file(path: Path) -> SourcesFile:
     unknown = set(data) - set(_TOP_LEVEL)
     if unknown:
         raise SourcesError(f"{path}: unknown top-level setting(s) {', '.join(sorted(map(str, unknown)))} "
-                           f"(expected source, scopes, shared_channels)")
+                           f"(expected source, scopes, shared_channels, synonyms)")
     entries = data.get("sources") or data.get("source") or []
     if not isinstance(entries, list) or not entries:
         raise SourcesError(f"{path}: no sources defined (expected [[source]] tables)")
@@ -216,7 +224,8 @@ def read_sources_file(path: Path) -> SourcesFile:
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
-    return SourcesFile(sources=sources, access=parse_access(data, str(path)))
+    return SourcesFile(sources=sources, access=parse_access(data, str(path)),
+                       synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"))
 
 
 def parse_access(data: dict, where: str) -> AccessConfig:
@@ -243,6 +252,35 @@ def parse_access(data: dict, where: str) -> AccessConfig:
             raise _shape_error(exc, here, ids_hint=True) from None
         scopes[name] = ScopeRule(**{key: frozenset(_slack_ids(getattr(parsed, key), key, here)) for key in _SLACK_IDS})
     return AccessConfig(scopes=scopes, shared_channels=shared)
+
+
+def parse_synonyms(table, where: str) -> dict[str, list[str]]:
+    """The `[synonyms]` table: each word or phrase people ask with → the words the wiki uses
+    (`vacation = ["annual leave", "paid time off", "PTO"]`), checked for shape here; what the
+    keyword leg makes of them (stems, CJK, entries that are one word twice) is checked by
+    `indexing.synonyms.Synonyms.from_table`, at start too."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise SourcesError(f"{where}: expected a table of word = [\"synonym\", …], e.g. vacation = [\"annual leave\"]")
+    entries: dict[str, list[str]] = {}
+    for key, phrases in table.items():
+        here = f"{where} {key!r}"
+        if not isinstance(key, str) or not key.strip():
+            raise SourcesError(f"{where}: a word must be non-empty text")
+        if isinstance(phrases, str):
+            raise SourcesError(f"{here}: must be a list, e.g. {key} = [\"{phrases}\"] (a single synonym too goes in [ ])")
+        if not isinstance(phrases, list) or not phrases:
+            raise SourcesError(f"{here}: must be a non-empty list of words or phrases in quotes")
+        if len(phrases) > MAX_SYNONYMS:
+            raise SourcesError(f"{here}: {len(phrases)} synonyms; at most {MAX_SYNONYMS} (each one dilutes the question)")
+        for phrase in phrases:
+            if not isinstance(phrase, str) or not phrase.strip():
+                raise SourcesError(f"{here}: {phrase!r} is not a word or phrase in quotes")
+            if len(phrase) > MAX_PHRASE_CHARS:
+                raise SourcesError(f"{here}: a synonym longer than {MAX_PHRASE_CHARS} characters ({phrase[:40]!r}…)")
+        entries[" ".join(key.split())] = [" ".join(p.split()) for p in phrases]
+    return entries
 
 
 def _slack_ids(value: list[str], key: str, where: str) -> list[str]:
