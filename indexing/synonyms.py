@@ -119,9 +119,10 @@ class Synonyms:
         """Every key's analysed terms, one-word keys only (`bot.gaps` leaves those out of its candidates)."""
         return {s.key_terms[0] for s in self.entries if len(s.key_terms) == 1}
 
-    def expand(self, question: str) -> Expansion:
-        """The synonyms of every key the question holds, as keyword terms weighed `EXPANSION_WEIGHT`
-        (terms the question's keyword search already has are left out: they count fully)."""
+    def expand(self, question: str, weight: float = EXPANSION_WEIGHT) -> Expansion:
+        """The synonyms of every key the question holds, as keyword terms weighed `weight`
+        (terms the question's keyword search already has are left out: they count fully);
+        `benchmarks/synonyms.py` measures other weights."""
         if not self.entries:
             return Expansion()
         terms = bm25_module.tokens(question)
@@ -133,5 +134,5 @@ class Synonyms:
         for synonym in used:
             for term in synonym.phrase_terms:
                 if term not in own:
-                    added.setdefault(term, EXPANSION_WEIGHT)
+                    added.setdefault(term, weight)
         return Expansion(tuple(used), added)
