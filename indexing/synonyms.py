@@ -17,8 +17,10 @@ know their vocabulary, so the sources file's `[synonyms]` table says it
 - **Weighed below the asker's words**: each added term counts `EXPANSION_WEIGHT` of a question
   term in BM25, so a page using the asker's own words still wins over one using only a synonym
   (docs/tuning.md, "Synonyms"). Terms the question already has are not added again.
-- **Keyword leg only**: the vector leg embeds the question as asked (measured: expanding it too
-  changed nothing on the sample set but moved the gate's cosine; docs/tuning.md, "Synonyms").
+- **Keyword leg only**: the vector leg embeds the question as asked. Embedding the synonyms too
+  answered every answerable vocabulary question, and every near-topic unanswerable one as well
+  ("is there a vacation bonus?" → the leave page, *answered*): the gate reads that cosine
+  (docs/tuning.md, "Synonyms"; `IndexConfig.synonyms_in_vector` exists for that measurement).
 
 Synonyms are configuration, not page text, so they raise no access question; they expand the
 question *after* typo repair (`indexing.spelling`), so "vacaton" is repaired only if the wiki has
