@@ -45,7 +45,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
@@ -72,6 +72,7 @@ _SLACK_IDS = {
 _TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "synonyms")
 MAX_SYNONYMS = 20  # phrases per word: a longer list is a thesaurus pasted in, and drowns the question
 MAX_PHRASE_CHARS = 100
+_SYNONYM_LIST = TypeAdapter(list[str], config=ConfigDict(strict=True))  # a [synonyms] value: text in a list
 
 
 @dataclass
@@ -270,12 +271,19 @@ def parse_synonyms(table, where: str) -> dict[str, list[str]]:
             raise SourcesError(f"{where}: a word must be non-empty text")
         if isinstance(phrases, str):
             raise SourcesError(f"{here}: must be a list, e.g. {key} = [\"{phrases}\"] (a single synonym too goes in [ ])")
-        if not isinstance(phrases, list) or not phrases:
+        try:
+            phrases = _SYNONYM_LIST.validate_python(phrases)
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            if not loc:
+                raise SourcesError(f"{here}: must be a non-empty list of words or phrases in quotes") from None
+            raise SourcesError(f"{here}: {phrases[loc[0]]!r} is not a word or phrase in quotes") from None
+        if not phrases:
             raise SourcesError(f"{here}: must be a non-empty list of words or phrases in quotes")
         if len(phrases) > MAX_SYNONYMS:
             raise SourcesError(f"{here}: {len(phrases)} synonyms; at most {MAX_SYNONYMS} (each one dilutes the question)")
         for phrase in phrases:
-            if not isinstance(phrase, str) or not phrase.strip():
+            if not phrase.strip():
                 raise SourcesError(f"{here}: {phrase!r} is not a word or phrase in quotes")
             if len(phrase) > MAX_PHRASE_CHARS:
                 raise SourcesError(f"{here}: a synonym longer than {MAX_PHRASE_CHARS} characters ({phrase[:40]!r}…)")
