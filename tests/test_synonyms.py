@@ -190,13 +190,17 @@ def test_the_slack_reply_and_the_query_log_say_what_was_searched(index, sample_s
 
 
 def test_the_readme_example_through_the_real_cli_with_the_sample_wikis_own_sources(index, tmp_path):
-    """`kb sync` and `kb ask` with nothing configured: the sample wiki, its `docent.toml` and its
-    [synonyms], in a database of their own."""
+    """`echo "how many vacation days do I get?" | kb run` with nothing configured — the README's
+    "Try it": the sample wiki synced with its `docent.toml` and its [synonyms], then the question
+    answered at the prompt — and `kb ask --json`, in a database of their own."""
     with scratch_database(index, "docent_synonyms") as url:
         env = {"KB_HOME": str(tmp_path / "home"), "DATABASE_URL": url.render_as_string(hide_password=False),
-               "KB_SOURCES": None, "KB_WIKI": None}
-        synced = _kb("sync", env=env, timeout=300)
-        assert synced.returncode == 0, synced.stderr
+               "KB_SOURCES": None, "KB_WIKI": None, "SLACK_BOT_TOKEN": None, "COLUMNS": "200"}
+        run = _kb("run", env=env, stdin=README_QUESTION + "\n", timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert "searched for: how many vacation days do I get? (synonyms: vacation → annual leave)" in run.stdout
+        assert "not sure" not in run.stdout and "Full-time employees get 25 days" in run.stdout
+        assert "[1] Leave policy › Annual leave" in run.stdout
         result = _kb("ask", "--json", env=env, stdin=README_QUESTION + "\n")
         assert result.returncode == 0, result.stderr
         data = json.loads(result.stdout)
@@ -204,10 +208,6 @@ def test_the_readme_example_through_the_real_cli_with_the_sample_wikis_own_sourc
         assert data["lead"].startswith("Full-time employees get 25 days of paid annual leave")
         assert (data["sources"][0]["title"], data["sources"][0]["heading_path"]) == ("Leave policy", "Annual leave")
         assert data["searched"] == "how many vacation days do I get? (synonyms: vacation → annual leave)"
-        text = _kb("ask", README_QUESTION, env={**env, "COLUMNS": "200"})
-        assert text.returncode == 0, text.stderr
-        assert "searched for: how many vacation days do I get? (synonyms: vacation → annual leave)" in text.stdout
-        assert "not sure" not in text.stdout and "Full-time employees get 25 days" in text.stdout
 
 
 def test_the_sample_wikis_sources_file_is_the_default_configuration():
