@@ -211,7 +211,7 @@ def read_sources_file(path: Path) -> SourcesFile:
 
             data = tomllib.loads(text)
     except Exception as exc:  # tomllib / yaml syntax errors
-        raise SourcesError(f"{path}: {exc}") from None
+        raise SourcesError(f"{path}: {exc}{_quoting_hint(text, str(exc))}") from None
     if not isinstance(data, dict):
         raise SourcesError(f"{path}: expected a mapping with a sources list (and optionally scopes)")
     unknown = set(data) - set(_TOP_LEVEL)
@@ -227,6 +227,20 @@ def read_sources_file(path: Path) -> SourcesFile:
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
     return SourcesFile(sources=sources, access=parse_access(data, str(path)),
                        synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"))
+
+
+def _quoting_hint(text: str, error: str) -> str:
+    """For a TOML line whose key needs quotes (`年假 = [...]`, `time off = [...]`: bare keys are
+    ASCII letters, digits, '-', '_' and '.'), how to write it; else nothing."""
+    where = re.search(r"at line (\d+)", error)
+    lines = text.splitlines()
+    if not where or not 0 < int(where.group(1)) <= len(lines):
+        return ""
+    line = lines[int(where.group(1)) - 1]
+    key = line.partition("=")[0].strip()
+    if "=" not in line or not key or key[0] in "\"'[#" or re.fullmatch(r"[A-Za-z0-9_.-]+", key):
+        return ""
+    return f" — a key with spaces or non-ASCII letters goes in quotes: \"{key}\" = …"
 
 
 def parse_access(data: dict, where: str) -> AccessConfig:

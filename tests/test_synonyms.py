@@ -59,6 +59,16 @@ def test_a_badly_shaped_entry_names_the_file_the_table_and_the_key(tmp_path, tab
     assert str(raised.value) == f"{path}: {message}"
 
 
+@pytest.mark.parametrize("line, key", [('年假 = ["annual leave"]', "年假"), ('time off = ["leave"]', "time off")])
+def test_a_toml_key_that_needs_quotes_says_how_to_write_it(tmp_path, line, key):
+    path = write(tmp_path, SOURCE + "[synonyms]\n" + line + "\n")
+    with pytest.raises(SourcesError) as raised:
+        read_sources_file(path)
+    assert str(raised.value).startswith(f"{path}: ")
+    assert str(raised.value).endswith(f"(at line 6, column {1 if key == '年假' else 6}) — a key with spaces or "
+                                      f"non-ASCII letters goes in quotes: \"{key}\" = …")
+
+
 @pytest.mark.parametrize("table, message", [
     ({"Vacation": ["annual leave"], "vacations": ["PTO"]},
      "[synonyms] 'vacations': is the same word as 'Vacation' to the keyword index (case and endings are ignored); "
