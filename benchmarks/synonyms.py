@@ -13,6 +13,12 @@ process on the same index: no synonyms; the keyword leg with added terms weighed
 Printed per corpus and variant: rank of the expected page (hit@1, MRR over the top 10), outcomes
 (answerable answered / uncertain / not found, unanswerable answered), then each question whose
 rank or outcome differs from no synonyms.
+
+    python -m benchmarks.synonyms --homes '/tmp/kb-{corpus}' --timing sg
+
+What the added terms cost the keyword leg: every public question of the corpus searched by BM25
+as asked and with the sample's `vacation` → "annual leave", `PTO` → "annual leave" terms added
+(three terms at weight 0.5), alternating, `ROUNDS` rounds, in one process: p50 / p95 ms and ratios.
 """
 
 from __future__ import annotations
@@ -127,11 +133,50 @@ def changes(reports: list[dict]) -> str:
     return "\n".join(lines) or "(no question changed)"
 
 
+ROUNDS = 5
+
+
+def timing(corpus: str, home: Path) -> str:
+    import statistics
+    import time
+
+    from benchmarks.gate_questions import question_sets
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+
+    added = {"annual": 0.5, "leav": 0.5, "pto": 0.5}
+    index = Index(IndexConfig(home=home))
+    ms: dict[str, list[float]] = {"as asked": [], "3 terms added": []}
+    try:
+        asked = [q["question"] for q in question_sets(corpus)["public"]]
+        index.bm25.search(asked[0], None, 100)  # load the keyword index
+        for round_ in range(ROUNDS):
+            for i, question in enumerate(asked):
+                order = [None, added] if (round_ + i) % 2 == 0 else [added, None]
+                for extra in order:
+                    started = time.perf_counter()
+                    index.bm25.search(question, None, 100, extra)
+                    ms["3 terms added" if extra else "as asked"].append((time.perf_counter() - started) * 1000)
+    finally:
+        index.close()
+    p = {name: (statistics.median(v), statistics.quantiles(v, n=20)[-1]) for name, v in ms.items()}
+    base = p["as asked"]
+    lines = [f"| corpus | keyword search | p50 ms | p95 ms | ratio p50 / p95 |", "|---|---|---|---|---|"]
+    for name, (p50, p95) in p.items():
+        lines.append(f"| {corpus} ({len(asked)} questions × {ROUNDS}) | {name} "
+                     f"| {p50:.2f} | {p95:.2f} | {p50 / base[0]:.2f} / {p95 / base[1]:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--homes", required=True, help="KB home of each corpus, with {corpus} in it")
     parser.add_argument("--corpora", default="sample,clef,sg")
+    parser.add_argument("--timing", metavar="CORPUS", help="only time the keyword leg with and without added terms")
     args = parser.parse_args(argv)
+    if args.timing:
+        print(timing(args.timing, Path(args.homes.format(corpus=args.timing))))
+        return
     reports = [measure(c, Path(args.homes.format(corpus=c))) for c in args.corpora.split(",")]
     print(table(reports))
     print()
