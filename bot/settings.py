@@ -6,7 +6,7 @@ Every variable is listed in the README's configuration table; keep the two in st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,6 +14,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from connectors.access import AccessConfig
 from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms
 from indexing.config import IndexConfig
+
+if TYPE_CHECKING:
+    from indexing.synonyms import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,7 +135,7 @@ class Settings(BaseSettings):
                                  exclude=self.excludes, url_template=self.kb_url_template, access=self.kb_access)]
         return load_sources(SAMPLE_SOURCES)
 
-    def synonyms(self):
+    def synonyms(self) -> Synonyms:
         """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
         analysed for the keyword leg (`indexing.synonyms.Synonyms`); none for `KB_WIKI`.
         A bad entry raises `SourcesError` naming the file, the table and the key."""

@@ -25,10 +25,14 @@
     users = ["U0ALICE01"]             # direct messages with Docent: these users ("*": every member)
     usergroups = ["S0HRSTAFF"]        # ... and the members of these user groups
 
+    [synonyms]                        # the asker's word → the wiki's words (indexing.synonyms)
+    vacation = ["annual leave", "paid time off", "PTO"]
+    "年假" = ["annual leave"]          # keys with spaces or CJK characters in quotes
+
 `public` is visible everywhere (in Slack Connect channels too, unless `shared_channels = "none"`);
 any other scope only where a `[scopes.NAME]` table says so. Paths in `location` are relative to
 the sources file's folder. A YAML file has the same shape: a `sources:` list, a `scopes:`
-mapping and `shared_channels`. (In TOML, top-level keys go before the first table.)
+mapping, `shared_channels` and a `synonyms:` mapping. (In TOML, top-level keys go before the first table.)
 
 Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
 type coercion): a typo, a number where text belongs or a bare string where a list belongs
