@@ -72,7 +72,7 @@ class Answer:
     signals: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" | "not_found"; found == (outcome != "not_found")
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
-    searched: str | None = None  # the question as searched when typos were repaired (indexing.spelling)
+    searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
 
     def to_json(self) -> dict:
         return {
@@ -124,7 +124,9 @@ def answer_question(
     clock = time.perf_counter()
     answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
                     timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome,
-                    searched=retrieval.searched if retrieval.searched != question else None)
+                    searched=retrieval.searched_for)
+    if answer.searched:  # logged with the question (query_log.signals), and shown again on a re-render
+        answer.signals["searched"] = answer.searched
     lead: list[LeadSentence] = []
     if answer.found:
         lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),

@@ -6,14 +6,17 @@ Every variable is listed in the README's configuration table; keep the two in st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.access import AccessConfig
-from connectors.sources import SourceConfig, load_access, load_sources
+from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms
 from indexing.config import IndexConfig
+
+if TYPE_CHECKING:
+    from indexing.synonyms import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +36,7 @@ def _sample_wiki() -> Path:
 
 
 SAMPLE_WIKI = _sample_wiki()
+SAMPLE_SOURCES = SAMPLE_WIKI / "docent.toml"  # the sample's own sources file: its source and [synonyms]
 
 
 def secret(value: SecretStr | None) -> str | None:
@@ -104,6 +108,7 @@ class Settings(BaseSettings):
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
             typo_repair=self.kb_typo_repair,
+            synonyms=self.synonyms(),
             min_cosine=self.kb_gate_min_cosine,
             gate_refuse_below=self.kb_gate_refuse_below,
             gate_answer_from=self.kb_gate_answer_from,
@@ -131,7 +136,18 @@ class Settings(BaseSettings):
         if self.kb_wiki is not None:
             return [SourceConfig(name=self.kb_source_name, location=Path(self.kb_wiki).resolve(), kind="markdown",
                                  exclude=self.excludes, url_template=self.kb_url_template, access=self.kb_access)]
-        return [SourceConfig(name="sample", location=SAMPLE_WIKI, kind="markdown", exclude=["*.jsonl"])]
+        return load_sources(SAMPLE_SOURCES)
+
+    def synonyms(self) -> Synonyms:
+        """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
+        analysed for the keyword leg (`indexing.synonyms.Synonyms`); none for `KB_WIKI`.
+        A bad entry raises `SourcesError` naming the file, the table and the key."""
+        from indexing.synonyms import Synonyms
+
+        if self.kb_sources is None and self.kb_wiki is not None:
+            return Synonyms()
+        path = self.kb_sources if self.kb_sources is not None else SAMPLE_SOURCES
+        return Synonyms.from_table(load_synonyms(path), f"{path}: [synonyms]")
 
     def access_config(self) -> AccessConfig:
         """Where each access scope is visible: the sources file's `[scopes.*]` and `shared_channels`.

@@ -48,6 +48,7 @@ from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
 from indexing.spelling import Repair, repair_question
 from indexing.store import ChunkHit
+from indexing.synonyms import Expansion
 
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
 
@@ -86,11 +87,20 @@ class Retrieval:
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
     question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
+    expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
 
     @property
     def searched(self) -> str:
         """The question as both legs, the gate and the lead read it."""
         return self.repair.text if self.repair else self.question
+
+    @property
+    def searched_for(self) -> str | None:
+        """What the reply's "Searched for …" shows: the repaired question and the synonyms added;
+        None when the question was searched as asked."""
+        if not self.expansion:
+            return self.searched if self.searched != self.question else None
+        return f"{self.searched} (synonyms: {self.expansion.describe()})"
 
 
 def retrieve(
@@ -114,17 +124,18 @@ def retrieve(
 
     repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
     searched = repair.text  # the question as both legs, the gate and the lead read it
+    expansion = cfg.synonyms.expand(searched) if cfg.synonyms else Expansion()  # after repair: keys match repaired words
     lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []
     embedding: list[float] | None = None
     if mode != "bm25":
-        embedding = index.embedder.embed_query(searched)
+        embedding = index.embedder.embed_query(expansion.vector_text(searched) if cfg.synonyms_in_vector else searched)
         lap("embed")
         dense = index.store.dense_search(embedding, scopes, cfg.vector_candidates)
         lap("vector")
     if mode != "vector":
-        keyword = index.bm25.search(searched, scopes, cfg.bm25_candidates)
+        keyword = index.bm25.search(searched, scopes, cfg.bm25_candidates, expansion.terms)
         lap("bm25")
 
     if mode == "hybrid-rrf":
@@ -139,7 +150,8 @@ def retrieve(
     lap("fuse")
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
-                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding)
+                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,
+                     expansion=expansion)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:
