@@ -91,6 +91,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
                 "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
                 "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)],
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
+                **({"rerank": [s.rerank for s in answer.sources]} if index.rerank is not None else {}),
             })
     finally:
         index.config.top_k = saved_top_k
