@@ -140,8 +140,8 @@ class CrossEncoderReranker:
                 from sentence_transformers import CrossEncoder
 
                 model = CrossEncoder(self.path, device="cpu")
-                if self.max_length and (model.max_length or 10**6) > self.max_length:
-                    model.max_length = self.max_length  # longer sections cost quadratically more, and the head comes first
+                if self.max_length and (model.max_seq_length or 10**6) > self.max_length:
+                    model.max_seq_length = self.max_length  # no more than BERT-sized models read; the header comes first
                 self._model = model
             return self._model
 
