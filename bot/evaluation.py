@@ -155,7 +155,8 @@ def score(rows: list[dict]) -> dict:
     if latencies:
         out["latency_p50_ms"] = round(percentile(latencies, 50), 2)
         out["latency_p95_ms"] = round(percentile(latencies, 95), 2)
-        for stage in ("embed", "vector", "bm25", "fuse", "answer"):
+        reranked = any("rerank" in r["timings_ms"] for r in rows)
+        for stage in ("embed", "vector", "bm25", "fuse", *(("rerank",) if reranked else ()), "answer"):
             values = [r["timings_ms"].get(stage, 0.0) for r in rows]
             out[f"{stage}_p50_ms"] = round(percentile(values, 50), 2)
             out[f"{stage}_p95_ms"] = round(percentile(values, 95), 2)
