@@ -81,6 +81,7 @@ class Settings(BaseSettings):
     kb_rerank_format: Literal["auto", "tei", "cohere"] = "auto"
     kb_rerank_top_n: int = Field(default=10, ge=1)
     kb_rerank_timeout_ms: float = Field(default=300.0, gt=0)
+    kb_rerank_max_chars: int = Field(default=1500, ge=100)  # of each section per pair: the stage's cost is its length
     kb_rerank_refuse_below: float | None = None  # fitted for the backend by `kb eval --calibrate`; unset: order only
     kb_rerank_answer_from: float | None = None
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
@@ -119,7 +120,7 @@ class Settings(BaseSettings):
             rerank=RerankConfig(
                 backend=self.kb_rerank, url=self.kb_rerank_url, model=self.kb_rerank_model,
                 api_key=secret(self.kb_rerank_api_key), wire_format=self.kb_rerank_format, top_n=self.kb_rerank_top_n,
-                timeout_ms=self.kb_rerank_timeout_ms, refuse_below=self.kb_rerank_refuse_below,
+                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars, refuse_below=self.kb_rerank_refuse_below,
                 answer_from=self.kb_rerank_answer_from),
         )
 
