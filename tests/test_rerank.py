@@ -267,8 +267,10 @@ def test_settings_choose_the_backend_once_and_refuse_what_cannot_work(tmp_path, 
     monkeypatch.setenv("KB_RERANK", str(model_folder))
     monkeypatch.setenv("KB_RERANK_TOP_N", "7")
     monkeypatch.setenv("KB_RERANK_TIMEOUT_MS", "150")
+    monkeypatch.setenv("KB_RERANK_MAX_CHARS", "600")
     config = Settings(kb_home=tmp_path).index_config().rerank
-    assert (config.backend, config.top_n, config.timeout_ms, config.thresholds) == (str(model_folder), 7, 150, None)
+    assert (config.backend, config.top_n, config.timeout_ms, config.max_chars, config.thresholds) == \
+        (str(model_folder), 7, 150, 600, None)
     assert isinstance(make_reranker(config), CrossEncoderReranker)
     monkeypatch.setenv("KB_RERANK_URL", "http://127.0.0.1:9/rerank")
     monkeypatch.setenv("KB_RERANK_API_KEY", "rk-1")
