@@ -305,3 +305,20 @@ def test_eval_calibrate_fits_and_writes_the_rerank_thresholds(index, kb_home, ha
     lines = env_file.read_text().splitlines()
     assert f"KB_RERANK_REFUSE_BELOW={fitted['refuse_below']:.6g}" in lines
     assert f"KB_RERANK_ANSWER_FROM={fitted['answer_from']:.6g}" in lines
+
+
+def test_a_pair_holds_where_the_section_is_and_a_long_one_its_matched_chunks_cut_at_a_word():
+    from indexing.retrieval import Hit
+
+    def hit(text, matched):
+        return Hit(parent_id="p", doc_id="d", source="s", path="leave.md", title="Leave policy",
+                   heading_path=["Annual leave", "Carrying days over"], url="", text=text, matched=matched,
+                   updated_at=None, score=1.0, cosine=0.5, bm25=1.0)
+
+    assert section_text(hit("You may carry over 5 days.", []), 1500) == \
+        "Leave policy › Annual leave › Carrying days over\nYou may carry over 5 days."
+    long = hit("intro words " * 300, ["the matched chunk about carrying days over", "a second chunk"])
+    assert section_text(long, 1500) == ("Leave policy › Annual leave › Carrying days over\n"
+                                        "the matched chunk about carrying days over\na second chunk")
+    cut = section_text(hit("word " * 1000, []), 300)
+    assert len(cut) <= 300 and cut.endswith("word") and cut.startswith("Leave policy › ")
