@@ -121,11 +121,13 @@ class CrossEncoderReranker:
 
     Torch runs with the threads the embedder uses (its default, one per core, with
     `OMP_WAIT_POLICY=PASSIVE` set by `indexing.embedding` before torch loads). One call at a time
-    (`workers = 1`): two forward passes at once on 2 cores only slow both."""
+    (`workers = 1`): two forward passes at once on 2 cores only slow both. Pairs go through in
+    batches of `batch` (4): a call past its deadline stops at the next batch, so a timed-out
+    question leaves at most one small batch running behind the next one."""
 
     workers = 1
 
-    def __init__(self, path: str, batch: int = 16, max_length: int | None = 512) -> None:
+    def __init__(self, path: str, batch: int = 4, max_length: int | None = 512) -> None:
         self.path = path
         self.batch = batch
         self.max_length = max_length
