@@ -46,6 +46,7 @@ from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported f
 )
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
+from indexing.rerank import RerankRun
 from indexing.spelling import Repair, repair_question
 from indexing.store import ChunkHit
 from indexing.synonyms import Expansion
@@ -70,6 +71,7 @@ class Hit:
     score: float  # fused score (relative to this question; only for ordering)
     cosine: float | None  # best cosine similarity of its children, if the vector leg found one
     bm25: float | None  # best BM25 score of its children, if the keyword leg found one
+    rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.rerank)
 
     @property
     def heading(self) -> str:
@@ -88,6 +90,7 @@ class Retrieval:
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
     question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
     expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
+    rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
 
     @property
     def searched(self) -> str:
@@ -143,15 +146,21 @@ def retrieve(
     else:
         alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(searched) else cfg.vector_weight)
         parent_score, by_parent = score_parents(dense, keyword, alpha)
-    hits = _parents(index, parent_score, by_parent, dense, keyword, top_k, scopes)
+    stage = index.rerank  # indexing.rerank: None when KB_RERANK is off
+    hits = _parents(index, parent_score, by_parent, dense, keyword, max(top_k, stage.top_n) if stage else top_k, scopes)
     terms = question_terms(index, searched, scopes)
-    signals = gate_signals(searched, terms, dense, keyword, hits)
-    outcome = gate_outcome(signals, cfg) if hits else NOT_FOUND_OUTCOME
+    signals = gate_signals(searched, terms, dense, keyword, hits)  # of the fused order: the gate a fallback keeps
     lap("fuse")
+    run = None
+    if stage is not None and hits:
+        hits, signals, run = stage.rerank(searched, hits, signals)
+        lap("rerank")
+    hits = hits[:top_k]
+    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else NOT_FOUND_OUTCOME
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,
-                     expansion=expansion)
+                     expansion=expansion, rerank=run)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:
