@@ -26,7 +26,7 @@
   deletion through (and its deletions are not counted).
 - Each stored section's sentences are embedded with it, for the answer's lead
   (`indexing.sentence_vectors`: cached by text like the children, written and deleted with the
-  section); a full sync (`prune`) first backfills documents indexed before that existed.
+  section); a full sync (`prune`) also backfills documents indexed before that existed.
 - BM25 is rebuilt once at the end if anything changed.
 
 No one document can stop or stall a sync. Whatever a connector yields is made storable first (NUL
@@ -337,8 +337,8 @@ def _embed(index: Index, pending: list[_ChunkedDocument],
     previous version stays searchable until a later sync embeds it.
     """
     texts = [c.embed_text for item in pending for p in item.parents for c in p.children]
-    sections = [sentence_vectors.of_parents(item.doc.title, item.parents) for item in pending]
     try:
+        sections = [sentence_vectors.of_parents(item.doc.title, item.parents) for item in pending]
         with index.session() as s, s.begin():
             vectors = embed_with_cache(s, index.embedder, texts)
             sentence_vectors.embed_sections(s, index.embedder, [section for doc in sections for section in doc])
