@@ -90,7 +90,10 @@ def articles(mirror: Path) -> dict[str, list[Paragraph]]:
 def evaluation_titles() -> set[str]:
     """The SQuAD 2.0 dev articles the `squad` evaluation corpus is built from."""
     folder = SHARED / "squad2-wiki"
-    return {p.stem.replace("_", " ").lower() for p in folder.glob("*.md")}
+    titles = {p.stem.replace("_", " ").lower() for p in folder.glob("*.md")}
+    if not titles:
+        raise SystemExit(f"{folder} holds no articles: set KB_SHARED_CORPORA, so the overlap check can run")
+    return titles
 
 
 def words(text: str) -> list[str]:
