@@ -8,7 +8,7 @@ the step are written to `OUT/checkpoint/`; a second run with the same `--out` go
 after the last step, in Hugging Face format, for `benchmarks.reader_eval` and the ONNX export.
 
     python -m benchmarks.reader_train --pairs /work/kb/reader/data/pairs.jsonl \
-        --out /work/kb/reader/runs/v1 --steps 500 --batch 16
+        --out /work/kb/reader/runs/v1 --steps 320 --batch 16
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--steps", type=int, default=320)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=4e-5)
     parser.add_argument("--warmup", type=float, default=0.06)
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
+    parser.add_argument("--frozen-layers", type=int, default=2, help="lowest transformer layers kept as they are")
     args = parser.parse_args(argv)
 
     import torch
@@ -52,7 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
     # The word-piece embeddings (half of the 22M weights) stay as the bi-encoder learnt them: on
     # ~10k pairs they would mostly drift, and their optimiser step is a third of a step's cost.
-    for weight in model.base_model.embeddings.parameters():
+    # So do the lowest `--frozen-layers` layers: no backward pass through them (the CPU budget).
+    frozen = [model.base_model.embeddings, *model.base_model.encoder.layer[: args.frozen_layers]]
+    for weight in (w for module in frozen for w in module.parameters()):
         weight.requires_grad = False
     trainable = [w for w in model.parameters() if w.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "scheduler": scheduler.state_dict(), "step": step}, tmp)
             tmp.replace(checkpoint / "state.pt")
-            if step % (args.save_every * 4) == 0 or step == args.steps:
+            if step % (args.save_every * 4) == 0:
                 snap = args.out / f"step-{step}"
                 model.save_pretrained(snap)
                 tokenizer.save_pretrained(snap)
