@@ -107,17 +107,34 @@ def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
     return target
 
 
+def load_checkpoint(model: Path):
+    """A trained reader in torch: a Hugging Face folder, or the trainer's resumable `state.pt`
+    (so a run still going can be measured at its last checkpoint)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from indexing.onnx_embedding import bundled_model_path
+
+    if model.suffix == ".pt":
+        net = AutoModelForSequenceClassification.from_pretrained(bundled_model_path(), num_labels=1)
+        net.load_state_dict(torch.load(model, weights_only=False)["model"])
+        return net.eval()
+    return AutoModelForSequenceClassification.from_pretrained(model).eval()
+
+
 def _torch_scorer(model: Path, threads: int) -> Callable[[str, list[str]], list[float]]:
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
+
+    from indexing.onnx_embedding import bundled_model_path
 
     torch.set_num_threads(threads)
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    net = AutoModelForSequenceClassification.from_pretrained(model).eval()
+    net = load_checkpoint(model)
+    tokenizer = AutoTokenizer.from_pretrained(bundled_model_path())
 
     def run(query: str, texts: list[str]) -> list[float]:
         with torch.inference_mode():
-            enc = tokenizer([query] * len(texts), texts, truncation="only_second", max_length=192,
+            enc = tokenizer([query] * len(texts), texts, truncation="only_second", max_length=128,
                             padding=True, return_tensors="pt")
             return net(**enc).logits[:, 0].tolist()
 

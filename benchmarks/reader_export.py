@@ -27,12 +27,14 @@ CHECK_PAIRS = [
 
 def export(checkpoint: Path, target: Path) -> None:
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    from indexing.onnx_embedding import _quantize
+    from benchmarks.reader_eval import load_checkpoint
+    from indexing.onnx_embedding import _quantize, bundled_model_path
 
-    model = AutoModelForSequenceClassification.from_pretrained(checkpoint, attn_implementation="eager").eval()
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = load_checkpoint(checkpoint)
+    model.set_attn_implementation("eager")  # the mask must stay an input of the traced graph
+    tokenizer = AutoTokenizer.from_pretrained(bundled_model_path())
     example = tokenizer(["a question", "another longer question here"], ["a passage", "x"], padding=True, return_tensors="pt")
 
     class Logits(torch.nn.Module):
