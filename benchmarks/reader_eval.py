@@ -87,10 +87,11 @@ def passage(hit: dict) -> str:
 
 # ---------------------------------------------------------------- scoring with a cross-encoder
 
-def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
-    """Logits of `model` (a Hugging Face sequence-classification folder, or a `.onnx` file run by
-    `indexing.reader_model`) for every (searched question, top-N section) pair; cached by `name`."""
-    rows = load_rows()
+def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENGLISH) -> Path:
+    """Logits of `model` (a Hugging Face folder or a trainer's `state.pt`, run by torch, or a
+    `.onnx` file run by `indexing.reader_model`) for every (searched question, top-N section)
+    pair of the English corpora (Chinese questions keep today's CJK gate); cached by `name`."""
+    rows = load_rows(corpora)
     target = OUT / f"ce-{name}.jsonl"
     if str(model).endswith(".onnx"):
         from indexing.reader_model import Reader
@@ -164,8 +165,10 @@ def today(row: dict) -> float:
 
 
 def hit_rank(row: dict, scores: list[float] | None, top_n: int) -> int | None:
+    """The page rank of the first expected source with the top N in the order of `scores` (fused
+    order without scores; a question a scorer did not score keeps the fused order)."""
     hits = row["hits"][:top_n]
-    order = range(len(hits)) if scores is None else sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    order = range(len(hits)) if not scores else sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     pages = list(dict.fromkeys(hits[i]["path"] for i in order))
     return next((k + 1 for k, p in enumerate(pages) if p in row["expected"]), None)
 
@@ -276,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("score")
     s.add_argument("model", type=Path)
     s.add_argument("--name", required=True)
-    s.add_argument("--top-n", type=int, default=TOP_N)
+    s.add_argument("--top-n", type=int, default=10)
     r = sub.add_parser("report")
     r.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
     r.add_argument("--top-n", type=int, default=10)
