@@ -167,7 +167,7 @@ def today(row: dict) -> float:
 def hit_rank(row: dict, scores: list[float] | None, top_n: int) -> int | None:
     """The page rank of the first expected source with the top N in the order of `scores` (fused
     order without scores; a question a scorer did not score keeps the fused order)."""
-    hits = row["hits"][:top_n]
+    hits = row["hits"][: min(top_n, len(scores))] if scores else row["hits"][:top_n]
     order = range(len(hits)) if not scores else sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     pages = list(dict.fromkeys(hits[i]["path"] for i in order))
     return next((k + 1 for k, p in enumerate(pages) if p in row["expected"]), None)
