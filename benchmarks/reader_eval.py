@@ -184,9 +184,15 @@ def _is_answerable(row: dict) -> bool:
     return row["kind"] != "not_found"
 
 
+def effective(row: dict, gate: Callable[[dict], float]) -> float:
+    """The score the gate cuts for this row: the candidate's, or today's for a Chinese question."""
+    return today(row) if row["signals"].get("cjk") else gate(row)
+
+
 def corpus_auc(rows: list[dict], gate: Callable[[dict], float]) -> float | None:
     own = [r for r in rows if r["set"] in ("public", "casual")]
-    return auc([gate(r) for r in own if _is_answerable(r)], [gate(r) for r in own if not _is_answerable(r)])
+    return auc([effective(r, gate) for r in own if _is_answerable(r)],
+               [effective(r, gate) for r in own if not _is_answerable(r)])
 
 
 def as_gate_rows(rows: list[dict], gate: Callable[[dict], float]) -> list[dict]:
@@ -194,7 +200,7 @@ def as_gate_rows(rows: list[dict], gate: Callable[[dict], float]) -> list[dict]:
     the cosine slot (no agreement bonus); Chinese rows keep their own signals (today's CJK gate)."""
     out = []
     for r in rows:
-        signals = r["signals"] if r["signals"].get("cjk") else {"best_cosine": gate(r), "cjk": False}
+        signals = r["signals"] if r["signals"].get("cjk") else {"best_cosine": effective(r, gate), "cjk": False}
         out.append({"corpus": r["corpus"], "set": r["set"], "kind": r["kind"], "id": r["id"], "signals": signals})
     return out
 
