@@ -45,19 +45,19 @@ def export(checkpoint: Path, target: Path) -> None:
         def forward(self, input_ids, attention_mask, token_type_ids):
             return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
+    with torch.inference_mode():  # before the export, which leaves the modules in training mode (dropout on)
+        enc = tokenizer([q for q, _ in CHECK_PAIRS], [t for _, t in CHECK_PAIRS], truncation="only_second",
+                        max_length=128, padding=True, return_tensors="pt")
+        reference = model(**enc).logits[:, 0].tolist()
     with tempfile.TemporaryDirectory() as tmp:
         full = Path(tmp) / "reader.onnx"
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Logits(model), tuple(example[n] for n in _INPUTS), str(full), input_names=list(_INPUTS),
+            torch.onnx.export(Logits(model).eval(), tuple(example[n] for n in _INPUTS), str(full), input_names=list(_INPUTS),
                               output_names=["logits"], opset_version=17, dynamo=False,
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "logits": {0: "batch"}})
         target.parent.mkdir(parents=True, exist_ok=True)
         _quantize(full, target)
-        with torch.inference_mode():
-            enc = tokenizer([q for q, _ in CHECK_PAIRS], [t for _, t in CHECK_PAIRS], truncation="only_second",
-                            max_length=128, padding=True, return_tensors="pt")
-            reference = model(**enc).logits[:, 0].tolist()
         from indexing.reader_model import Reader
 
         for name, path in (("float", full), ("int8", target)):
