@@ -89,12 +89,12 @@ def passage(hit: dict) -> str:
 
 def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENGLISH) -> Path:
     """Logits of `model` (a Hugging Face folder or a trainer's `state.pt`, run by torch, or a
-    `.onnx` file run by `indexing.reader_model`) for every (searched question, top-N section)
+    `.onnx` file run by `benchmarks.reader_onnx`) for every (searched question, top-N section)
     pair of the English corpora (Chinese questions keep today's CJK gate); cached by `name`."""
     rows = load_rows(corpora)
     target = OUT / f"ce-{name}.jsonl"
     if str(model).endswith(".onnx"):
-        from indexing.reader_model import Reader
+        from benchmarks.reader_onnx import Reader
 
         reader = Reader(Path(model), threads=threads)
         run = reader.logits

@@ -1,4 +1,4 @@
-"""Export a trained reader checkpoint to one int8 ONNX file (`indexing/models/reader-minilm-int8.onnx`).
+"""Export a trained reader checkpoint to one int8 ONNX file (23 MB; what would ship, were it better).
 
     python -m benchmarks.reader_export /work/kb/reader/runs/v1/final --out /work/kb/reader/reader-int8.onnx
 
@@ -58,7 +58,7 @@ def export(checkpoint: Path, target: Path) -> None:
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "logits": {0: "batch"}})
         target.parent.mkdir(parents=True, exist_ok=True)
         _quantize(full, target)
-        from indexing.reader_model import Reader
+        from benchmarks.reader_onnx import Reader
 
         for name, path in (("float", full), ("int8", target)):
             got = [Reader(path, threads=1).logits(q, [t])[0] for q, t in CHECK_PAIRS]

@@ -1,9 +1,9 @@
 """The built-in reader's cost per question for N = 5 / 10 / 20 sections, on real dumped sections.
 
-    python -m benchmarks.reader_latency --corpus clef --questions 60 --threads 2
+    python -m benchmarks.reader_latency --model /work/kb/reader/exports/v1-final.onnx --corpus clef --questions 60
 
 Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
-question's top N sections with the shipped int8 model (`indexing.reader_model`), and prints
+question's top N sections with an int8 export (`benchmarks.reader_onnx`), and prints
 p50 / p95 per N beside the baseline measured in the same process: embedding the question with
 the bundled model (today's only model call per question, int8 ONNX as well).
 """
@@ -27,13 +27,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="clef")
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--model", type=Path, required=True, help="an int8 export (benchmarks.reader_export)")
     args = parser.parse_args(argv)
     from indexing.onnx_embedding import OnnxEmbedder
-    from indexing.reader_model import MODEL, Reader
+    from benchmarks.reader_onnx import Reader
 
     rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
-    reader = Reader(args.model or MODEL, threads=args.threads)
+    reader = Reader(args.model, threads=args.threads)
     embedder = OnnxEmbedder(OUT / "latency-home", quantized=True)
     reader.score("warm up", ["warm up"])
     embedder.embed_query("warm up")

@@ -1,18 +1,13 @@
-"""The built-in reader: a MiniLM-L6 cross-encoder, int8, run by ONNX Runtime.
+"""A trained reader run by ONNX Runtime: how `benchmarks.reader_eval` scores an int8 export.
 
-It reads a (question, section) pair together and says how likely the section answers the
-question — what a bi-encoder's cosine cannot see when a page names the dental insurer but not
-whether braces are covered. `score(query, texts)` is the rerank stage's seam (`Reranker` in
-`indexing.rerank`): one number in [0, 1] per text, the sigmoid of the model's logit.
+Not shipped: no variant measured better than today's gate leave-one-corpus-out (docs/tuning.md,
+"A built-in reader"), so no model file is in the repo and nothing in `indexing/` loads one. This
+is the runner a shipped model would use — `score(query, texts)` in [0, 1], the seam of the rerank
+stage's `Reranker` — kept with the benchmarks so the next try measures exactly what would ship.
 
-The model file is shipped in the repo (`MODEL`, int8, one file), made by
-`benchmarks/reader_export.py` from the checkpoint `benchmarks/reader_train.py` trains;
-docs/reader-model.md is its card (data, provenance, licence, numbers, limits). Pairs are
-tokenised with the bundled MiniLM tokenizer (the model's own word-pieces), question first, the
-section truncated to `MAX_LENGTH` word-pieces in all, as in training.
-
-onnxruntime and tokenizers are imported on first use, and the session runs with the embedder's
-thread rules (no spinning: a finished thread sleeps), so `kb --help` stays instant.
+Pairs are tokenised with the bundled MiniLM tokenizer, question first, the section truncated to
+`MAX_LENGTH` word-pieces in all, as in training (`benchmarks.reader_train`); the section's
+word-pieces are segment 1. The session runs with the embedder's thread rule (no spinning).
 """
 
 from __future__ import annotations
@@ -23,15 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-MODEL = Path(__file__).parent / "models" / "reader-minilm-int8.onnx"
 MAX_LENGTH = 128  # question + section window, in word-pieces (the training length)
 BATCH = 16
 
 
 class Reader:
-    """Scores (question, text) pairs with the shipped cross-encoder; loaded on first use."""
+    """Scores (question, text) pairs with an exported cross-encoder; loaded on first use."""
 
-    def __init__(self, path: Path = MODEL, threads: int | None = None) -> None:
+    def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = Path(path)
         self.threads = threads
         self._session = None
