@@ -49,7 +49,7 @@ FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGR
 def collect(corpus: str, home: Path) -> Path:
     from benchmarks.gate_questions import question_sets
     from bot.lead import _searched_text
-    from bot.sentences import sentences
+    from indexing.sentences import sentences
     from indexing import bm25
     from indexing.config import IndexConfig
     from indexing.index import Index

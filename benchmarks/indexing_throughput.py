@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.indexing_throughput [--limit N]
 
-Syncs into a fresh data directory (empty embedding cache), and embeds the very same child
+Syncs into a fresh data directory (empty embedding cache; the sync embeds the children and the
+lead's sentences, `indexing.sentence_vectors`), and embeds the very same child
 texts directly with the same model in the same process, once before and once after the sync
 (the machines are shared: bracketing the sync evens out load drift; the raw rate is their mean):
 the ratio of the two rates is the pipeline's overhead (reading, chunking, Postgres writes,
@@ -76,6 +77,7 @@ def main() -> None:
 
     table("Indexing throughput (same process, same model)", [
         ("pages synced", report.added), ("pages failed", report.failed), ("child chunks", report.chunks),
+        ("the lead's sentence vectors written", report.sentences), ("texts embedded (children + sentences)", report.embedded),
         ("full sync, s", full), ("pages/s", report.added / full), ("chunks/s end to end", report.chunks / full),
         ("raw embedding before / after the sync, chunks/s", f"{len(texts) / raw_before:.2f} / {len(texts) / raw_after:.2f}"),
         ("raw embedding, chunks/s (mean time)", len(texts) / raw), ("pipeline / raw rate", (report.chunks / full) / (len(texts) / raw)),

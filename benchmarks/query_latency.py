@@ -1,11 +1,20 @@
 """Query latency: retrieval + extractive answer over the handbook's eval questions, model loaded.
 
     .venv/bin/python -m benchmarks.query_latency [--home KB_HOME_WITH_HANDBOOK] [--repeat 3] [--scope S]
+        [--lead-vectors stored,question-time]
 
 Without `--home`, syncs the 821-page handbook into a fresh index first (slow: embedding).
 The baseline in the same process is embedding the question alone, the floor for any answer.
 `--scope` (repeatable) searches only those access scopes, as every Slack question does; without
 it, all scopes (as `kb ask` on the command line). The two take different query plans in Postgres.
+
+`--lead-vectors stored,question-time` compares, in the same process and round by round, the lead
+reading its sentence vectors from the index (`indexing.sentence_vectors`, stored at sync time)
+with embedding them when asked, as before they were stored: in `question-time` rounds the lookup
+finds nothing (`bot.lead.stored_vectors` answers {}) and the process's sentence cache is emptied
+before every answer, so each answer embeds its sentences as a question about sections nobody
+asked recently does. (Its question vector still comes from retrieval; before, the lead embedded
+the question a second time, ~5-20 ms more.) Rounds of each setting alternate.
 """
 
 from __future__ import annotations
@@ -22,7 +31,14 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="a data directory that already holds the handbook")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scope", action="append", default=None, help="access scope to search (repeatable; default: all)")
+    parser.add_argument("--lead-vectors", default="stored",
+                        help="where the lead's sentence vectors come from, alternating round by round: "
+                             "'stored' (the index), 'question-time' (embedded per answer, cold), or both: 'stored,question-time'")
     args = parser.parse_args()
+    import bot.lead
+
+    settings = args.lead_vectors.split(",")
+    stored_vectors = bot.lead.stored_vectors
 
     from bot.knowledge import KnowledgeBase
     from connectors.access import Audience
@@ -39,23 +55,42 @@ def main() -> None:
     audience = Audience.limited(args.scope) if args.scope else Audience.operator()
     kb.ask("warm-up question about the handbook", audience)
 
-    embed_only, total, stages = [], [], {}
-    for _ in range(args.repeat):
+    embed_only, total, stages = [], {s: [] for s in settings}, {s: {} for s in settings}
+    leads: dict[str, list[str]] = {s: [] for s in settings}
+    embedded_when_stored = 0  # sentences the lead still had to embed in 'stored' rounds (none stored for them)
+    for r in range(args.repeat * len(settings)):
+        setting = settings[r % len(settings)]
+        bot.lead.stored_vectors = stored_vectors if setting == "stored" else (lambda *a: {})
+        bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
         for q in questions:
             started = time.perf_counter()
             index.embedder.embed_query(q)
             embed_only.append((time.perf_counter() - started) * 1000)
+            if setting == "question-time":
+                bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
             started = time.perf_counter()
             answer = kb.ask(q, audience)
-            total.append((time.perf_counter() - started) * 1000)
-            for stage in ("embed", "vector", "bm25", "fuse", "answer"):
-                stages.setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
-    rows = [("questions × repeats", len(total)), ("chunks in index", index.chunk_count()),
+            total[setting].append((time.perf_counter() - started) * 1000)
+            for stage in ("embed", "vector", "bm25", "fuse", "lead", "answer"):
+                stages[setting].setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
+            if r < len(settings):
+                leads[setting].append(answer.lead)
+        if setting == "stored":
+            embedded_when_stored += len(bot.lead.SENTENCE_VECTORS._items)
+    bot.lead.stored_vectors = stored_vectors
+    rows = [("questions × repeats (per setting)", len(total[settings[0]])), ("chunks in index", index.chunk_count()),
             ("scopes searched", ", ".join(args.scope) if args.scope else "all"),
-            ("embed question only p50, ms", pct(embed_only, 50)),
-            ("answer p50, ms", pct(total, 50)), ("answer p95, ms", pct(total, 95)),
-            ("answer p95 / embed-only p50", pct(total, 95) / pct(embed_only, 50))]
-    rows += [(f"{stage} p50 / p95, ms", f"{pct(v, 50):.1f} / {pct(v, 95):.1f}") for stage, v in stages.items()]
+            ("embed question only p50, ms", pct(embed_only, 50))]
+    for setting in settings:
+        rows += [(f"lead vectors {setting}: answer p50, ms", pct(total[setting], 50)),
+                 ("  answer p95, ms", pct(total[setting], 95)),
+                 ("  answer p95 / embed-only p50", pct(total[setting], 95) / pct(embed_only, 50))]
+        rows += [(f"  {stage} p50 / p95, ms", f"{pct(v, 50):.1f} / {pct(v, 95):.1f}") for stage, v in stages[setting].items()]
+    if "stored" in settings:
+        rows.append(("sentences embedded at question time in 'stored' rounds", embedded_when_stored))
+    if len(settings) > 1:
+        same = sum(a == b for a, b in zip(*(leads[s] for s in settings)))
+        rows.append((f"same lead text, {' vs '.join(settings)}", f"{same} / {len(questions)}"))
     rows.append(("peak RSS, MB", peak_rss_mb()))
     table("Query latency (retrieval + extractive answer, warm)", rows)
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.scale [--chunks 100000] [--baseline 5000] [--real 3000] [--repeat 3]
         [--threads 0,1] [--noise 0.1] [--seed 5] [--cache-dir DIR] [--keep] [--no-reindex] [--scope public]
-        [--lead all,8 --cold-lead]
+        [--lead all,8 --cold-lead] [--lead-vectors stored,question-time]
 
 Two throwaway indexes (each its own temporary KB home with an embedded Postgres, deleted at
 exit unless `--keep`) are built the same way, through Docent's real write path, then the
@@ -32,7 +32,10 @@ How the corpora are made (embedding 100k texts with the real model would take ~4
 3. **Writing.** Every child's vector is written into the index's `embedding_cache` table under
    its real key; then the unmodified `indexing.sync.sync_documents` runs over the real and
    synthetic `SourceDocument`s: chunking, the embedding cache lookup (the model is never
-   called — checked), per-document transactions into `data_docent_chunks` with its HNSW index
+   called — checked), the lead's sentence vectors (`indexing.sentence_vectors`: a real page's
+   sentences embedded with the real model once and kept in the same disk cache; a synthetic
+   section's sentences get its mixed vector plus fresh noise, like its children, prefilled in
+   the cache too), per-document transactions into `data_docent_chunks` with its HNSW index
    in place, and the BM25 rebuild. The baseline is the real pages plus the first synthetic pages
    of the same stream, so it is a subset of the large index.
 
@@ -69,7 +72,7 @@ import numpy as np
 
 from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, eval_questions, pct, require
 
-STAGES = ("embed", "vector", "bm25", "fuse", "answer")
+STAGES = ("embed", "vector", "bm25", "fuse", "lead", "answer")
 # Heading, code-fence and HTML-block lines are never put in a synthetic body: under CommonMark an
 # HTML comment or block opened by one half-chunk (`<!--` without its `-->`) runs over the next
 # `## heading`, and the page would no longer have one section per parent.
@@ -189,7 +192,7 @@ def real_vectors(embedder, texts: list[str], cache_dir: Path) -> tuple[np.ndarra
     missing = sorted({k: t for k, t in zip(keys, texts) if k not in known}.items(), key=lambda kv: len(kv[1]))
     seconds = 0.0
     if missing:
-        print(f"embedding {len(missing):,} real chunks with the model (once; cached in {path}) …", flush=True)
+        print(f"embedding {len(missing):,} real texts with the model (once; cached in {path}) …", flush=True)
         started = time.perf_counter()
         vecs = embedder.embed_texts([t for _, t in missing])
         seconds = time.perf_counter() - started
@@ -201,10 +204,13 @@ def real_vectors(embedder, texts: list[str], cache_dir: Path) -> tuple[np.ndarra
 
 
 def synthetic_pages(corpus: Corpus, seed: int, noise: float):
-    """Endless stream of (SourceDocument, [(embed_text, vector)]) built from the real chunks."""
+    """Endless stream of (SourceDocument, [(embed_text, vector)] of its children, [(text, vector)] of
+    its sections' sentences as the lead scores them) built from the real chunks."""
     from connectors.document import SourceDocument
     from indexing.chunking import chunk_document
     from indexing.storable import storable
+
+    from indexing.sentence_vectors import section_sentences
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -226,7 +232,7 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
             mixes.append((ia, ib, la / (la + lb)))
         doc = storable(SourceDocument(source="handbook", path=f"synthetic/page-{k:06d}.md", title=title,
                                       text="\n\n".join(sections) + "\n"))
-        out, j = [], 0
+        out, said, j = [], [], 0
         for parent in chunk_document(doc):
             while j < len(sections) and parent.text.strip() not in sections[j]:
                 j += 1
@@ -239,7 +245,23 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
                 n = nrng.standard_normal(base.shape[0]).astype(np.float32)
                 v = base + noise * n / np.linalg.norm(n)
                 out.append((child.embed_text, (v / np.linalg.norm(v)).astype(np.float32)))
-        yield doc, out
+            for sentence in section_sentences(title, parent.heading_path, parent.text, (c.text for c in parent.children)):
+                n = nrng.standard_normal(base.shape[0]).astype(np.float32)
+                v = base + noise * n / np.linalg.norm(n)
+                said.append((sentence, (v / np.linalg.norm(v)).astype(np.float32)))
+        yield doc, out, said
+
+
+def real_sentence_texts(corpus: Corpus) -> list[str]:
+    """Every sentence of the real pages as the lead scores it (what the sync stores for them)."""
+    from indexing.chunking import chunk_document
+    from indexing.sentence_vectors import of_parents
+
+    texts: dict[str, None] = {}
+    for doc in corpus.real_docs:
+        for section in of_parents(doc.title, chunk_document(doc)):
+            texts.update(dict.fromkeys(section.texts))
+    return list(texts)
 
 
 # -- one index ------------------------------------------------------------------------------
@@ -305,6 +327,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
     b.numbers["… of which BM25 rebuild, s"] = sum(bm25_seconds)
     b.numbers["sync: chunks / s"] = b.chunks / b.numbers["sync_documents, s"]
     b.numbers["texts that reached the model"] = report.embedded
+    b.numbers["sentence vectors written"] = report.sentences
     b.numbers["failed documents"] = report.failed
     b.numbers["build peak RSS, MB"] = peak_mb()
     return b
@@ -332,6 +355,8 @@ def sizes(b: Built) -> None:
             f"FROM {table} ORDER BY distance LIMIT {b.index.config.vector_candidates}"), {"v": vector}))
         conn.commit()
         b.numbers["vector leg plan (planner's choice)"] = "HNSW index scan" if "embedding_idx" in plan else "exact scan"
+        b.numbers["sentence vectors table + indexes, MB"] = q("SELECT pg_total_relation_size('sentence_vectors')") / 2**20
+        b.numbers["embedding cache table, MB"] = q("SELECT pg_total_relation_size('embedding_cache')") / 2**20
         b.numbers["keyword base in Postgres, MB"] = q("SELECT coalesce(max(length(payload)), 0) FROM keyword_bases") / 2**20
 
 
@@ -368,6 +393,10 @@ def main() -> None:
                              "settings alternate round by round like --threads")
     parser.add_argument("--cold-lead", action="store_true",
                         help="forget the lead's sentence vectors before every answer (every section unseen: the worst case)")
+    parser.add_argument("--lead-vectors", default="stored",
+                        help="where the lead's sentence vectors come from: 'stored' (the index), 'question-time' (embedded "
+                             "per answer, the process's cache emptied first, as before they were stored), or "
+                             "'stored,question-time'; settings alternate round by round like --threads")
     parser.add_argument("--scope", action="append", default=None,
                         help="ask within this access scope (repeatable; every page here is 'public'); default: all")
     args = parser.parse_args()
@@ -392,21 +421,28 @@ def main() -> None:
     corpus.vectors, embedded_now, embed_s = real_vectors(embedder, [c.embed_text for c in corpus.real], args.cache_dir)
     print(f"{len(corpus.real):,} real chunks from {len(corpus.real_docs)} pages "
           f"({embedded_now:,} embedded now{f', {embedded_now / embed_s:.1f}/s' if embedded_now else ''})", flush=True)
+    real_sentences = real_sentence_texts(corpus)
+    sentence_vecs, sentences_now, sentences_s = real_vectors(embedder, real_sentences, args.cache_dir)
+    print(f"{len(real_sentences):,} real sentences ({sentences_now:,} embedded now"
+          f"{f', {sentences_now / sentences_s:.1f}/s' if sentences_now else ''})", flush=True)
 
     # The synthetic stream, generated once; the baseline takes its first pages.
     t = time.perf_counter()
     stream = synthetic_pages(corpus, args.seed, args.noise)
     real_vecs = dict(zip((c.embed_text for c in corpus.real), corpus.vectors))
+    real_vecs.update(zip(real_sentences, sentence_vecs))
     docs_small, vecs_small = list(corpus.real_docs), dict(real_vecs)
     docs_large, vecs_large = list(corpus.real_docs), dict(real_vecs)
     count = len(corpus.real)
     while count < args.chunks:
-        doc, children = next(stream)
+        doc, children, said = next(stream)
         docs_large.append(doc)
         vecs_large.update(children)
+        vecs_large.update(said)
         if count < baseline:
             docs_small.append(doc)
             vecs_small.update(children)
+            vecs_small.update(said)
         count += len(children)
     generate_s = time.perf_counter() - t
     generated_rss = rss_mb()
@@ -438,18 +474,21 @@ def main() -> None:
     import bot.lead
 
     leads = [None] if args.lead is None else [10**9 if v == "all" else int(v) for v in args.lead.split(",")]
-    settings = [(int(n) or torch.get_num_threads(), cap) for n in args.threads.split(",") for cap in leads]
+    stored_vectors = bot.lead.stored_vectors
+    settings = [(int(n) or torch.get_num_threads(), cap, where) for n in args.threads.split(",") for cap in leads
+                for where in args.lead_vectors.split(",")]
     for r in range(args.repeat * len(settings)):  # settings alternate round by round
-        threads, cap = settings[r % len(settings)]
+        threads, cap, where = settings[r % len(settings)]
         torch.set_num_threads(threads)
         if cap is not None:
             bot.lead.EMBEDDED_SENTENCES = cap
+        bot.lead.stored_vectors = stored_vectors if where == "stored" else (lambda *a: {})
         for n, q in enumerate(questions):
             order = (small, large) if (n + r // len(settings)) % 2 == 0 else (large, small)
             for b in order:
-                if args.cold_lead:
+                if args.cold_lead or where == "question-time":
                     bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
-                threads_key = (threads, cap)
+                threads_key = (threads, cap, where)
                 t = time.perf_counter()
                 answer = kbs[id(b)].ask(q["question"], audience)
                 b.totals.setdefault(threads_key, []).append((time.perf_counter() - t) * 1000)
@@ -489,8 +528,9 @@ def main() -> None:
     row("documents (real + synthetic)", small.docs, large.docs)
     for threads in dict.fromkeys(settings):
         a, z = small.stages[threads], large.stages[threads]
-        n, cap = threads
+        n, cap, where = threads
         label = f"{n} torch thread{'s' if n > 1 else ''}" + ("" if cap is None else f", lead embeds {'all' if cap >= 10**9 else cap}")
+        label += f", lead vectors {where}"
         row(f"[{label}] answer p50, ms", pct(small.totals[threads], 50), pct(large.totals[threads], 50))
         row("  answer p95, ms", pct(small.totals[threads], 95), pct(large.totals[threads], 95))
         row("  answer max, ms", max(small.totals[threads]), max(large.totals[threads]))

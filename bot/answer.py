@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from bot.lead import LeadSentence, choose_lead, render_lead
-from bot.metrics import LLM_CALLS
+from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
 from bot.llm import NOT_FOUND, says_not_found
 from indexing.index import Index
@@ -51,6 +51,7 @@ class Source:
     url: str
     score: float
     updated_at: datetime | None
+    rerank: float | None = None  # the rerank stage's score of the cited section (None: not reranked)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -72,7 +73,7 @@ class Answer:
     signals: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" | "not_found"; found == (outcome != "not_found")
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
-    searched: str | None = None  # the question as searched when typos were repaired (indexing.spelling)
+    searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
 
     def to_json(self) -> dict:
         return {
@@ -119,15 +120,20 @@ def answer_question(
         return Answer(question=question, found=False, text=NOT_FOUND, sources=[], outcome=NOT_FOUND_OUTCOME,
                       timings_ms={"total": round((time.perf_counter() - started) * 1000, 2)})
     retrieval = retrieve(index, question, scopes=scopes, mode=mode)
+    if retrieval.rerank is not None:
+        observe_rerank(retrieval.rerank)
     sources, numbers = _sources(retrieval.hits)
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()
     answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
                     timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome,
-                    searched=retrieval.searched if retrieval.searched != question else None)
+                    searched=retrieval.searched_for)
+    if answer.searched:  # logged with the question (query_log.signals), and shown again on a re-render
+        answer.signals["searched"] = answer.searched
     lead: list[LeadSentence] = []
     if answer.found:
-        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf())
+        lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),
+                           question_vector=retrieval.question_vector, index=index)
         answer.lead = render_lead(lead)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:
@@ -165,7 +171,8 @@ def _sources(hits: list[Hit]) -> tuple[list[Source], dict[str, int]]:
         numbers[hit.doc_id] = len(sources) + 1
         sources.append(
             Source(n=len(sources) + 1, doc_id=hit.doc_id, source=hit.source, path=hit.path, title=hit.title,
-                   heading_path=hit.heading_path, url=hit.url, score=hit.score, updated_at=hit.updated_at)
+                   heading_path=hit.heading_path, url=hit.url, score=hit.score, updated_at=hit.updated_at,
+                   rerank=hit.rerank)
         )
     return sources, numbers
 

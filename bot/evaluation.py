@@ -76,6 +76,8 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
     index.config.top_k = RANK_DEPTH
     rows = []
     index.embedder.embed_query("warm-up")  # load the model before the clock starts
+    if index.rerank is not None:
+        index.rerank.warm()  # and the reranker's: its first load is not a question's budget
     try:
         for q in questions:
             started = time.perf_counter()
@@ -87,8 +89,9 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
                 "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
                 "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
-                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)],
+                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)], "lead": answer.lead,
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
+                **({"rerank": [s.rerank for s in answer.sources]} if index.rerank is not None else {}),
             })
     finally:
         index.config.top_k = saved_top_k
@@ -152,7 +155,8 @@ def score(rows: list[dict]) -> dict:
     if latencies:
         out["latency_p50_ms"] = round(percentile(latencies, 50), 2)
         out["latency_p95_ms"] = round(percentile(latencies, 95), 2)
-        for stage in ("embed", "vector", "bm25", "fuse", "answer"):
+        reranked = any("rerank" in r["timings_ms"] for r in rows)
+        for stage in ("embed", "vector", "bm25", "fuse", *(("rerank",) if reranked else ()), "answer"):
             values = [r["timings_ms"].get(stage, 0.0) for r in rows]
             out[f"{stage}_p50_ms"] = round(percentile(values, 50), 2)
             out[f"{stage}_p95_ms"] = round(percentile(values, 95), 2)

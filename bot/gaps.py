@@ -10,7 +10,11 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
   embeddings with the bundled model (cosine ≥ `SAME_QUESTION`, greedy, most asked first), so
   near-duplicates count together and each group shows one example;
 - the most down-voted answers, with the reasons given in the 👎 form;
-- pages cited often in the period whose page has not changed for `STALE_DAYS`.
+- pages cited often in the period whose page has not changed for `STALE_DAYS`;
+- synonym candidates: words of questions that were not answered or voted 👎 which the visible
+  wiki never uses but the dictionary knows (so typo repair leaves them alone) — "vacation" where
+  the wiki says "annual leave" — counted, with the questions they came from: what a wiki owner
+  adds to the sources file's `[synonyms]` (`indexing.synonyms`), or to a page.
 
 `scopes` limits the page titles to documents of those access scopes (the digest passes the scopes
 visible in its channel); questions are shown whatever their channel, so the report is for admins.
@@ -18,10 +22,12 @@ visible in its channel); questions are shown whatever their channel, so the repo
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from indexing.index import Index
 from indexing.registry import utcnow
@@ -31,6 +37,10 @@ STALE_DAYS = 180
 MAX_CLUSTERED = 1000  # the most recent unanswered questions of a period that are clustered
 VECTORS_KEPT = 20_000  # question vectors remembered in this process (never stored: questions are personal)
 TOP = 10
+MIN_WORD = 3  # shorter words are too often abbreviations or fragments to suggest as synonyms
+COMMON_WORDS = 300  # pyspellchecker's most frequent words ("many", "take", "home") are never candidates
+EXAMPLES = 3  # questions shown per synonym candidate
+_WORD = re.compile(r"(?<![A-Za-z0-9_'’])[A-Za-z]+(?![A-Za-z0-9_'’])")  # a whole word, as typo repair reads one
 
 
 @dataclass
@@ -87,6 +97,19 @@ class StalePage:
 
 
 @dataclass
+class SynonymCandidate:
+    """A word people ask with that the visible wiki never uses, in questions it failed."""
+
+    word: str
+    questions: int  # unanswered or 👎 questions holding it
+    askers: int
+    not_found: int
+    uncertain: int
+    down_voted: int
+    examples: list[str]  # up to `EXAMPLES` of those questions, most recent first
+
+
+@dataclass
 class GapsReport:
     generated_at: datetime
     days: int
@@ -96,6 +119,7 @@ class GapsReport:
     unanswered: list[QuestionGroup] = field(default_factory=list)
     down_voted: list[DownVoted] = field(default_factory=list)
     stale_pages: list[StalePage] = field(default_factory=list)
+    synonym_candidates: list[SynonymCandidate] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return _jsonable(asdict(self))
@@ -122,6 +146,7 @@ def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, sco
         unanswered=group_unanswered(index, current_rows)[:top],
         down_voted=_down_voted(index, votes, start, access, visible)[:top],
         stale_pages=_stale(current_rows, access, visible, now, stale_days)[:top],
+        synonym_candidates=synonym_candidates(index, current_rows, votes, start, scopes)[:top],
     )
 
 
@@ -286,6 +311,60 @@ def _stale(rows: list, access: dict, visible, now: datetime, stale_days: int) ->
     return sorted(pages, key=lambda p: (-p.citations, -(p.age_days or 0), p.doc_id))
 
 
+def synonym_candidates(index: Index, rows: list, votes: list, start: datetime,
+                       scopes: list[str] | None = None) -> list[SynonymCandidate]:
+    """Words of the failed questions (not found, uncertain, or voted 👎 since `start`) that no
+    page in `scopes` uses, counted by the keyword leg's stem ("vacation" and "vacations" are one
+    word, shown as it was typed most). A word counts when pyspellchecker's English list knows it
+    (a typo or a name is not a synonym to add) but not among its `COMMON_WORDS` most frequent
+    ("many", "take", "bring": no wiki owner maps those), when it is no function word, and when it
+    is not a `[synonyms]` key already. Most asked first."""
+    from indexing import bm25
+
+    down = {v.answer_id for v in votes if v.vote == "down" and v.updated_at >= start}
+    failed = [r for r in rows if unanswered(r) or (r.answer_id is not None and r.answer_id in down)]
+    if not failed:
+        return []
+    dictionary, common = _dictionary()
+    typed = [[w.lower() for w in _WORD.findall(r.question)] for r in failed]
+    words = sorted({w for ws in typed for w in ws if len(w) >= MIN_WORD and w in dictionary
+                    and w not in common and w not in bm25.QUESTION_WORDS})
+    stem_of = {w: t[0] for w, t in zip(words, bm25.tokens_of_each(words)) if len(t) == 1}  # stop words: no stem
+    synonyms = index.config.synonyms
+    keys = synonyms.keys() if synonyms else set()
+    used = index.bm25.doc_freq(set(stem_of.values()), scopes)
+    unused = {w: stem for w, stem in stem_of.items() if not used[stem] and stem not in keys}
+    asked: dict[str, list] = defaultdict(list)  # stem → failed rows holding it, most recent first
+    spellings: dict[str, Counter] = defaultdict(Counter)
+    for row, words_typed in zip(failed, typed):
+        stems = {}
+        for word in words_typed:
+            if word in unused:
+                stems[unused[word]] = word
+                spellings[unused[word]][word] += 1
+        for stem in stems:
+            asked[stem].append(row)
+    candidates = [SynonymCandidate(
+        word=min(spellings[stem], key=lambda w: (-spellings[stem][w], len(w), w)),
+        questions=len(rows_), askers=len({r.user_id for r in rows_}),
+        not_found=sum(r.outcome == "not_found" or (not r.outcome and not r.found) for r in rows_),
+        uncertain=sum(r.outcome == "uncertain" for r in rows_),
+        down_voted=sum(r.answer_id in down for r in rows_),
+        examples=list(dict.fromkeys(r.question for r in rows_))[:EXAMPLES]) for stem, rows_ in asked.items()]
+    return sorted(candidates, key=lambda c: (-c.questions, -c.askers, c.word))
+
+
+@lru_cache(maxsize=1)
+def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
+    """Typo repair's English word list, and its `COMMON_WORDS` most frequent words."""
+    from spellchecker import SpellChecker
+
+    from indexing.spelling import english_words
+
+    frequency = SpellChecker(language="en").word_frequency.dictionary
+    return english_words(), frozenset(sorted(frequency, key=lambda w: (-frequency[w], w))[:COMMON_WORDS])
+
+
 def _jsonable(value):
     if isinstance(value, datetime):
         return value.isoformat()
@@ -330,7 +409,19 @@ def as_text(report: GapsReport) -> str:
         lines.append("  none")
     lines += ["", f"Pages cited often, unchanged for {report.stale_days}+ days:"]
     lines += [f"  {p.citations:>4}× {p.title} ({p.age_days} days) {p.url}" for p in report.stale_pages] or ["  none"]
+    lines += ["", "Words the wiki never uses, in questions it failed (synonym candidates for [synonyms]):"]
+    for c in report.synonym_candidates:
+        lines.append(f"  {c.questions:>4}× {c.word}  ({candidate_outcomes(c)})")
+        lines += [f"       – {q}" for q in c.examples]
+    if not report.synonym_candidates:
+        lines.append("  none")
     return "\n".join(lines)
+
+
+def candidate_outcomes(candidate: SynonymCandidate) -> str:
+    """"2 not found, 1 uncertain, 1 👎" — what became of the questions holding the word."""
+    parts = [(candidate.not_found, "not found"), (candidate.uncertain, "uncertain"), (candidate.down_voted, "👎")]
+    return ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
 def print_gaps(index: Index, days: int, as_json: bool, echo=print) -> None:

@@ -56,22 +56,39 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
     fitted = {}
     score = {id(r): score_of(r) for r in rows}  # once per row, not once per threshold tried
     for lang in ("en", "cjk"):
-        mine = [r for r in rows if language(r) == lang]
-        answerable = [r for r in mine if r["kind"] != "not_found"]
-        unanswerable = [r for r in mine if r["kind"] == "not_found"
-                        and not (r["corpus"] in NOT_FITTED_UNANSWERABLE and r["set"] != "foreign")]
-        if not answerable:
-            fitted[lang] = (0.0, 0.0)
-            continue
-        refuse = max((t for t in GRID if (_mean_rate(answerable, lambda r: score[id(r)] < t) or 0) <= MAX_REFUSED),
-                     default=0.0)
-        own = [r for r in unanswerable if r["set"] != "foreign"]
-        foreign = [r for r in unanswerable if r["set"] == "foreign"]
-        answer = next((t for t in GRID if t >= refuse and all(
-            (_mean_rate(group, lambda r: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
-            for group in (own, foreign))), GRID[-1])
-        fitted[lang] = (refuse, answer)
+        fitted[lang] = _fit_scores([r for r in rows if language(r) == lang], score, GRID)
     return fitted
+
+
+def fit_rerank(rows: list[dict]) -> tuple[float, float] | None:
+    """(refuse_below, answer_from) for the rerank stage's best score (`KB_RERANK_REFUSE_BELOW` /
+    `KB_RERANK_ANSWER_FROM`), by the same rules as `fit`, over every language (a cross-encoder
+    reads question and section together); None when no row was reranked. A reranker's scores are
+    on its own scale, so the thresholds tried are the scores it gave; rows where the stage fell
+    back are left out."""
+    scored = [r for r in rows if r["signals"].get("rerank_best") is not None]
+    if not scored:
+        return None
+    score = {id(r): float(r["signals"]["rerank_best"]) for r in scored}
+    values = sorted(set(score.values()))
+    return _fit_scores(scored, score, [*values, values[-1] + 1e-6])
+
+
+def _fit_scores(rows: list[dict], score: dict[int, float], grid: list[float]) -> tuple[float, float]:
+    """The module docstring's two rules, for one score per row (`score`, by row id), over `grid`."""
+    answerable = [r for r in rows if r["kind"] != "not_found"]
+    unanswerable = [r for r in rows if r["kind"] == "not_found"
+                    and not (r["corpus"] in NOT_FITTED_UNANSWERABLE and r["set"] != "foreign")]
+    if not answerable:
+        return (0.0, 0.0)
+    refuse = max((t for t in grid if (_mean_rate(answerable, lambda r: score[id(r)] < t) or 0) <= MAX_REFUSED),
+                 default=grid[0])
+    own = [r for r in unanswerable if r["set"] != "foreign"]
+    foreign = [r for r in unanswerable if r["set"] == "foreign"]
+    answer = next((t for t in grid if t >= refuse and all(
+        (_mean_rate(group, lambda r: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
+        for group in (own, foreign))), grid[-1])
+    return refuse, answer
 
 
 def outcome(row: dict, thresholds: dict[str, tuple[float, float]]) -> str:

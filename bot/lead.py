@@ -3,11 +3,14 @@
 The ranking finds the right page; the reader wants the fact. Every sentence of the best-matching
 chunks of the top sections is scored by how much of the question's rare vocabulary it holds
 (IDF-weighted share of the keyword leg's terms) and by how close it is in meaning to the question
-(the bundled model's cosine). The model is the lead's whole cost, so only the `EMBEDDED_SENTENCES`
-lexically best candidates go through it (docs/benchmarks.md: the same leads on all five public
-sets, a fraction of the time). For mostly-CJK questions the English model's cosine says little,
-so the terms carry most of the weight, as in ranking. A short sentence is scored with its
-section's heading in front ("Q. Does it match my 401k?: Not at this time.").
+(the bundled model's cosine). Only the `EMBEDDED_SENTENCES` lexically best candidates are scored
+by the model (docs/benchmarks.md: the same leads on all five public sets, a fraction of the time).
+Their vectors were computed when the section was synced (`indexing.sentence_vectors`: one query
+for the candidates, cosine with the question vector retrieval already computed); a sentence
+without a stored vector (a section indexed before they existed) is embedded now, as it always
+was, and kept in this process (`SENTENCE_VECTORS`). For mostly-CJK questions the English model's
+cosine says little, so the terms carry most of the weight, as in ranking. A short sentence is
+scored with its section's heading in front ("Q. Does it match my 401k?: Not at this time.").
 
 A question that asks for a time, a share or a number ("when", "what %", "how many", "多少")
 prefers sentences holding one (`bot.answer_types`): the oldest cue in question answering.
@@ -35,9 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.answer_types import asked_type, has_digits, holds
-from bot.sentences import Sentence, sentences
 from indexing import bm25
 from indexing.retrieval import Hit, is_cjk
+from indexing.sentences import SHORT_WORDS, Sentence, in_context, sentences
+from indexing.sentences import words as _words
+from indexing.sentence_vectors import stored_vectors
 
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
@@ -50,11 +55,9 @@ RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
 COVERAGE = 0.4  # a question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth, Chinese: half)
 NUMBER_BONUS = 0.1  # a question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types)
-SHORT_WORDS = 6  # a sentence shorter than this gets its context: a neighbour to show, its heading to score
-HEADING_CONTEXT = True  # score short sentences with their section's heading (_in_context)
 NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
 EMBEDDED_SENTENCES = 8  # only the lexically best candidates are embedded (docs/benchmarks.md: same leads, a third of the cost)
-CACHED_SENTENCES = 20_000  # sentence vectors kept in this process (~30 MB at 384 float32s), most recent first
+CACHED_SENTENCES = 20_000  # sentence vectors embedded at question time kept in this process (~30 MB at 384 float32s), most recent first
 _BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
                              re.IGNORECASE)
 
@@ -67,16 +70,19 @@ class LeadSentence:
     score: float
 
 
-def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder, idf: dict[str, float]) -> list[LeadSentence]:
+def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder, idf: dict[str, float], *,
+                question_vector: list[float] | None = None, index=None) -> list[LeadSentence]:
     """The sentences to put first, in the order they should be read; [] when there are none.
 
     `idf` maps the question's terms (`bm25.tokens` of its keyword text) to their IDF in the
-    visible wiki."""
+    visible wiki. `question_vector`: the question's vector as retrieval computed it (None: embedded
+    here). `index`: where the sections' sentence vectors were stored at sync time (None: every
+    sentence is embedded here)."""
     by_rank = _candidates(hits)
     flat = [(rank, i, s) for rank, found in by_rank.items() for i, s in enumerate(found)]
     if not flat:
         return []
-    scores = _scores(question, hits, flat, embedder, idf)
+    scores = _scores(question, hits, flat, embedder, idf, question_vector, index)
     chosen = _select(flat, scores, by_rank, idf)
     ranks_in_order = sorted({r for r, _ in chosen}, key=lambda r: -max(v for (rr, _), v in chosen.items() if rr == r))
     lead = []
@@ -100,7 +106,7 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
 
 
 def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder,
-            idf: dict[str, float]) -> list[float]:
+            idf: dict[str, float], question_vector: list[float] | None, index) -> list[float]:
     """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
     penalty; −inf for those the lexical pre-filter kept from the model."""
     total = sum(idf.values())
@@ -115,7 +121,8 @@ def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]
         lexical.append((1 - weight) * share + bonus - RANK_PENALTY * rank)
     # Only the lexically most promising sentences go through the model (its cost is the lead's cost).
     embedded = sorted(range(len(flat)), key=lambda k: lexical[k], reverse=True)[:EMBEDDED_SENTENCES]
-    vectors = SENTENCE_VECTORS.vectors(embedder, [question, *(scored[k] for k in embedded)]).astype(float)
+    vectors = _vectors(question, question_vector, [scored[k] for k in embedded],
+                       [hits[flat[k][0]].parent_id for k in embedded], embedder, index).astype(float)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
     scores = [float("-inf")] * len(flat)
     for k, cosine in zip(embedded, vectors[1:] @ vectors[0]):
@@ -157,10 +164,28 @@ def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
     return chosen
 
 
+def _vectors(question: str, question_vector: list[float] | None, texts: list[str], parent_ids: list[str],
+             embedder, index) -> np.ndarray:
+    """The question's vector, then each text's (float32, as stored): stored at sync time where its
+    section has it (one query), else embedded now through `SENTENCE_VECTORS`. Only vectors of the
+    embedder that embedded the question, at its dimension, are read."""
+    if question_vector is None:
+        question_vector = SENTENCE_VECTORS.vectors(embedder, [question])[0]
+    asked = np.asarray(question_vector, dtype=np.float32)
+    stored: dict[str, np.ndarray] = {}
+    if index is not None and texts:
+        with index.session() as s:
+            stored = stored_vectors(s, embedder.name, len(asked), parent_ids, texts)
+    missing = [t for t in texts if t not in stored]
+    if missing:
+        stored.update(zip(missing, SENTENCE_VECTORS.vectors(embedder, missing)))
+    return np.stack([asked, *(stored[t] for t in texts)])
+
+
 class SentenceVectors:
-    """Vectors of recently scored sentences, kept in this process only (answering writes nothing
-    to the database): a section asked about again is scored without the model, which is most of
-    the lead's cost (docs/tuning.md §8). Least recently used out first."""
+    """Vectors of recently scored sentences that had none stored, kept in this process only
+    (answering writes nothing to the database): a section asked about again is scored without the
+    model. Least recently used out first."""
 
     def __init__(self, size: int = CACHED_SENTENCES) -> None:
         self.size = size
@@ -197,17 +222,8 @@ def _searched_text(hit: Hit) -> str:
 
 
 def _in_context(hit: Hit, sentence: Sentence) -> str:
-    """The text a sentence is scored as: a short one with its section's heading in front.
-
-    A short sentence rarely stands alone — under "Q. Does Sourcegraph match my 401k?" the answer
-    is "Not at this time." — so, as a chunk is embedded with its heading path, it is scored
-    together with the heading that says what it is about (it is still shown as written).
-    Applied to every sentence, headings would drown the sentences' own words: measured worse
-    (docs/tuning.md §9)."""
-    heading = hit.heading_path[-1] if hit.heading_path else hit.title
-    if HEADING_CONTEXT and heading and _words(sentence.text) < SHORT_WORDS:
-        return f"{heading}: {sentence.text}"
-    return sentence.text
+    """The text a sentence is scored as (`indexing.sentences.in_context`, which the sync embeds)."""
+    return in_context(hit.heading_path[-1] if hit.heading_path else hit.title, sentence.text)
 
 
 def _repeats(text: str, shown: set[str]) -> bool:
@@ -244,12 +260,6 @@ def _with_context(found: list[Sentence], i: int) -> list[int]:
     if _words(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
         return [i, i + 1]
     return [i]
-
-
-def _words(text: str) -> int:
-    """Words, counting each CJK character as one (a Chinese sentence has no spaces)."""
-    cjk = sum(1 for c in text if "\u3400" <= c <= "\u9fff")
-    return len(text.split()) + cjk // 2
 
 
 def render_lead(lead: list[LeadSentence]) -> str:

@@ -4,7 +4,7 @@ a port of its own, `KB_METRICS_PORT`, not on the events port Slack reaches (`bot
 Two kinds of numbers:
 
 - **This process's events**, counted as they happen: questions by surface and outcome, answer
-  latency end to end and per stage, LLM calls by result, and the time Slack waited for its ack
+  latency end to end and per stage, LLM calls by result, rerank runs by backend and outcome, and the time Slack waited for its ack
   (HTTP mode: the request's arrival to its response, which is Bolt's ack). Each replica counts
   its own; Prometheus sums them.
 - **The index as Postgres holds it**, read at each scrape: documents by status, chunks per
@@ -33,6 +33,11 @@ ANSWER_SECONDS = Histogram("docent_answer_seconds", "Time to answer a question, 
 STAGE_SECONDS = Histogram("docent_answer_stage_seconds", "Time of each stage of answering (embed, vector, bm25, "
                           "fuse, answer, ...)", ["stage"], buckets=_SECONDS, registry=REGISTRY)
 LLM_CALLS = Counter("docent_llm_calls", "Calls to the LLM endpoint, by result (ok, failed)", ["result"], registry=REGISTRY)
+RERANK_CALLS = Counter("docent_rerank_calls", "Rerank stage runs, by backend and outcome (ok; error or timeout: "
+                       "the fused order and the gate without it served)", ["backend", "outcome"], registry=REGISTRY)
+RERANK_SECONDS = Histogram("docent_rerank_seconds", "Time of the rerank stage, by backend (a fallback's time too)",
+                           ["backend"], buckets=(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5),
+                           registry=REGISTRY)
 SLACK_ACK_SECONDS = Histogram("docent_slack_ack_seconds", "Time from a Slack request's arrival to Docent's HTTP "
                               "response (the acknowledgement Slack waits 3 s for)", buckets=_SECONDS, registry=REGISTRY)
 
@@ -48,6 +53,12 @@ def observe_question(surface: str, answer, timings_ms: dict | None = None) -> No
             ANSWER_SECONDS.labels(surface=surface).observe(ms / 1000)
         elif stage != "retrieval_total":
             STAGE_SECONDS.labels(stage=stage).observe(ms / 1000)
+
+
+def observe_rerank(run) -> None:
+    """Count one run of the rerank stage (`indexing.rerank.RerankRun`) and its time."""
+    RERANK_CALLS.labels(backend=run.backend, outcome=run.outcome).inc()
+    RERANK_SECONDS.labels(backend=run.backend).observe(run.ms / 1000)
 
 
 class IndexCollector:

@@ -189,7 +189,7 @@ def answer_from_log(row: QueryLog) -> Answer:
     outcome = row.outcome or ("answered" if row.found else "not_found")
     return Answer(question=row.question, found=row.found, text=row.answer_text, sources=sources,
                   timings_ms=row.timings_ms, id=row.answer_id or "", llm_used=row.llm_used, note=row.note,
-                  signals=row.signals, outcome=outcome)
+                  signals=row.signals, outcome=outcome, searched=(row.signals or {}).get("searched"))
 
 
 def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:

@@ -251,6 +251,12 @@ def warm_up(index: Index) -> None:
         raise StartupError(str(exc)) from None
     except Exception:
         log.warning("could not load the embedding model at start; the first question will try again", exc_info=True)
+    if index.rerank is not None:  # a local cross-encoder loads now, not inside the first question's budget
+        try:
+            index.rerank.warm()
+        except Exception:
+            log.warning("could not load the reranker (%s) at start; questions use the fused order until it loads",
+                        index.rerank.name, exc_info=True)
 
 
 def metrics_app(index: Index) -> Starlette:

@@ -6,14 +6,17 @@ Every variable is listed in the README's configuration table; keep the two in st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.access import AccessConfig
-from connectors.sources import SourceConfig, load_access, load_sources
-from indexing.config import IndexConfig
+from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms
+from indexing.config import IndexConfig, RerankConfig
+
+if TYPE_CHECKING:
+    from indexing.synonyms import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +36,7 @@ def _sample_wiki() -> Path:
 
 
 SAMPLE_WIKI = _sample_wiki()
+SAMPLE_SOURCES = SAMPLE_WIKI / "docent.toml"  # the sample's own sources file: its source and [synonyms]
 
 
 def secret(value: SecretStr | None) -> str | None:
@@ -73,6 +77,17 @@ class Settings(BaseSettings):
     kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
     kb_gate_answer_from_cjk: float = 0.445
+    # the rerank stage (indexing.rerank): off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
+    kb_rerank: str = "off"
+    kb_rerank_url: str | None = None  # the full URL, e.g. http://tei:8080/rerank or https://api.cohere.com/v2/rerank
+    kb_rerank_model: str | None = None
+    kb_rerank_api_key: SecretStr | None = None
+    kb_rerank_format: Literal["auto", "tei", "cohere"] = "auto"
+    kb_rerank_top_n: int = Field(default=10, ge=1)
+    kb_rerank_timeout_ms: float = Field(default=300.0, gt=0)
+    kb_rerank_max_chars: int = Field(default=1500, ge=100)  # of each section per pair: the stage's cost is its length
+    kb_rerank_refuse_below: float | None = None  # fitted for the backend by `kb eval --calibrate`; unset: order only
+    kb_rerank_answer_from: float | None = None
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
@@ -104,11 +119,17 @@ class Settings(BaseSettings):
             sync_batch_children=self.kb_sync_batch,
             top_k=self.kb_top_k,
             typo_repair=self.kb_typo_repair,
+            synonyms=self.synonyms(),
             min_cosine=self.kb_gate_min_cosine,
             gate_refuse_below=self.kb_gate_refuse_below,
             gate_answer_from=self.kb_gate_answer_from,
             gate_refuse_below_cjk=self.kb_gate_refuse_below_cjk,
             gate_answer_from_cjk=self.kb_gate_answer_from_cjk,
+            rerank=RerankConfig(
+                backend=self.kb_rerank, url=self.kb_rerank_url, model=self.kb_rerank_model,
+                api_key=secret(self.kb_rerank_api_key), wire_format=self.kb_rerank_format, top_n=self.kb_rerank_top_n,
+                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars, refuse_below=self.kb_rerank_refuse_below,
+                answer_from=self.kb_rerank_answer_from),
         )
 
     def llm_client(self):
@@ -131,7 +152,18 @@ class Settings(BaseSettings):
         if self.kb_wiki is not None:
             return [SourceConfig(name=self.kb_source_name, location=Path(self.kb_wiki).resolve(), kind="markdown",
                                  exclude=self.excludes, url_template=self.kb_url_template, access=self.kb_access)]
-        return [SourceConfig(name="sample", location=SAMPLE_WIKI, kind="markdown", exclude=["*.jsonl"])]
+        return load_sources(SAMPLE_SOURCES)
+
+    def synonyms(self) -> Synonyms:
+        """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
+        analysed for the keyword leg (`indexing.synonyms.Synonyms`); none for `KB_WIKI`.
+        A bad entry raises `SourcesError` naming the file, the table and the key."""
+        from indexing.synonyms import Synonyms
+
+        if self.kb_sources is None and self.kb_wiki is not None:
+            return Synonyms()
+        path = self.kb_sources if self.kb_sources is not None else SAMPLE_SOURCES
+        return Synonyms.from_table(load_synonyms(path), f"{path}: [synonyms]")
 
     def access_config(self) -> AccessConfig:
         """Where each access scope is visible: the sources file's `[scopes.*]` and `shared_channels`.

@@ -26,10 +26,14 @@
     users = ["U0ALICE01"]             # direct messages with Docent: these users ("*": every member)
     usergroups = ["S0HRSTAFF"]        # ... and the members of these user groups
 
+    [synonyms]                        # the asker's word → the wiki's words (indexing.synonyms)
+    vacation = ["annual leave", "paid time off", "PTO"]
+    "年假" = ["annual leave"]          # keys with spaces or CJK characters in quotes
+
 `public` is visible everywhere (in Slack Connect channels too, unless `shared_channels = "none"`);
 any other scope only where a `[scopes.NAME]` table says so. Paths in `location` are relative to
 the sources file's folder. A YAML file has the same shape: a `sources:` list, a `scopes:`
-mapping and `shared_channels`. (In TOML, top-level keys go before the first table.)
+mapping, `shared_channels` and a `synonyms:` mapping. (In TOML, top-level keys go before the first table.)
 
 Every key is checked when the file is read (pydantic models with unknown keys forbidden and no
 type coercion): a typo, a number where text belongs or a bare string where a list belongs
@@ -48,7 +52,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
@@ -72,7 +76,10 @@ _SLACK_IDS = {
     "users": (re.compile(r"^[UW][A-Z0-9]+$"), "a Slack user id such as U0123ABCD (not a @name)"),
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
-_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels")
+_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "synonyms")
+MAX_SYNONYMS = 20  # phrases per word: a longer list is a thesaurus pasted in, and drowns the question
+MAX_PHRASE_CHARS = 100
+_SYNONYM_LIST = TypeAdapter(list[str], config=ConfigDict(strict=True))  # a [synonyms] value: text in a list
 
 
 @dataclass
@@ -123,6 +130,7 @@ class SourcesFile:
 
     sources: list[SourceConfig]
     access: AccessConfig
+    synonyms: dict[str, list[str]] = field(default_factory=dict)  # the asker's word → the wiki's words
 
 
 # -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
@@ -191,6 +199,11 @@ def load_access(path: Path) -> AccessConfig:
     return read_sources_file(path).access
 
 
+def load_synonyms(path: Path) -> dict[str, list[str]]:
+    """Read and validate a sources file; its `[synonyms]` table (the asker's word → the wiki's)."""
+    return read_sources_file(path).synonyms
+
+
 def read_sources_file(path: Path) -> SourcesFile:
     """Read and validate the whole sources file; every problem is a `SourcesError` saying where."""
     path = Path(path)
@@ -208,13 +221,13 @@ def read_sources_file(path: Path) -> SourcesFile:
 
             data = tomllib.loads(text)
     except Exception as exc:  # tomllib / yaml syntax errors
-        raise SourcesError(f"{path}: {exc}") from None
+        raise SourcesError(f"{path}: {exc}{_quoting_hint(text, str(exc))}") from None
     if not isinstance(data, dict):
         raise SourcesError(f"{path}: expected a mapping with a sources list (and optionally scopes)")
     unknown = set(data) - set(_TOP_LEVEL)
     if unknown:
         raise SourcesError(f"{path}: unknown top-level setting(s) {', '.join(sorted(map(str, unknown)))} "
-                           f"(expected source, scopes, shared_channels)")
+                           f"(expected source, scopes, shared_channels, synonyms)")
     entries = data.get("sources") or data.get("source") or []
     if not isinstance(entries, list) or not entries:
         raise SourcesError(f"{path}: no sources defined (expected [[source]] tables)")
@@ -223,7 +236,22 @@ def read_sources_file(path: Path) -> SourcesFile:
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
     _check_overlaps(sources, str(path))
-    return SourcesFile(sources=sources, access=parse_access(data, str(path)))
+    return SourcesFile(sources=sources, access=parse_access(data, str(path)),
+                       synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"))
+
+
+def _quoting_hint(text: str, error: str) -> str:
+    """For a TOML line whose key needs quotes (`年假 = [...]`, `time off = [...]`: bare keys are
+    ASCII letters, digits, '-', '_' and '.'), how to write it; else nothing."""
+    where = re.search(r"at line (\d+)", error)
+    lines = text.splitlines()
+    if not where or not 0 < int(where.group(1)) <= len(lines):
+        return ""
+    line = lines[int(where.group(1)) - 1]
+    key = line.partition("=")[0].strip()
+    if "=" not in line or not key or key[0] in "\"'[#" or re.fullmatch(r"[A-Za-z0-9_.-]+", key):
+        return ""
+    return f" — a key with spaces or non-ASCII letters goes in quotes: \"{key}\" = …"
 
 
 def parse_access(data: dict, where: str) -> AccessConfig:
@@ -250,6 +278,42 @@ def parse_access(data: dict, where: str) -> AccessConfig:
             raise _shape_error(exc, here, ids_hint=True) from None
         scopes[name] = ScopeRule(**{key: frozenset(_slack_ids(getattr(parsed, key), key, here)) for key in _SLACK_IDS})
     return AccessConfig(scopes=scopes, shared_channels=shared)
+
+
+def parse_synonyms(table, where: str) -> dict[str, list[str]]:
+    """The `[synonyms]` table: each word or phrase people ask with → the words the wiki uses
+    (`vacation = ["annual leave", "paid time off", "PTO"]`), checked for shape here; what the
+    keyword leg makes of them (stems, CJK, entries that are one word twice) is checked by
+    `indexing.synonyms.Synonyms.from_table`, at start too."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise SourcesError(f"{where}: expected a table of word = [\"synonym\", …], e.g. vacation = [\"annual leave\"]")
+    entries: dict[str, list[str]] = {}
+    for key, phrases in table.items():
+        here = f"{where} {key!r}"
+        if not isinstance(key, str) or not key.strip():
+            raise SourcesError(f"{where}: a word must be non-empty text")
+        if isinstance(phrases, str):
+            raise SourcesError(f"{here}: must be a list, e.g. {key} = [\"{phrases}\"] (a single synonym too goes in [ ])")
+        try:
+            phrases = _SYNONYM_LIST.validate_python(phrases)
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            if not loc:
+                raise SourcesError(f"{here}: must be a non-empty list of words or phrases in quotes") from None
+            raise SourcesError(f"{here}: {phrases[loc[0]]!r} is not a word or phrase in quotes") from None
+        if not phrases:
+            raise SourcesError(f"{here}: must be a non-empty list of words or phrases in quotes")
+        if len(phrases) > MAX_SYNONYMS:
+            raise SourcesError(f"{here}: {len(phrases)} synonyms; at most {MAX_SYNONYMS} (each one dilutes the question)")
+        for phrase in phrases:
+            if not phrase.strip():
+                raise SourcesError(f"{here}: {phrase!r} is not a word or phrase in quotes")
+            if len(phrase) > MAX_PHRASE_CHARS:
+                raise SourcesError(f"{here}: a synonym longer than {MAX_PHRASE_CHARS} characters ({phrase[:40]!r}…)")
+        entries[" ".join(key.split())] = [" ".join(p.split()) for p in phrases]
+    return entries
 
 
 def _slack_ids(value: list[str], key: str, where: str) -> list[str]:

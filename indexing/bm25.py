@@ -268,19 +268,25 @@ class Bm25Index:
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(self, question: str, scopes: list[str] | None, k: int) -> list[ChunkHit]:
+    def search(self, question: str, scopes: list[str] | None, k: int,
+               added: dict[str, float] | None = None) -> list[ChunkHit]:
         """The k best children by BM25 among the visible scopes, zero scores dropped: filtered
         before ranking, and scored with the statistics of the visible chunks alone (their count,
         average length, document frequencies), so that no restricted page moves a visible page's
-        score (`indexing.keyword_segments`)."""
+        score (`indexing.keyword_segments`). `added`: terms searched besides the question's, each
+        with its weight (synonyms)."""
         if scopes is not None and not scopes:
             return []
         index = self._current()
         terms = _terms(analyze(question_text(question)))
+        weights = None
+        if added:
+            weights = [1.0] * len(terms) + list(added.values())
+            terms = terms + list(added)
         return [
             ChunkHit(node_id=row.node_id, score=score,
                      metadata={"doc_id": row.doc_id, "parent_id": row.parent_id, "access": row.access})
-            for row, score in index.search(terms, scopes, k)
+            for row, score in index.search(terms, scopes, k, weights)
         ]
 
     def doc_freq(self, terms: set[str], scopes: list[str] | None) -> dict[str, int]:

@@ -7,6 +7,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from indexing.synonyms import Synonyms
+
+
+@dataclass
+class RerankConfig:
+    """The rerank stage (`indexing.rerank`): which backend scores (question, section) pairs, how
+    many sections, within what budget, and — only when fitted for that backend — its gate."""
+
+    backend: str = "off"  # "off", or a sentence-transformers CrossEncoder folder; `url` wins when set
+    url: str | None = None  # a rerank service: TEI's /rerank or the Cohere/Jina/vLLM/Infinity format
+    model: str | None = None  # the model name sent to the service
+    api_key: str | None = None  # sent as Authorization: Bearer …
+    wire_format: str = "auto"  # "auto" (told by the reply), "tei" or "cohere"
+    top_n: int = 10  # fused sections scored; those past it keep their fused order after them
+    timeout_ms: float = 300.0  # the stage's budget; over it the fused order and today's gate serve
+    batch: int = 32  # texts per service request
+    max_chars: int = 1500  # of a section sent per pair (title and heading path first), cut at a word
+    refuse_below: float | None = None  # the gate on the best rerank score: both set, or the order only
+    answer_from: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.refuse_below is None) != (self.answer_from is None):
+            raise ValueError("KB_RERANK_REFUSE_BELOW and KB_RERANK_ANSWER_FROM go together: set both (fitted for "
+                             "this reranker by `kb eval --calibrate`) or neither (the reranker orders, the gate stays)")
+        if self.thresholds and self.refuse_below > self.answer_from:
+            raise ValueError("KB_RERANK_REFUSE_BELOW must not be above KB_RERANK_ANSWER_FROM")
+
+    @property
+    def thresholds(self) -> tuple[float, float] | None:
+        """(refuse_below, answer_from) when both are set: fitted for this backend (`kb eval --calibrate`)."""
+        if self.refuse_below is None or self.answer_from is None:
+            return None
+        return self.refuse_below, self.answer_from
 
 
 @dataclass
@@ -28,6 +64,8 @@ class IndexConfig:
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
     typo_repair: bool = True  # search a misspelt word as the wiki word one edit away (indexing.spelling; English)
+    synonyms: Synonyms | None = field(default=None, repr=False)  # the sources file's [synonyms] (indexing.synonyms)
+    synonyms_in_vector: bool = False  # also embed a question's synonyms (measured, not kept: docs/tuning.md "Synonyms")
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
     # The gate (indexing.retrieval.gate_outcome): not found below `refuse_below`, answered from
@@ -36,6 +74,7 @@ class IndexConfig:
     gate_answer_from: float = 0.485
     gate_refuse_below_cjk: float = 0.385
     gate_answer_from_cjk: float = 0.445
+    rerank: RerankConfig = field(default_factory=RerankConfig)  # the rerank stage (indexing.rerank); off by default
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

@@ -8,7 +8,7 @@ The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_unindexed`
   embeds faster with several requests queued; Docent's own CPU is then free);
 - a rate-limited (429) or failing (5xx, connection lost, timeout) request is retried with
   exponential backoff, honouring the service's `Retry-After`; other errors fail at once, with
-  the service's message;
+  the service's message (`indexing.service_calls`, shared with the rerank service);
 - the vectors' size is checked against the index's (`EMBED_DIM`) on the first reply: a model of
   another size cannot share an index built for this one, and says so in one line.
 
@@ -19,15 +19,11 @@ The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_unindexed`
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-log = logging.getLogger(__name__)
-
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+from indexing.service_calls import ServiceError, post_json
 
 
 class EmbeddingServiceError(RuntimeError):
@@ -108,27 +104,13 @@ class ServiceEmbedder:
             return self._client
 
     def _request(self, batch: list[str]) -> list[list[float]]:
-        import httpx
-
         body = {"model": self.model, "input": batch, "encoding_format": "float"}
-        for attempt in range(self.retries + 1):
-            wait = self.backoff * 2**attempt
-            try:
-                response = self._http().post(self.url, json=body)
-            except httpx.TransportError as exc:  # refused, reset, timed out
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code == 200:
-                    return self._vectors(response, len(batch))
-                if response.status_code not in RETRIED_STATUSES:
-                    raise EmbeddingServiceError(f"the embedding service at {self.url} answered {response.status_code}: "
-                                                f"{_message(response)}")
-                problem = f"HTTP {response.status_code}"
-                wait = max(wait, _retry_after(response))
-            if attempt < self.retries:
-                log.warning("embedding service: %s; retrying in %.1f s (%d of %d)", problem, wait, attempt + 1, self.retries)
-                time.sleep(wait)
-        raise EmbeddingServiceError(f"the embedding service at {self.url} failed {self.retries + 1} times: {problem}")
+        try:
+            response = post_json(self._http(), self.url, body, what="embedding service", retries=self.retries,
+                                 backoff=self.backoff)
+        except ServiceError as exc:
+            raise EmbeddingServiceError(str(exc)) from None
+        return self._vectors(response, len(batch))
 
     def _vectors(self, response, expected: int) -> list[list[float]]:
         try:
@@ -146,17 +128,3 @@ class ServiceEmbedder:
                 f"and database)")
         return vectors
 
-
-def _retry_after(response) -> float:
-    try:
-        return max(0.0, float(response.headers.get("Retry-After", "0")))
-    except ValueError:
-        return 0.0
-
-
-def _message(response) -> str:
-    try:
-        error = response.json().get("error")
-        return (error.get("message") if isinstance(error, dict) else str(error or "")) or response.text[:200]
-    except ValueError:
-        return response.text[:200]

@@ -41,6 +41,8 @@ class GateSignals:
     best_bm25: float = 0.0  # the keyword leg's best score (0: none of the question's words is in the wiki)
     cjk_coverage: float = 0.0  # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage)
     cjk: bool = False  # the question is mostly Chinese/Japanese/Korean
+    rerank_best: float | None = None  # the rerank stage's best score (indexing.rerank; None: off or fell back)
+    rerank_outcome: str | None = None  # ok, error or timeout (None: no rerank stage)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -154,9 +156,11 @@ def outcome_for(score: float, refuse_below: float, answer_from: float) -> str:
     return ANSWERED if score >= answer_from else UNCERTAIN
 
 
-def gate_outcome(signals: GateSignals, cfg) -> str:
+def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None) -> str:
     """Answered, uncertain or not found, from the signals and the configured thresholds
-    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`).
+    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With `rerank_thresholds`
+    (fitted for the configured reranker) and a rerank score, that score is cut instead, in every
+    language: a cross-encoder reads the question and the section together.
 
     A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
     nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
@@ -164,6 +168,8 @@ def gate_outcome(signals: GateSignals, cfg) -> str:
     no keyword hit."""
     if not signals.best_bm25:
         return NOT_FOUND_OUTCOME
+    if rerank_thresholds is not None and signals.rerank_best is not None:
+        return outcome_for(signals.rerank_best, *rerank_thresholds)
     if signals.cjk:
         return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
     return outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)

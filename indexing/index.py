@@ -1,4 +1,4 @@
-"""The index as one object: database, chunk store, BM25 and embedder, opened once per process."""
+"""The index as one object: database, chunk store, BM25, embedder and rerank stage, opened once per process."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from indexing.config import IndexConfig
 from indexing.database import connect, database_url, safe_url
 from indexing.embedding import Embedder
 from indexing.migrations import migrate
+from indexing.rerank import open_stage
 from indexing.store import ChunkStore
 
 
@@ -42,6 +43,7 @@ class Index:
         self.store = ChunkStore(self.engine, self.url)
         self.bm25 = Bm25Index(config.home, self.engine, self.store)
         self.embedder = embedder or make_embedder(config)
+        self.rerank = open_stage(config.rerank)  # None when KB_RERANK is off; the model loads on first use
 
     @property
     def location(self) -> str:
@@ -59,6 +61,8 @@ class Index:
         asyncpg), then ours (the same psycopg2 engine; disposing twice is harmless)."""
         self.store.close()
         self.engine.dispose()
+        if self.rerank is not None:
+            self.rerank.close()
 
 
 _TABLES = [

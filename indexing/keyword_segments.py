@@ -166,26 +166,33 @@ class KeywordIndex:
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(self, query_terms: list[str], scopes: list[str] | None, k: int) -> list[tuple[KeywordRow, float]]:
+    def search(self, query_terms: list[str], scopes: list[str] | None, k: int,
+               weights: list[float] | None = None) -> list[tuple[KeywordRow, float]]:
         """The k best live rows the scopes can see, with the scores bm25s gives them in an index of
         the visible rows alone (statistics per audience: see the module docstring); zero scores
         left out.
 
         `query_terms` as bm25s tokenises a question (repeats count, as they do in bm25s).
+        `weights`, one per term: a term's share of the score (synonyms added to a question count
+        less than its own words, `indexing.synonyms`); None: every term counts fully, as in bm25s.
         """
         visible = self._visible(scopes)
         n, length = self._visible_size(scopes, visible)
         if not n:
             return []
+        weights = weights or [1.0] * len(query_terms)
+        weight_of = [w for t, w in zip(query_terms, weights) if t in self.vocab]
         ids = [self.vocab[t] for t in query_terms if t in self.vocab]
         avg_len = np.float64(length) / np.float64(n)  # as np.mean gives it
         scores = [np.zeros(len(s.rows), dtype=np.float32) for s in self.segments]
-        for term in ids:
+        for term, weight in zip(ids, weight_of):
             postings = [s.postings(term, v) for s, v in zip(self.segments, visible)]
             df = sum(len(rows) for rows, _ in postings)
             if not df:
                 continue
             idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            if weight != 1.0:
+                idf = np.float32(idf * weight)
             for s, (rows, tf), into in zip(self.segments, postings, scores):
                 tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
                 into[rows] += (idf * tfc).astype(np.float32)

@@ -59,11 +59,16 @@ MIGRATIONS: list[str] = [
     # 12: the deletion guard counts deletions over a rolling hour, across processes: each run's
     # deletions that count (not --allow-deletes); summed per source (sync_runs.source is indexed).
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS guarded_deletes INTEGER NOT NULL DEFAULT 0",
-
     # 13: where a question was asked (bot.records.ChannelKind); older rows get '' (unknown), which
     # never counts as a public channel, so they never become App Home examples.
     "DO $$ BEGIN IF to_regclass('query_log') IS NOT NULL THEN "
     "ALTER TABLE query_log ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''; END IF; END $$",
+    # 14-15: the lead's sentence vectors, embedded at sync time (indexing.sentence_vectors); the
+    # lead reads them by section, the sync deletes and backfills them by document.
+    "CREATE TABLE IF NOT EXISTS sentence_vectors (parent_id VARCHAR NOT NULL, model VARCHAR NOT NULL, "
+    "dim INTEGER NOT NULL, position INTEGER NOT NULL, doc_id VARCHAR NOT NULL, text_md5 VARCHAR(32) NOT NULL, "
+    "vector BYTEA NOT NULL, PRIMARY KEY (parent_id, model, dim, position))",
+    "CREATE INDEX IF NOT EXISTS sentence_vectors_doc_idx ON sentence_vectors (doc_id, model)",
 ]
 
 

@@ -46,8 +46,10 @@ from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported f
 )
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
+from indexing.rerank import RerankRun
 from indexing.spelling import Repair, repair_question
 from indexing.store import ChunkHit
+from indexing.synonyms import Expansion
 
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
 
@@ -69,6 +71,7 @@ class Hit:
     score: float  # fused score (relative to this question; only for ordering)
     cosine: float | None  # best cosine similarity of its children, if the vector leg found one
     bm25: float | None  # best BM25 score of its children, if the keyword leg found one
+    rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.rerank)
 
     @property
     def heading(self) -> str:
@@ -85,11 +88,22 @@ class Retrieval:
     timings_ms: dict = field(default_factory=dict)
     outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
+    question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
+    expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
+    rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
 
     @property
     def searched(self) -> str:
         """The question as both legs, the gate and the lead read it."""
         return self.repair.text if self.repair else self.question
+
+    @property
+    def searched_for(self) -> str | None:
+        """What the reply's "Searched for …" shows: the repaired question and the synonyms added;
+        None when the question was searched as asked."""
+        if not self.expansion:
+            return self.searched if self.searched != self.question else None
+        return f"{self.searched} (synonyms: {self.expansion.describe()})"
 
 
 def retrieve(
@@ -113,16 +127,18 @@ def retrieve(
 
     repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
     searched = repair.text  # the question as both legs, the gate and the lead read it
+    expansion = cfg.synonyms.expand(searched) if cfg.synonyms else Expansion()  # after repair: keys match repaired words
     lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []
+    embedding: list[float] | None = None
     if mode != "bm25":
-        embedding = index.embedder.embed_query(searched)
+        embedding = index.embedder.embed_query(expansion.vector_text(searched) if cfg.synonyms_in_vector else searched)
         lap("embed")
         dense = index.store.dense_search(embedding, scopes, cfg.vector_candidates)
         lap("vector")
     if mode != "vector":
-        keyword = index.bm25.search(searched, scopes, cfg.bm25_candidates)
+        keyword = index.bm25.search(searched, scopes, cfg.bm25_candidates, expansion.terms)
         lap("bm25")
 
     if mode == "hybrid-rrf":
@@ -130,14 +146,21 @@ def retrieve(
     else:
         alpha = {"vector": 1.0, "bm25": 0.0}.get(mode, cfg.vector_weight_cjk if is_cjk(searched) else cfg.vector_weight)
         parent_score, by_parent = score_parents(dense, keyword, alpha)
-    hits = _parents(index, parent_score, by_parent, dense, keyword, top_k, scopes)
+    stage = index.rerank  # indexing.rerank: None when KB_RERANK is off
+    hits = _parents(index, parent_score, by_parent, dense, keyword, max(top_k, stage.top_n) if stage else top_k, scopes)
     terms = question_terms(index, searched, scopes)
-    signals = gate_signals(searched, terms, dense, keyword, hits)
-    outcome = gate_outcome(signals, cfg) if hits else NOT_FOUND_OUTCOME
+    signals = gate_signals(searched, terms, dense, keyword, hits)  # of the fused order: the gate a fallback keeps
     lap("fuse")
+    run = None
+    if stage is not None and hits:
+        hits, signals, run = stage.rerank(searched, hits, signals)
+        lap("rerank")
+    hits = hits[:top_k]
+    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else NOT_FOUND_OUTCOME
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
-                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair)
+                     terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,
+                     expansion=expansion, rerank=run)
 
 
 def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:

@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.orm import Session
 
 from connectors.document import SourceDocument
+from indexing import sentence_vectors
 from indexing.chunking import Parent
 from indexing.embedding import EMBED_DIM
 from indexing.registry import GENERATION_KEY, ParentSection
@@ -191,6 +192,7 @@ class ChunkStore:
     def _delete_rows(self, session: Session, doc_id: str) -> None:
         session.execute(delete(self.table).where(self.table.metadata_["ref_doc_id"].astext == doc_id))
         session.execute(delete(ParentSection).where(ParentSection.doc_id == doc_id))
+        sentence_vectors.delete_document(session, doc_id)  # the lead's vectors go with their sections
 
     def log_change(self, session: Session, doc_id: str) -> int:
         """Record that a document's children changed (text, scope or existence), in the caller's

@@ -24,6 +24,9 @@
   together) would exceed the source's `max_delete`, deletes (and withdraws) nothing, is recorded
   as refused with the reason, and says so in its report. `allow_deletes` lets a deliberate mass
   deletion through (and its deletions are not counted).
+- Each stored section's sentences are embedded with it, for the answer's lead
+  (`indexing.sentence_vectors`: cached by text like the children, written and deleted with the
+  section); a full sync (`prune`) also backfills documents indexed before that existed.
 - BM25 is rebuilt once at the end if anything changed.
 
 No one document can stop or stall a sync. Whatever a connector yields is made storable first (NUL
@@ -49,6 +52,7 @@ from sqlmodel import col, select
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import DeletionLimit
 from connectors.sync_rules import DELETE_WINDOW_SECONDS
+from indexing import sentence_vectors
 from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
@@ -76,7 +80,8 @@ class SyncReport:
     failed: int = 0
     skipped: int = 0
     chunks: int = 0  # children written
-    embedded: int = 0  # texts that reached the model (cache misses)
+    embedded: int = 0  # texts that reached the model (cache misses): children and the lead's sentences
+    sentences: int = 0  # sentence vectors written for the lead (indexing.sentence_vectors), backfill included
     relabelled: int = 0  # pages whose old chunks took a new access scope (their new version failed)
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -160,6 +165,8 @@ def sync_documents(
             _count_deletions(index, run, deleting)  # before deleting: a sync killed midway still counts them
         _record_skips(index, skips, report, withdraw=True)
         report.deleted += delete_documents(index, gone) + len(withdrawn)
+    if prune:
+        _backfill_sentences(index, source, report)
 
     if report.changed or index.bm25.stale():  # stale: e.g. a previous sync was killed before this step
         index.bm25.rebuild()
@@ -301,10 +308,11 @@ def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
     with index.session() as s, s.begin():
         for item in pending:
             _upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True, store=index.store, report=report)
-    for item, doc_vectors in _embed(index, pending, report):
+    for item, doc_vectors, sections in _embed(index, pending, report):
         try:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
+                report.sentences += sentence_vectors.store_sections(s, item.doc.doc_id, index.embedder.name, sections)
                 _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
                                content_hash=indexed_hash(item.doc, index.embedder.name))
         except Exception as exc:
@@ -318,8 +326,10 @@ def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
             report.updated += 1
 
 
-def _embed(index: Index, pending: list[_ChunkedDocument], report: SyncReport) -> list[tuple[_ChunkedDocument, list]]:
-    """Each pending document with its children's vectors, embedded together (cache first).
+def _embed(index: Index, pending: list[_ChunkedDocument],
+           report: SyncReport) -> list[tuple[_ChunkedDocument, list, list[sentence_vectors.SectionSentences]]]:
+    """Each pending document with its children's vectors and its sections' sentences with theirs,
+    embedded together (cache first).
 
     If the batch fails, each of its documents is tried alone: a document the model cannot take
     must not hold back the others that happened to share its batch (the model being down fails
@@ -328,8 +338,10 @@ def _embed(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
     """
     texts = [c.embed_text for item in pending for p in item.parents for c in p.children]
     try:
+        sections = [sentence_vectors.of_parents(item.doc.title, item.parents) for item in pending]
         with index.session() as s, s.begin():
             vectors = embed_with_cache(s, index.embedder, texts)
+            sentence_vectors.embed_sections(s, index.embedder, [section for doc in sections for section in doc])
     except Exception as exc:
         if len(pending) > 1:
             log.warning("embedding a batch of %d documents failed (%s: %s); trying them one by one",
@@ -338,11 +350,22 @@ def _embed(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
         _mark_failed(index, pending[0].doc, f"embedding failed: {exc}", report)
         return []
     embedded, offset = [], 0
-    for item in pending:
+    for item, doc_sections in zip(pending, sections):
         n = sum(len(p.children) for p in item.parents)
-        embedded.append((item, vectors[offset : offset + n]))
+        embedded.append((item, vectors[offset : offset + n], doc_sections))
         offset += n
     return embedded
+
+
+def _backfill_sentences(index: Index, source: str, report: SyncReport) -> None:
+    """Sentence vectors for the source's pages indexed without them (an index from before they
+    existed): a one-off on the first full sync. Never fails the sync: the lead embeds what is
+    missing at question time, as it did before."""
+    try:
+        report.sentences += sentence_vectors.backfill(index, source)
+    except Exception as exc:
+        log.warning("could not backfill the lead's sentence vectors of %s (%s: %s); answers embed them when asked",
+                    source, type(exc).__name__, exc, exc_info=True)
 
 
 def _upsert_record(

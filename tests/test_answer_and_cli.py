@@ -237,7 +237,7 @@ def test_kb_run_on_a_small_wiki_prints_no_library_chatter(tiny_wiki_database):
              if any(word in line for word in ("DEBUG", "INFO", "WARNING", "Building index", "requires k", "Loading weights"))]
     assert noise == [], done.stderr
     summary = " ".join(done.stderr.split())  # the sync's one summary line (rich wraps it), and nothing else
-    assert re.fullmatch(r"tiny: 2 added, 0 updated, 0 unchanged, 0 deleted, 0 failed — 2 chunks, \d+ embedded, "
+    assert re.fullmatch(r"tiny: 2 added, 0 updated, 0 unchanged, 0 deleted, 0 failed — 2 chunks, \d+ sentences, \d+ embedded, "
                         r"[\d.]+s", summary), done.stderr
 
 

@@ -84,4 +84,6 @@ def test_eval_rows_carry_the_outcome_and_lead_coverage(index, sample_synced):
     for row in result["questions"]:
         assert row["outcome"] in ("answered", "uncertain", "not_found") and row["found"] == (row["outcome"] != "not_found")
         assert len(row["lead_keywords"]) == 2 and row["lead_keywords"][0] <= row["keywords"][0]
+    # the lead text itself, so two runs can be compared question by question
+    assert result["questions"][0]["lead"].startswith("Full-time employees get 25 days")
     assert "lead_shows_fact@3" in result["metrics"]["overall"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.lead import _with_context, choose_lead, question_idf, render_lead
-from bot.sentences import paragraphs, sentences, split_sentences
+from indexing.sentences import paragraphs, sentences, split_sentences
 from indexing.retrieval import retrieve
 
 

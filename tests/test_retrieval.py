@@ -126,4 +126,4 @@ def test_the_gate_signals_are_typed_and_keep_their_json_keys(index, sample_synce
     signals = retrieve(index, "how much parental leave does the primary caregiver get?", scopes=["sample"]).signals
     assert isinstance(signals, GateSignals) and signals.best_cosine > 0.3 and signals.best_bm25 > 0 and not signals.cjk
     assert set(signals.to_json()) == {"best_cosine", "term_coverage", "top_coverage", "top_known_coverage",
-                                      "unknown_terms", "legs_agree", "best_bm25", "cjk_coverage", "cjk"}
+                                      "unknown_terms", "legs_agree", "best_bm25", "cjk_coverage", "cjk", "rerank_best", "rerank_outcome"}

@@ -20,7 +20,7 @@ def evaluate(
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
     compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion, each leg alone and (with --corpus) LlamaIndex defaults, same run")] = False,
     calibrate: Annotated[bool, typer.Option("--calibrate", help="Fit the gate's two thresholds on these questions (in-corpus; the leave-one-corpus-out table is benchmarks/gate_calibration.py), and sweep the first gate's single cosine threshold")] = False,
-    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write the fitted KB_GATE_REFUSE_BELOW / KB_GATE_ANSWER_FROM (and _CJK) into this .env file")] = None,
+    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write the fitted KB_GATE_REFUSE_BELOW / KB_GATE_ANSWER_FROM (and _CJK; with a reranker configured, KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM) into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
     use_llm: Annotated[bool, typer.Option("--llm", help="Answer with the configured LLM (KB_LLM_BASE_URL): its 'not found' counts as a refusal; --compare's other modes and --calibrate stay retrieval-only")] = False,
 ) -> None:
@@ -58,16 +58,23 @@ def evaluate(
     if calibrate:
         from bot.evaluation import calibrate as sweep
 
-        from bot.gate_fit import fit
+        from bot.gate_fit import fit, fit_rerank
 
         result["calibration"] = sweep(result["questions"])
         rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]
         fitted = fit(rows)
         result["calibration"]["gate"] = {lang: {"refuse_below": t[0], "answer_from": t[1]} for lang, t in fitted.items()}
+        rerank = fit_rerank(rows) if index.rerank is not None else None  # thresholds for this reranker's scores
+        if rerank is not None:
+            result["calibration"]["rerank"] = {"backend": index.rerank.name, "refuse_below": rerank[0],
+                                               "answer_from": rerank[1]}
         if write_env is not None:
             for suffix, lang in (("", "en"), ("_CJK", "cjk")):
                 _write_env(write_env, f"KB_GATE_REFUSE_BELOW{suffix}", str(fitted[lang][0]))
                 _write_env(write_env, f"KB_GATE_ANSWER_FROM{suffix}", str(fitted[lang][1]))
+            if rerank is not None:
+                _write_env(write_env, "KB_RERANK_REFUSE_BELOW", f"{rerank[0]:.6g}")
+                _write_env(write_env, "KB_RERANK_ANSWER_FROM", f"{rerank[1]:.6g}")
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
@@ -88,6 +95,10 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
     for lang, t in gate.items():
         console.print(f"gate fitted on these questions ({lang}): not found below {t['refuse_below']}, "
                       f"answered from {t['answer_from']}, uncertain between")
+    if "rerank" in calibration:
+        t = calibration["rerank"]
+        console.print(f"rerank gate fitted for {t['backend']}: not found below {t['refuse_below']:.6g}, "
+                      f"answered from {t['answer_from']:.6g} (KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM)")
     table = Table(title="the first gate, for comparison: best cosine threshold (found also when both legs agree)")
     for name in ("threshold", "fit P / R / F1", "held-out P / R / F1", "all P / R / F1", "answerable refused"):
         table.add_column(name, justify="right")
@@ -98,7 +109,7 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
         table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))
     console.print(table)
     console.print(f"first gate, best on the fit half: cosine {best}; "
-                  + (f"the fitted two-threshold gate was written to {escape(str(written))}" if written else "nothing written"))
+                  + (f"the fitted thresholds were written to {escape(str(written))}" if written else "nothing written"))
 
 
 def _write_env(path: Path, key: str, value: str) -> None:

@@ -148,7 +148,7 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
         console.print(
             f"[bold]{escape(source.name)}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks, "
-            f"{report.embedded} embedded, {report.seconds:.1f}s", highlight=False
+            f"{report.sentences} sentences, {report.embedded} embedded, {report.seconds:.1f}s", highlight=False
         )
         for error in report.errors[:20]:
             console.print(f"  [red]FAILED[/] {escape(error)}", highlight=False)

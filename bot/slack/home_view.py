@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.gaps import GapsReport, summary_lines
+from bot.gaps import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.mrkdwn import escape, link, neutralise
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
@@ -134,6 +134,13 @@ def gaps_blocks(report: GapsReport) -> list[Block]:
             f"last changed {p.age_days} days ago" for p in report.stale_pages)))
     else:
         blocks.append(_context("None."))
+    blocks.append(_header("Words the wiki never uses (synonym candidates)"))
+    if report.synonym_candidates:
+        blocks.append(_section("\n".join(
+            f"• *{c.questions}×* `{c.word}` ({candidate_outcomes(c)}) — e.g. {_plain(c.examples[0], 200)}"
+            for c in report.synonym_candidates)))
+    else:
+        blocks.append(_context("None: every word of the failed questions is on some page."))
     return blocks
 
 

@@ -5,6 +5,10 @@ Headings and code blocks are dropped, links keep their text, emphasis marks go; 
 and each table row is a unit of its own ("Column: cell · Column: cell"), and paragraphs are
 cut after `.`, `!`, `?` (followed by a space and a capital, digit or quote) and after the CJK
 full stops `。！？`, but not after common abbreviations ("e.g.", "Mr.", "U.S.").
+
+It lives in `indexing` because both sides need the same sentences: the sync embeds each
+section's sentences as the lead scores them (`in_context`, `indexing.sentence_vectors`), and
+the lead (`bot.lead`) reads those vectors back by the same text.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ _QUOTE = re.compile(r"^\s{0,3}>\s?")
 _SPLIT = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(\[]?[A-Z0-9$€£¥])|(?<=[。！？])\s*")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|no|nr|mr|mrs|ms|dr|st|jr|sr|inc|ltd|co|fig|cf|al)"
                            r"|\b[A-Z](?:\.[A-Z])*)\.$", re.IGNORECASE)
+
+
+SHORT_WORDS = 6  # a sentence shorter than this gets its context: a neighbour to show (bot.lead), its heading to score
+HEADING_CONTEXT = True  # score short sentences with their section's heading (in_context)
 
 
 @dataclass
@@ -117,3 +125,23 @@ def sentences(markdown: str, limit: int = 80) -> list[Sentence]:
             if len(out) >= limit:
                 return out
     return out
+
+
+def words(text: str) -> int:
+    """Words, counting each CJK character as one (a Chinese sentence has no spaces)."""
+    cjk = sum(1 for c in text if "\u3400" <= c <= "\u9fff")
+    return len(text.split()) + cjk // 2
+
+
+def in_context(heading: str | None, text: str) -> str:
+    """The text a sentence is scored (and embedded) as: a short one with its section's heading
+    in front.
+
+    A short sentence rarely stands alone — under "Q. Does Sourcegraph match my 401k?" the answer
+    is "Not at this time." — so, as a chunk is embedded with its heading path, it is scored
+    together with the heading that says what it is about (it is still shown as written).
+    Applied to every sentence, headings would drown the sentences' own words: measured worse
+    (docs/tuning.md §9). `heading`: the section's last heading, else its page's title."""
+    if HEADING_CONTEXT and heading and words(text) < SHORT_WORDS:
+        return f"{heading}: {text}"
+    return text

@@ -1,0 +1,59 @@
+"""The reader candidates `benchmarks.reader_eval report` measures beside today's gate.
+
+Cheap ones first (no model): an answer-type check (`bot.answer_types`: a question asking for a
+time, share, number, amount or address whose top sections' best chunks hold none is less likely
+answered) and other combinations of today's signals. Then, per scored cross-encoder: its best
+score over the top N alone, and the cosine plus w·sigmoid(best score) — weights always fitted
+out of corpus (`reader_eval.loco_combined`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from benchmarks.reader_eval import Candidate, evaluate, load_logits, loco_combined, today
+
+TYPED_SECTIONS = 3  # the answer-type check reads the best chunks of this many top sections
+WEIGHTS = [round(0.02 * i, 2) for i in range(0, 26)]  # 0 … 0.5
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def typed_miss(row: dict) -> float:
+    """1 when the question asks for a type of fact that none of the top sections' chunks holds."""
+    from bot.answer_types import asked_type, holds
+
+    kind = asked_type(row["searched"])
+    if not kind:
+        return 0.0
+    return 0.0 if any(holds(h["chunk"], kind) for h in row["hits"][:TYPED_SECTIONS]) else 1.0
+
+
+def candidates(rows: list[dict], ce_names: list[str], top_n: int):
+    """(name, LOCO report) for every candidate, today's gate first."""
+    yield "today's gate (cosine + 0.05·legs agree), fused order", evaluate(rows, Candidate("today", today), top_n)
+    yield "answer-type check: today − w·(asked type missing from top-3 chunks)", loco_combined(
+        rows, "typed", lambda w: lambda r: today(r) - w * typed_miss(r), WEIGHTS)
+    yield "today + w·top_known_coverage", loco_combined(
+        rows, "cov", lambda w: lambda r: today(r) + w * r["signals"].get("top_known_coverage", 0.0), WEIGHTS)
+    yield "today − w·unknown_terms", loco_combined(
+        rows, "unknown", lambda w: lambda r: today(r) - w * r["signals"].get("unknown_terms", 0.0), WEIGHTS)
+    for name in ce_names:
+        logits = load_logits(name)
+
+        def best(r, n=top_n):
+            values = logits.get((r["corpus"], r["id"]), [])[:n]
+            return _sigmoid(max(values)) if values else 0.0
+
+        def per_hit(r):
+            return logits.get((r["corpus"], r["id"]), [])[:top_n]
+
+        yield f"{name}: sigmoid(best CE of top {top_n}) alone, CE order", evaluate(rows, Candidate(name, best, per_hit), top_n)
+        yield f"{name}: today + w·sigmoid(best CE of top {top_n}), fused order", loco_combined(
+            rows, name, lambda w: lambda r: today(r) + w * best(r), WEIGHTS)
+        yield f"{name}: today + w·sigmoid(CE of the fused top-1), fused order", loco_combined(
+            rows, name, lambda w: lambda r: today(r) + w * best(r, 1), WEIGHTS)
+        yield f"{name}: today + w·sigmoid(best CE) − 0.1·typed miss", loco_combined(
+            rows, name, lambda w: lambda r: today(r) + w * best(r) - 0.1 * typed_miss(r), WEIGHTS)

@@ -1,0 +1,190 @@
+"""Training pairs for the built-in reader (issue 24 item 3), from SQuAD 1.1 *train* only.
+
+Provenance: the SQuAD explorer's article pages, `explore/1.0/train/*.html` of
+github:rajpurkar/SQuAD-explorer at commit `SQUAD_COMMIT` (Rajpurkar et al. 2016, CC BY-SA 4.0),
+read from a local mirror made with the search tool's `fetch` (`--mirror`, a bare git directory).
+Each page holds an article's paragraphs, each followed by its questions and answers. SQuAD 2.0's
+dev articles (the `squad` evaluation corpus, shared/corpora/squad2-wiki) are checked to be absent:
+the script stops if any title overlaps, and no evaluation question is ever read.
+
+Pairs are (question, passage, label), the passage a window of at most `WINDOW_WORDS` words with
+the article title in front (the evaluation gives "title › heading path" + section text). The
+negatives are the ones a handbook's unanswerable questions look like — near-topic, not random:
+
+- `removed`: the answering window with every sentence holding the answer taken out;
+- `near`: the same article's paragraph sharing most of the question's words, without the answer;
+- `swap`: the question with its rarest word that the passage holds replaced by another article's
+  word ("does the dental plan cover braces?" against a page that names the dental insurer);
+- `other`: a paragraph of another article (a few, so the scale has both ends).
+
+A share of questions (positives and negatives alike) is rewritten the casual way employees type
+(`benchmarks.gate_questions.casual`). Everything is seeded; the output (corpus text) is written
+outside git:
+
+    python -m benchmarks.reader_data --mirror /work/.mirror/rajpurkar+SQuAD-explorer/repo \
+        --out /work/kb/reader/data/pairs.jsonl --questions 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import random
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from benchmarks._common import SHARED
+
+SQUAD_COMMIT = "13f82e35b9a1fb9173f863b35f5675030646571e"
+TRAIN_DIR = "explore/1.0/train/"
+WINDOW_WORDS = 75  # ~100 word-pieces: with the question, 128 in all (training cost is linear in length)
+CASUAL_SHARE = 0.3
+_PARA = re.compile(r'<div class="para-wrap">(.*?)(?=<div class="para-wrap">|<nav )', re.S)
+_TEXT = re.compile(r"<pre>(.*?)</pre>", re.S)
+_QA = re.compile(r'<strong class="question">(.*?)</strong>.*?<span class="answer">(.*?)</span>', re.S)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("the a an of in on to for and or is are was were be been by with as at from that this which who whom "
+                  "what when where why how did does do its it their his her they he she than then into about".split())
+
+
+@dataclass(frozen=True)
+class Pair:
+    question: str
+    passage: str
+    label: int
+    kind: str  # pos | removed | near | swap | other
+    article: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    qas: list[tuple[str, str]]  # (question, first answer)
+
+
+def articles(mirror: Path) -> dict[str, list[Paragraph]]:
+    """{title: paragraphs} of every training article page in the mirror at `SQUAD_COMMIT`."""
+    listing = subprocess.run(["git", "-C", str(mirror), "ls-tree", "--name-only", SQUAD_COMMIT, TRAIN_DIR],
+                             check=True, capture_output=True, text=True).stdout.split()
+    out = {}
+    for path in sorted(p for p in listing if p.endswith(".html") and not p.endswith("index.html")):
+        page = subprocess.run(["git", "-C", str(mirror), "show", f"{SQUAD_COMMIT}:{path}"],
+                              check=True, capture_output=True, text=True).stdout
+        title = html.unescape(Path(path).stem).replace("_", " ")
+        paragraphs = []
+        for block in _PARA.findall(page):
+            text = _TEXT.search(block)
+            if not text:
+                continue
+            qas = [(html.unescape(q).strip(), html.unescape(a).strip()) for q, a in _QA.findall(block)]
+            paragraphs.append(Paragraph(html.unescape(text.group(1)).strip(), qas))
+        if paragraphs:
+            out[title] = paragraphs
+    return out
+
+
+def evaluation_titles() -> set[str]:
+    """The SQuAD 2.0 dev articles the `squad` evaluation corpus is built from."""
+    folder = SHARED / "squad2-wiki"
+    titles = {p.stem.replace("_", " ").lower() for p in folder.glob("*.md")}
+    if not titles:
+        raise SystemExit(f"{folder} holds no articles: set KB_SHARED_CORPORA, so the overlap check can run")
+    return titles
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def window(sentences: list[str], centre: int) -> str:
+    """Sentences around `centre` up to `WINDOW_WORDS` words (the answering sentence always in)."""
+    chosen, lo, hi = [sentences[centre]], centre - 1, centre + 1
+    size = len(sentences[centre].split())
+    while lo >= 0 or hi < len(sentences):
+        for i in (hi, lo):
+            if 0 <= i < len(sentences) and size + len(sentences[i].split()) <= WINDOW_WORDS:
+                size += len(sentences[i].split())
+                chosen.append(sentences[i])
+        lo, hi = lo - 1, hi + 1
+        if size >= WINDOW_WORDS * 0.8:
+            break
+    order = {s: i for i, s in enumerate(sentences)}
+    return " ".join(sorted(set(chosen), key=order.get))
+
+
+def _clip(text: str) -> str:
+    return " ".join(text.split()[:WINDOW_WORDS])
+
+
+def build(mirror: Path, n_questions: int, seed: int) -> list[Pair]:
+    from benchmarks.gate_questions import casual
+
+    rng = random.Random(seed)
+    data = articles(mirror)
+    overlap = {t.lower() for t in data} & evaluation_titles()
+    if overlap:
+        raise SystemExit(f"training articles overlap the evaluation corpus: {sorted(overlap)[:5]}")
+    titles = sorted(data)
+    vocab = sorted({w for t in titles for p in data[t] for q, _ in p.qas for w in words(q)
+                    if len(w) >= 5 and w not in _STOP and not w.isdigit()})
+    items = [(t, i, q, a) for t in titles for i, p in enumerate(data[t]) for q, a in p.qas if a]
+    rng.shuffle(items)
+    pairs: list[Pair] = []
+    for title, i, question, answer in items[:n_questions]:
+        para = data[title][i]
+        sentences = _SENTENCE.split(para.text)
+        holding = [k for k, s in enumerate(sentences) if answer.lower() in s.lower()]
+        if not holding:
+            continue
+        asked = casual(question, f"{title}:{question}") if rng.random() < CASUAL_SHARE else question
+        pos = window(sentences, holding[0])
+        head = f"{title}: "
+        pairs.append(Pair(asked, head + pos, 1, "pos", title))
+        rest = " ".join(s for k, s in enumerate(sentences) if k not in holding)
+        if rest and answer.lower() not in rest.lower():
+            pairs.append(Pair(asked, head + _clip(rest), 0, "removed", title))
+        q_words = {w for w in words(question) if w not in _STOP}
+        near = [(len(q_words & set(words(p.text))), k) for k, p in enumerate(data[title])
+                if k != i and answer.lower() not in p.text.lower()]
+        if near:
+            _, k = max(near)
+            other = _SENTENCE.split(data[title][k].text)
+            pairs.append(Pair(asked, head + window(other, rng.randrange(len(other))), 0, "near", title))
+        passage_words = set(words(pos))
+        swappable = [w for w in words(question) if w in q_words and w in passage_words and len(w) >= 4]
+        if swappable and rng.random() < 0.6:
+            target = min(swappable, key=lambda w: (sum(w in words(p.text) for p in data[title]), w))
+            new = rng.choice(vocab)
+            if new not in passage_words:
+                swapped = re.sub(rf"\b{re.escape(target)}\b", new, question, count=1, flags=re.IGNORECASE)
+                if swapped != question:
+                    pairs.append(Pair(swapped.lower() if asked != question else swapped, head + pos, 0, "swap", title))
+        if rng.random() < 0.3:
+            other_title = rng.choice([t for t in titles if t != title])
+            para_o = rng.choice(data[other_title])
+            s_o = _SENTENCE.split(para_o.text)
+            pairs.append(Pair(asked, f"{other_title}: " + window(s_o, rng.randrange(len(s_o))), 0, "other", other_title))
+    rng.shuffle(pairs)
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirror", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--questions", type=int, default=8000)
+    parser.add_argument("--seed", type=int, default=24)
+    args = parser.parse_args(argv)
+    pairs = build(args.mirror, args.questions, args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
+    kinds = {k: sum(p.kind == k for p in pairs) for k in ("pos", "removed", "near", "swap", "other")}
+    print(f"{len(pairs)} pairs from {len({p.article for p in pairs})} articles: {kinds} → {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The built-in reader's cost per question for N = 5 / 10 / 20 sections, on real dumped sections.
+
+    python -m benchmarks.reader_latency --model /work/kb/reader/exports/v1-final.onnx --corpus clef --questions 60
+
+Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
+question's top N sections with an int8 export (`benchmarks.reader_onnx`), and prints
+p50 / p95 per N beside the baseline measured in the same process: embedding the question with
+the bundled model (today's only model call per question, int8 ONNX as well).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.reader_eval import OUT, load_rows, passage
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default="clef")
+    parser.add_argument("--questions", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", type=Path, required=True, help="an int8 export (benchmarks.reader_export)")
+    args = parser.parse_args(argv)
+    from indexing.onnx_embedding import OnnxEmbedder
+    from benchmarks.reader_onnx import Reader
+
+    rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
+    reader = Reader(args.model, threads=args.threads)
+    embedder = OnnxEmbedder(OUT / "latency-home", quantized=True)
+    reader.score("warm up", ["warm up"])
+    embedder.embed_query("warm up")
+    timings: dict[str, list[float]] = {"embed question (baseline)": []}
+    for row in rows:
+        start = time.perf_counter()
+        embedder.embed_query(row["searched"])
+        timings["embed question (baseline)"].append((time.perf_counter() - start) * 1000)
+        for n in (5, 10, 20):
+            texts = [passage(h) for h in row["hits"][:n]]
+            start = time.perf_counter()
+            reader.score(row["searched"], texts)
+            timings.setdefault(f"reader, N={n}", []).append((time.perf_counter() - start) * 1000)
+    base = statistics.median(timings["embed question (baseline)"])
+    print(f"{len(rows)} questions of {args.corpus}, {args.threads} threads")
+    print("| what | p50 ms | p95 ms | p50 / baseline |")
+    print("|---|---|---|---|")
+    for name, values in timings.items():
+        print(f"| {name} | {statistics.median(values):.1f} | {percentile(values, 95):.1f} | {statistics.median(values) / base:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()

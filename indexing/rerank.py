@@ -1,0 +1,283 @@
+"""The rerank stage: a cross-encoder reads each (question, section) pair of the fused top sections
+and says how well the section answers; order, lead and — when fitted for it — the gate follow.
+
+Fusion ranks sections by how close their best chunk is to the question and how many of its rare
+words they hold; a cross-encoder reads question and section together, so it can tell "25 days of
+annual leave" from "working on a holiday" for "how many vacation days do I get?". It is the
+costliest step of an answer, so it scores only the top `KB_RERANK_TOP_N` fused sections; those
+past N keep their fused order after them.
+
+Backends (`Reranker`: a `name` and `score(query, texts) -> scores`, higher = better), chosen once
+by `open_stage` from `RerankConfig` (settings `KB_RERANK*`):
+
+- `KB_RERANK_URL`: a rerank service (`indexing.rerank_service`: Hugging Face TEI's `/rerank`, or
+  the Cohere / Jina / vLLM / Infinity format);
+- `KB_RERANK=<folder>`: a sentence-transformers CrossEncoder folder (a company's bge-reranker or
+  ms-marco model), loaded on first use (or at `kb serve`'s start);
+- `KB_RERANK=<name>` of `BACKENDS`: adding a backend is one function registered with `@backend`.
+
+**Fallback.** Any error of the backend, or no answer within `KB_RERANK_TIMEOUT_MS`, and the fused
+order and today's gate serve: one warning (the reason, never the question), and the run is
+returned as a `RerankRun` for `/metrics` (`bot.metrics.observe_rerank`). The backend runs on a
+worker thread of its own and the answer waits for it only until the budget is spent, so a slow
+model never holds an answer. A local model cannot be interrupted mid-forward-pass, so it scores in
+batches and stops at the first batch boundary past the deadline (`deadline()`); a job still queued
+when its budget ran out is cancelled before it starts. A service call carries the deadline as its
+HTTP timeout and retries only while the budget allows.
+
+**Gate.** A reranker's scores are on its own scale (a sigmoid, a logit, a service's relevance), so
+the gate uses the best one only when thresholds were fitted for that backend
+(`KB_RERANK_REFUSE_BELOW` / `KB_RERANK_ANSWER_FROM`, `kb eval --calibrate`); without them the
+stage changes the order only. The gate's other signals are always those of the fused order, so a
+fallback gives exactly today's outcome.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from indexing.config import RerankConfig
+
+if TYPE_CHECKING:
+    from indexing.gate import GateSignals
+    from indexing.retrieval import Hit
+
+log = logging.getLogger(__name__)
+
+OK, ERROR, TIMEOUT = "ok", "error", "timeout"  # a run's outcome, as `/metrics` counts it
+
+
+class Reranker(Protocol):
+    """Scores (query, text) pairs; higher is a better answer. Optional attributes the stage reads:
+    `workers` (calls it may run at once, default 1), `thresholds` ((refuse_below, answer_from)
+    fitted for it, used when the settings give none), `load()` (the slow part, run at start-up)
+    and `close()`."""
+
+    name: str
+
+    def score(self, query: str, texts: list[str]) -> list[float]: ...
+
+
+class RerankTimeout(TimeoutError):
+    """The stage's deadline passed while the backend was still scoring."""
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("rerank_deadline", default=None)
+
+
+def deadline() -> float | None:
+    """The `time.monotonic()` instant the current `score` call must be done by (None outside the
+    stage): a backend that can stop early, or pass a timeout on, reads it."""
+    return _DEADLINE.get()
+
+
+# -- backends ----------------------------------------------------------------------------------
+
+BACKENDS: dict[str, Callable[[RerankConfig], Reranker]] = {}
+
+
+def backend(name: str):
+    """Register a backend under a `KB_RERANK` value: `@backend("builtin") def _(config): return …`."""
+
+    def register(factory: Callable[[RerankConfig], Reranker]) -> Callable[[RerankConfig], Reranker]:
+        BACKENDS[name] = factory
+        return factory
+
+    return register
+
+
+def make_reranker(config: RerankConfig) -> Reranker | None:
+    """The configured backend (None: off). Raises ValueError for a setting that cannot work, so
+    `kb` stops at start with one line instead of falling back on every question."""
+    if config.url:
+        from indexing.rerank_service import ServiceReranker
+
+        return ServiceReranker(config.url, config.model, config.api_key, wire_format=config.wire_format,
+                               batch=config.batch)
+    choice = (config.backend or "off").strip()
+    if choice.lower() == "off":
+        return None
+    if choice in BACKENDS:
+        return BACKENDS[choice](config)
+    folder = Path(choice).expanduser()
+    if not (folder / "config.json").is_file():
+        known = ", ".join(["off", *BACKENDS]) if BACKENDS else "off"
+        raise ValueError(f"KB_RERANK={choice!r} is neither {known} nor a sentence-transformers CrossEncoder folder "
+                         f"(no config.json there); or set KB_RERANK_URL for a rerank service")
+    return CrossEncoderReranker(str(folder))
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers `CrossEncoder` folder on the CPU, loaded on first use.
+
+    Torch runs with the threads the embedder uses (its default, one per core, with
+    `OMP_WAIT_POLICY=PASSIVE` set by `indexing.embedding` before torch loads). One call at a time
+    (`workers = 1`): two forward passes at once on 2 cores only slow both. Pairs go through in
+    batches of `batch` (4): a call past its deadline stops at the next batch, so a timed-out
+    question leaves at most one small batch running behind the next one."""
+
+    workers = 1
+
+    def __init__(self, path: str, batch: int = 4, max_length: int | None = 512) -> None:
+        self.path = path
+        self.batch = batch
+        self.max_length = max_length
+        self.name = f"cross-encoder:{Path(path).name}"
+        self._model = None
+        self._lock = threading.Lock()
+
+    def load(self):
+        with self._lock:
+            if self._model is None:
+                import indexing.embedding  # noqa: F401 — sets OMP_WAIT_POLICY before torch loads
+                from sentence_transformers import CrossEncoder
+
+                model = CrossEncoder(self.path, device="cpu")
+                if self.max_length and (model.max_seq_length or 10**6) > self.max_length:
+                    model.max_seq_length = self.max_length  # no more than BERT-sized models read; the header comes first
+                self._model = model
+            return self._model
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        model = self.load()
+        scores: list[float] = []
+        for start in range(0, len(texts), self.batch):
+            due = deadline()
+            if due is not None and time.monotonic() >= due:
+                raise RerankTimeout(f"stopped after {start} of {len(texts)} pairs: past the budget")
+            pairs = [(query, text) for text in texts[start : start + self.batch]]
+            scores.extend(float(s) for s in model.predict(pairs, batch_size=self.batch, show_progress_bar=False,
+                                                          convert_to_numpy=True))
+        return scores
+
+
+# -- the stage -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RerankRun:
+    """What one rerank did, for `/metrics` and the logs (the scores themselves are on the hits)."""
+
+    backend: str
+    outcome: str  # ok, error or timeout
+    ms: float
+    pairs: int
+    reason: str = ""  # why it fell back (empty when ok)
+
+
+def section_text(hit: Hit, max_chars: int) -> str:
+    """What the model reads of a section: where it is (title › heading path), then its text; a
+    long section gives the chunks both legs matched, best first, up to `max_chars` (cut at a word)."""
+    where = [hit.title, *(h for h in hit.heading_path if h != hit.title)]
+    header = " › ".join(p for p in where if p)
+    body = hit.text
+    if len(body) > max_chars and hit.matched:
+        body = "\n".join(dict.fromkeys(hit.matched))  # unique, best first
+    text = f"{header}\n{body}" if header else body
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    space = cut.rfind(" ")
+    return cut[:space] if space > max_chars * 0.8 else cut
+
+
+class RerankStage:
+    """A backend with its budget, its worker threads and its fallback (one per process, on `Index`)."""
+
+    def __init__(self, reranker: Reranker, config: RerankConfig) -> None:
+        self.reranker = reranker
+        self.config = config
+        self.top_n = max(1, config.top_n)
+        self.thresholds = config.thresholds or getattr(reranker, "thresholds", None)
+        workers = max(1, int(getattr(reranker, "workers", 1)))
+        self._warm = False
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docent-rerank")
+
+    @property
+    def name(self) -> str:
+        return self.reranker.name
+
+    def warm(self) -> None:
+        """Load the model now (`kb serve`'s start, `kb eval`), not inside the first question's budget."""
+        load = getattr(self.reranker, "load", None)
+        if load is not None:
+            load()
+        self._warm = True
+
+    def rerank(self, question: str, hits: list[Hit], signals: GateSignals) -> tuple[list[Hit], GateSignals, RerankRun]:
+        """The hits with the top N in the backend's order (each with its `rerank` score) and the
+        signals with `rerank_best`; on error or over budget, the hits and signals as they came."""
+        head = hits[: self.top_n]
+        texts = [section_text(h, self.config.max_chars) for h in head]
+        started = time.monotonic()
+        try:
+            if not self._warm:  # the first question loads a local model, as the embedder's does: not in the budget
+                self.warm()
+                started = time.monotonic()
+            due = started + self.config.timeout_ms / 1000
+            future = self._pool.submit(_score_until, self.reranker, question, texts, due)
+            scores = _wait(future, due)
+            if len(scores) != len(head):
+                raise ValueError(f"{len(scores)} scores for {len(head)} sections")
+        except Exception as exc:
+            ms = round((time.monotonic() - started) * 1000, 2)
+            timed_out = isinstance(exc, TimeoutError)
+            reason = _reason(exc, question, self.config.timeout_ms if timed_out else None)
+            log.warning("rerank (%s) fell back to the fused order and the gate without it: %s", self.name, reason)
+            return hits, replace(signals, rerank_outcome=TIMEOUT if timed_out else ERROR), \
+                RerankRun(self.name, TIMEOUT if timed_out else ERROR, ms, len(head), reason)
+        ms = round((time.monotonic() - started) * 1000, 2)
+        for hit, value in zip(head, scores):
+            hit.rerank = round(float(value), 6)
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))  # ties keep the fused order
+        reranked = [head[i] for i in order] + hits[self.top_n :]
+        best = round(max(float(s) for s in scores), 6) if scores else None
+        return reranked, replace(signals, rerank_best=best, rerank_outcome=OK), RerankRun(self.name, OK, ms, len(head))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self.reranker, "close", None)
+        if close is not None:
+            close()
+
+
+def open_stage(config: RerankConfig) -> RerankStage | None:
+    """The configured stage, or None when `KB_RERANK` is off (retrieval exactly as without one)."""
+    reranker = make_reranker(config)
+    return RerankStage(reranker, config) if reranker is not None else None
+
+
+def _score_until(reranker: Reranker, question: str, texts: list[str], due: float) -> list[float]:
+    if time.monotonic() >= due:
+        raise RerankTimeout("waited for a free worker past the budget")
+    token = _DEADLINE.set(due)
+    try:
+        return list(reranker.score(question, texts))
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _wait(future: Future, due: float) -> list[float]:
+    try:
+        return future.result(timeout=max(0.0, due - time.monotonic()))
+    except FutureTimeout:
+        future.cancel()  # still queued behind another question: it never starts; running: it stops at its deadline
+        raise RerankTimeout("no scores within the budget") from None
+
+
+def _reason(exc: Exception, question: str, budget_ms: float | None) -> str:
+    """One line for the log: what went wrong, never the question (a service may echo it)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if question and question in text:
+        text = text.replace(question, "…")
+    text = f"{type(exc).__name__}: {text}"[:300]
+    return f"over its {budget_ms:g} ms budget ({text})" if budget_ms is not None else text

@@ -1,0 +1,58 @@
+"""The reader evaluation harness (`benchmarks/reader_eval.py`): today's gate scored through it gives
+`bot.gate_fit`'s own leave-one-corpus-out thresholds and shares (the candidate's score travels in
+the cosine slot, so the shipped rule is what fits every candidate), a scorer's order is what
+hit@1 reads, and the AUC is the pairwise one."""
+
+from __future__ import annotations
+
+import random
+
+from benchmarks.reader_eval import Candidate, auc, evaluate, hit_rank, today
+from bot.gate_fit import loco
+
+
+def rows() -> list[dict]:
+    """Labelled gate rows for three corpora: answerable ones score higher on average, as collected."""
+    rng = random.Random(24)
+    out = []
+    for corpus in ("alpha", "beta", "gamma"):
+        for i in range(60):
+            kind = "not_found" if i % 4 == 0 else "fact"
+            set_name = ("public", "casual", "foreign")[i % 3]
+            cosine = rng.uniform(0.2, 0.55) if kind == "not_found" else rng.uniform(0.35, 0.8)
+            out.append({"corpus": corpus, "set": set_name, "id": f"{corpus}-{i}", "kind": kind,
+                        "signals": {"best_cosine": round(cosine, 4), "legs_agree": i % 5 == 0, "cjk": False},
+                        "expected": [] if kind == "not_found" else ["right.md"],
+                        "hits": [{"path": "other.md"}, {"path": "right.md"}]})
+    return out
+
+
+def test_todays_gate_through_the_harness_is_gate_fits_loco():
+    data = rows()
+    ours = evaluate(data, Candidate("today", today), top_n=10)
+    theirs = loco(data)
+    for corpus in ("alpha", "beta", "gamma"):
+        assert ours[corpus]["thresholds"] == theirs[corpus]["thresholds"]["en"]
+        public_unanswerable = theirs[corpus]["public"]["unanswerable"]
+        assert public_unanswerable["n"] > 0
+    # the harness pools public + casual; gate_fit reports them apart: the pooled share is their mean by count
+    for corpus in ("alpha", "beta", "gamma"):
+        pooled = ours[corpus]["own"]["answerable"]
+        pub, cas = theirs[corpus]["public"]["answerable"], theirs[corpus]["casual"]["answerable"]
+        expected = (pub["answered"] * pub["n"] + cas["answered"] * cas["n"]) / (pub["n"] + cas["n"])
+        assert abs(pooled["answered"] - expected) < 0.002
+
+
+def test_hit_at_1_reads_the_scorers_order():
+    row = {"expected": ["b.md"], "hits": [{"path": "a.md"}, {"path": "b.md"}, {"path": "c.md"}]}
+    assert hit_rank(row, None, 10) == 2
+    assert hit_rank(row, [0.1, 0.9, 0.2], 10) == 1
+    assert hit_rank(row, [0.9, 0.1, 0.2], 10) == 3  # b is last in that order
+    assert hit_rank(row, [0.9], 10) is None  # only the sections a scorer scored are ranked
+
+
+def test_auc_is_pairwise():
+    assert auc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert auc([0.1], [0.9]) == 0.0
+    assert auc([0.5], [0.5]) == 0.5
+    assert auc([], [0.1]) is None
