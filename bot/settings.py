@@ -12,7 +12,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.access import AccessConfig
-from connectors.sources import SourceConfig, load_access, load_sources
+from connectors.channels import ChannelsConfig
+from connectors.sources import SourceConfig, load_access, load_sources, read_sources_file
 from indexing.config import IndexConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -88,6 +89,7 @@ class Settings(BaseSettings):
     kb_admin_users: str = ""  # comma-separated Slack user ids allowed to run /kb resync
     kb_digest_channel: str | None = None  # a channel id: the weekly gaps digest is posted there (bot.slack.digest)
     kb_digest_schedule: str = "0 9 * * 1"  # when: a 5-field cron in UTC (Mondays 09:00) or "every 7d"
+    kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
@@ -136,6 +138,12 @@ class Settings(BaseSettings):
         if self.kb_sources is not None:
             return load_access(self.kb_sources)
         return AccessConfig()
+
+    def channel_settings(self) -> ChannelsConfig:
+        """Per-channel settings: the sources file's `[channels.*]` (none without a sources file)."""
+        if self.kb_sources is not None:
+            return read_sources_file(self.kb_sources).channels
+        return ChannelsConfig()
 
     @property
     def excludes(self) -> list[str]:

@@ -50,6 +50,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from connectors.channels import ChannelsConfig, parse_channels
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
@@ -72,7 +73,7 @@ _SLACK_IDS = {
     "users": (re.compile(r"^[UW][A-Z0-9]+$"), "a Slack user id such as U0123ABCD (not a @name)"),
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
-_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels")
+_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "channels")
 
 
 @dataclass
@@ -123,6 +124,7 @@ class SourcesFile:
 
     sources: list[SourceConfig]
     access: AccessConfig
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
 
 
 # -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
@@ -214,7 +216,7 @@ def read_sources_file(path: Path) -> SourcesFile:
     unknown = set(data) - set(_TOP_LEVEL)
     if unknown:
         raise SourcesError(f"{path}: unknown top-level setting(s) {', '.join(sorted(map(str, unknown)))} "
-                           f"(expected source, scopes, shared_channels)")
+                           f"(expected source, scopes, shared_channels, channels)")
     entries = data.get("sources") or data.get("source") or []
     if not isinstance(entries, list) or not entries:
         raise SourcesError(f"{path}: no sources defined (expected [[source]] tables)")
@@ -223,7 +225,8 @@ def read_sources_file(path: Path) -> SourcesFile:
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
     _check_overlaps(sources, str(path))
-    return SourcesFile(sources=sources, access=parse_access(data, str(path)))
+    access = parse_access(data, str(path))
+    return SourcesFile(sources=sources, access=access, channels=parse_channels(data, str(path), sources, access))
 
 
 def parse_access(data: dict, where: str) -> AccessConfig:
