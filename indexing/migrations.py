@@ -59,6 +59,10 @@ MIGRATIONS: list[str] = [
     # 12: the deletion guard counts deletions over a rolling hour, across processes: each run's
     # deletions that count (not --allow-deletes); summed per source (sync_runs.source is indexed).
     "ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS guarded_deletes INTEGER NOT NULL DEFAULT 0",
+    # 13-14: hand-overs in help channels (bot.slack.handover): one per thread, counted per channel per hour
+    "CREATE TABLE IF NOT EXISTS handovers (channel VARCHAR NOT NULL, thread_ts VARCHAR NOT NULL, "
+    "question TEXT NOT NULL DEFAULT '', created_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (channel, thread_ts))",
+    "CREATE INDEX IF NOT EXISTS handovers_channel_created_idx ON handovers (channel, created_at)",
 ]
 
 

@@ -20,8 +20,8 @@ from slack_sdk import WebClient
 from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback, home,
-                       questions)
+from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback,
+                       help_channels, home, questions)
 from bot.slack.access import SlackAccess
 from connectors.channels import ChannelsConfig
 from bot.slack.dedupe import Deduper
@@ -34,7 +34,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, questions, access_events, commands, feedback, home, assistant, errors)
+LISTENERS = (conversation, help_channels, questions, access_events, commands, feedback, home, assistant, errors)
 
 
 @dataclass
