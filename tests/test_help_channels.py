@@ -148,3 +148,15 @@ def test_kb_channel_shows_an_admin_the_channels_settings_and_refuses_others(help
     assert "`questions`" in text and "`S0PEOPLE1`, `U0BOB1`" in text and "every source visible here" in text
     refused = helpbot.command("channel", user="U1", channel=HELP, response_url=slack.response_url("channel2"))
     assert "admins only" in refused.json()["text"]
+
+
+def test_a_hand_over_is_claimed_in_postgres_once_per_thread_and_per_channel_hour(index):
+    """What a restart or a second replica relies on: the claim is the database's, not a process's."""
+    from bot.slack.handover import claim
+
+    channel = new_channel()
+    assert claim(index, channel, "1.000001", "q", per_hour=2) == "claimed"
+    assert claim(index, channel, "1.000001", "q", per_hour=2) == "already"
+    assert claim(index, channel, "1.000002", "q", per_hour=2) == "claimed"
+    assert claim(index, channel, "1.000003", "q", per_hour=2) == "capped"
+    assert claim(index, new_channel(), "1.000003", "q", per_hour=2) == "claimed"  # the cap is per channel
