@@ -114,18 +114,24 @@ def test_a_slack_connect_help_channel_gets_nothing(helpbot, slack):
 
 def test_not_found_is_handed_over_once_per_thread_with_the_nearest_pages(helpbot, slack, index):
     asked = message(UNKNOWN, HELP)
+    slack.add_thread(HELP, asked["ts"], [{"type": "message", "ts": asked["ts"], "text": UNKNOWN, "user": "U1",
+                                          "thread_ts": asked["ts"], "reply_count": 1}])
     helpbot.event(asked)
-    post = slack.wait_for(lambda: [c for c in posts_in(slack, HELP) if c.params.get("thread_ts") == asked["ts"]])[0]
+    in_thread = lambda: [c for c in posts_in(slack, HELP) if c.params.get("thread_ts") == asked["ts"]]  # noqa: E731
+    post = slack.wait_for(in_thread)[0]
     assert post.params["text"] == "I couldn't find this in the wiki — <!subteam^S0PEOPLE1> <@U0BOB1> can you help?"
     assert sources_heading(post.params["blocks"]) == "*Nearest pages*"
     helpbot.event(asked, event_id="EvRETRY" + asked["ts"].replace(".", ""))  # the same message delivered again
+    helpbot.event(message("It's in the facilities cookbook, page 12", HELP, user="U0BOB1", thread_ts=asked["ts"]))
+    helpbot.wait_idle()
+    assert len(in_thread()) == 1, "a person answering in the thread is not taken for a follow-up"
     mention = {"type": "app_mention", "user": "U2", "text": f"<@{BOT_USER}>", "ts": asked["ts"] + "1",
                "channel": HELP, "event_ts": asked["ts"] + "1", "thread_ts": asked["ts"]}
     helpbot.event(mention)  # a bare mention in the thread asks the thread's question again: not found again
     helpbot.wait_idle()
-    handovers = [c for c in posts_in(slack, HELP) if c.params.get("thread_ts") == asked["ts"]
-                 and "can you help?" in c.params["text"]]
-    assert len(handovers) == 1
+    replies = in_thread()
+    assert len(replies) == 2 and sources_heading(replies[1].params["blocks"]) == "*Nearest pages*"
+    assert "can you help?" not in replies[1].params["text"], "one hand-over per thread"
 
 
 def test_a_channel_without_escalate_leaves_not_found_alone(helpbot, slack):

@@ -28,6 +28,7 @@ from bot import records
 from bot.metrics import UNPROMPTED
 from bot.question_detector import is_question
 from bot.slack import answer_messages, blocks
+from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.questions import Asked, _asked, is_human_message
@@ -87,14 +88,16 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     if reply.outcome != ANSWERED:
         settings = services.channels.get(channel)
         if hand_over(index, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
-            # logged without its thread: people answer there, and Docent must not take their replies as follow-ups
-            records.log_query(index, question=question, answer=reply, context_question=None, timings_ms=timings,
-                              **{**details, "thread_ts": None})
+            # logged without its thread or message: people answer there, and Docent must not take their
+            # replies for follow-ups to it (`records.thread_question` finds threads by those two)
+            quietly(records.log_query, index, question=question, answer=reply, context_question=None,
+                    timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
         return
     answer_ts = Delivery(client, channel, ts, user=asked.user, team=asked.team).finish(
         blocks.fallback_text(reply), blocks.answer_blocks(reply))
     UNPROMPTED.inc()
     services.threads.add(channel, ts)
-    records.log_query(index, question=question, answer=reply, context_question=None, timings_ms=timings, **details)
-    answer_messages.remember(index, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
-                             answer_id=reply.id)
+    quietly(records.log_query, index, question=question, answer=reply, context_question=None, timings_ms=timings,
+            **details)
+    quietly(answer_messages.remember, index, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
+            answer_id=reply.id)
