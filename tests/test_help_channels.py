@@ -69,14 +69,22 @@ escalate = ["S0PEOPLE1"]
         yield running
 
 
+def counted(name: str, **labels) -> float:
+    from bot.metrics import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 def test_an_answered_question_gets_the_threaded_answer_without_a_mention(helpbot, slack, index):
     asked = message(PARENTAL.rstrip("?"), HELP)  # no "?" and no mention
+    before = counted("docent_unprompted_answers_total")
     helpbot.event(asked)
     post = slack.wait_for(lambda: posts_in(slack, HELP))[0]
     assert post.params["thread_ts"] == asked["ts"]
     assert sources_heading(post.params["blocks"]) == "*Sources*" and button(post.params["blocks"], blocks.ACTION_VOTE_UP)
     helpbot.wait_idle()
     assert [r.surface for r in query_rows(index, channel_id=HELP, message_ts=asked["ts"])] == ["channel"]
+    assert counted("docent_unprompted_answers_total") == before + 1
 
 
 @pytest.mark.parametrize("event", [
@@ -142,10 +150,12 @@ def test_a_channel_without_escalate_leaves_not_found_alone(helpbot, slack):
 
 
 def test_hand_overs_stop_at_the_channels_hourly_cap(helpbot, slack):
+    before = counted("docent_handovers_total", result="capped")
     for n in range(CAP + 2):
         helpbot.event(message(f"what is the recipe for grandmother's plum dumplings number {n}?", CAPPED))
     helpbot.wait_idle()
     assert len([c for c in posts_in(slack, CAPPED) if "can you help?" in c.params["text"]]) == CAP
+    assert counted("docent_handovers_total", result="capped") == before + 2
 
 
 def test_kb_channel_shows_an_admin_the_channels_settings_and_refuses_others(helpbot, slack):
