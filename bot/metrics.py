@@ -113,3 +113,10 @@ def exposition(index) -> bytes:
     per_index = CollectorRegistry(auto_describe=False)
     per_index.register(IndexCollector(index))
     return generate_latest(REGISTRY) + generate_latest(per_index)
+
+
+# Help channels (bot.slack.help_channels, bot.slack.handover)
+UNPROMPTED = Counter("docent_unprompted_answers", "Questions in help channels (respond = \"questions\") answered "
+                     "without a mention", registry=REGISTRY)
+HANDOVERS = Counter("docent_handovers", "Hand-overs to a channel's escalate people, by result (claimed: posted; "
+                    "already: the thread had one; capped: the channel's hourly cap)", ["result"], registry=REGISTRY)

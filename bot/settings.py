@@ -12,7 +12,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.access import AccessConfig
-from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms
+from connectors.channels import ChannelsConfig
+from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms, read_sources_file
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class Settings(BaseSettings):
     # Prometheus (`kb serve`): its own port, bound to --host; on the events port only with the token
     kb_metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0: any free port (logged at start)
     kb_metrics_token: SecretStr | None = None  # `Authorization: Bearer …` for /metrics on the events port
+    kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
@@ -171,6 +173,12 @@ class Settings(BaseSettings):
         if self.kb_sources is not None:
             return load_access(self.kb_sources)
         return AccessConfig()
+
+    def channel_settings(self) -> ChannelsConfig:
+        """Per-channel settings: the sources file's `[channels.*]` (none without a sources file)."""
+        if self.kb_sources is not None:
+            return read_sources_file(self.kb_sources).channels
+        return ChannelsConfig()
 
     @property
     def excludes(self) -> list[str]:

@@ -54,6 +54,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from connectors.channels import ChannelsConfig, parse_channels
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
@@ -76,7 +77,7 @@ _SLACK_IDS = {
     "users": (re.compile(r"^[UW][A-Z0-9]+$"), "a Slack user id such as U0123ABCD (not a @name)"),
     "usergroups": (re.compile(r"^S[A-Z0-9]+$"), "a Slack user-group id such as S0123ABCD (not a @handle)"),
 }
-_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "synonyms")
+_TOP_LEVEL = ("source", "sources", "scopes", "shared_channels", "synonyms", "channels")
 MAX_SYNONYMS = 20  # phrases per word: a longer list is a thesaurus pasted in, and drowns the question
 MAX_PHRASE_CHARS = 100
 _SYNONYM_LIST = TypeAdapter(list[str], config=ConfigDict(strict=True))  # a [synonyms] value: text in a list
@@ -131,6 +132,7 @@ class SourcesFile:
     sources: list[SourceConfig]
     access: AccessConfig
     synonyms: dict[str, list[str]] = field(default_factory=dict)  # the asker's word → the wiki's words
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
 
 
 # -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
@@ -227,7 +229,7 @@ def read_sources_file(path: Path) -> SourcesFile:
     unknown = set(data) - set(_TOP_LEVEL)
     if unknown:
         raise SourcesError(f"{path}: unknown top-level setting(s) {', '.join(sorted(map(str, unknown)))} "
-                           f"(expected source, scopes, shared_channels, synonyms)")
+                           f"(expected source, scopes, shared_channels, synonyms, channels)")
     entries = data.get("sources") or data.get("source") or []
     if not isinstance(entries, list) or not entries:
         raise SourcesError(f"{path}: no sources defined (expected [[source]] tables)")
@@ -236,8 +238,10 @@ def read_sources_file(path: Path) -> SourcesFile:
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
     _check_overlaps(sources, str(path))
-    return SourcesFile(sources=sources, access=parse_access(data, str(path)),
-                       synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"))
+    access = parse_access(data, str(path))
+    return SourcesFile(sources=sources, access=access,
+                       synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"),
+                       channels=parse_channels(data, str(path), sources, access))
 
 
 def _quoting_hint(text: str, error: str) -> str:

@@ -69,6 +69,10 @@ MIGRATIONS: list[str] = [
     "dim INTEGER NOT NULL, position INTEGER NOT NULL, doc_id VARCHAR NOT NULL, text_md5 VARCHAR(32) NOT NULL, "
     "vector BYTEA NOT NULL, PRIMARY KEY (parent_id, model, dim, position))",
     "CREATE INDEX IF NOT EXISTS sentence_vectors_doc_idx ON sentence_vectors (doc_id, model)",
+    # 16-17: hand-overs in help channels (bot.slack.handover): one per thread, counted per channel per hour
+    "CREATE TABLE IF NOT EXISTS handovers (channel VARCHAR NOT NULL, thread_ts VARCHAR NOT NULL, "
+    "question TEXT NOT NULL DEFAULT '', created_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (channel, thread_ts))",
+    "CREATE INDEX IF NOT EXISTS handovers_channel_created_idx ON handovers (channel, created_at)",
 ]
 
 

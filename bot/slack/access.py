@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.records import ChannelKind
+from connectors.channels import ChannelsConfig
 from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
 from connectors.document import PUBLIC
 
@@ -113,8 +114,9 @@ class SlackAccess:
     """The audience of a question asked in Slack: where, by whom, and so which scopes it may search."""
 
     def __init__(self, config: AccessConfig, client, ttl: float = CACHE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, channels: ChannelsConfig | None = None) -> None:
         self.config = config
+        self.channels = channels or ChannelsConfig()  # a channel's `sources` narrow its scopes further
         self.client = client
         self.ttl = ttl
         self.clock = clock
@@ -138,12 +140,13 @@ class SlackAccess:
         """
         if self.only_public:
             kind = SHARED if said_shared else DIRECT if is_dm else CHANNEL
-            return Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user)
+            return self.channels.narrow(Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user))
         conversation = self.conversation(channel) if channel else Conversation(shared=False)
         if is_dm is None:
             is_dm = bool(user) and conversation.im_user == user
         groups = self.groups_of(user) if is_dm and user else set()
-        return audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared)
+        return self.channels.narrow(
+            audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared))
 
     def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
                said_shared: bool = False) -> list[str]:

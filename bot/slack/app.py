@@ -20,9 +20,10 @@ from slack_sdk import WebClient
 from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback, home,
-                       questions)
+from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback,
+                       help_channels, home, questions)
 from bot.slack.access import SlackAccess
+from connectors.channels import ChannelsConfig
 from bot.slack.dedupe import Deduper
 from bot.slack.questions import RecentThreads
 from bot.slack.resync import Resyncs
@@ -33,7 +34,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, questions, access_events, commands, feedback, home, assistant, errors)
+LISTENERS = (conversation, help_channels, questions, access_events, commands, feedback, home, assistant, errors)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Services:
     resyncs: Resyncs
     answers: CountingPool
     threads: RecentThreads = field(default_factory=RecentThreads)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
 
 
 def build_app(
@@ -70,12 +72,13 @@ def build_app(
     records.create_tables(index)
     answer_messages.create_tables(index)
     kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
-    access = SlackAccess(settings.access_config(), client)
+    channels = settings.channel_settings()
+    access = SlackAccess(settings.access_config(), client, channels=channels)
     warn_unconfigured_scopes(access, kb.configured)
     # Messages are answered on a pool of their own (see bot.slack.workers): Bolt acks events before
     # running listeners, but slash commands, buttons and forms are acked *by* their listener.
     workers = workers or Workers()
-    services = Services(settings, kb, access, Deduper(index), Resyncs(kb), workers.answers)
+    services = Services(settings, kb, access, Deduper(index), Resyncs(kb), workers.answers, channels=channels)
     logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
     app = App(
         name="docent",

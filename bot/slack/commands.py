@@ -16,6 +16,7 @@ from bot.slack import blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
+from bot.slack.channel_command import show_channel
 from bot.slack.resync import resync
 from indexing.status import IndexStatus
 
@@ -30,6 +31,7 @@ HELP = """*Docent* answers questions from the company wiki, with links to the pa
 • `/kb ask <question>` — a private answer, with a button to share it in the channel.
 • `/kb status` — what is indexed, and when it was last synced.
 • `/kb resync [source] [--allow-deletes]` — re-read the wiki now (admins only; a sync that would delete most of a source deletes nothing unless `--allow-deletes`).
+• `/kb channel` — how I behave in this channel: answer mentions or every question, who I hand over to (admins only).
 • `/kb help` — this message.
 Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
 
@@ -127,4 +129,4 @@ def status_text(info: IndexStatus, visible_here: bool = False) -> str:
     return "\n".join(lines)
 
 
-SUBCOMMANDS = {"": help_, "help": help_, "ask": ask, "status": status, "resync": resync}
+SUBCOMMANDS = {"": help_, "help": help_, "ask": ask, "status": status, "resync": resync, "channel": show_channel}

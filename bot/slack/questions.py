@@ -33,6 +33,7 @@ from bot.slack import answer_messages, blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
+from bot.slack.handover import hand_over
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.streaming import Delivery
@@ -216,6 +217,9 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             services.threads.add(channel, reply_thread)  # before any more database work: see RecentThreads
         answer_messages.remember(index, channel, ts, answer_ts, surface=asked.surface, thread_ts=reply_thread,
                                  user=asked.user, answer_id=reply.id)
+        if not reply.found and reply_thread and not asked.is_dm:  # the channel's `escalate` people, if any
+            hand_over(index, client, services.channels.get(channel), reply_thread, reply,
+                      services.settings.kb_handovers_per_hour)
 
 
 def add_reaction(client: WebClient, channel: str, ts: str) -> None:

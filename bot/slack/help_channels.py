@@ -1,0 +1,103 @@
+"""Help channels (`respond = "questions"` in `[channels.C…]`, `connectors.channels`): a top-level
+question posted there is answered without a mention — but only when the wiki answers it.
+
+- Which messages: a person's new top-level message (not a bot's, not an edit, not a reply in a
+  thread) that `bot.question_detector` takes for a question and that is not addressed to someone
+  (a user or user-group mention) nor to Docent (an @mention is `questions.mention`'s).
+- Only *answered* is posted, as the normal threaded answer with sources and feedback buttons.
+  *Uncertain* and *not found* are handed over to the channel's `escalate` people
+  (`bot.slack.handover`), or left alone: a bot that says "I don't know" under every message
+  gets muted.
+- Never in a Slack Connect channel (the audience kind `shared`): people of another organisation
+  did not ask for a bot. Access as everywhere: only the scopes visible in the channel, narrowed by
+  the channel's `sources`.
+- Never twice: the message is claimed (`bot.slack.dedupe`) under the same key as a mention of it.
+
+Registered before `questions` in `bot.slack.app.LISTENERS`; Bolt runs the first listener whose
+matcher accepts an event, and this one's accepts only top-level messages in help channels, so
+thread follow-ups and direct messages still reach `questions.message`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from bot import records
+from bot.metrics import UNPROMPTED
+from bot.question_detector import is_question
+from bot.slack import answer_messages, blocks
+from bot.slack.errors import quietly
+from bot.slack.handover import hand_over
+from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
+from bot.slack.questions import Asked, _asked, is_human_message
+from bot.slack.streaming import Delivery
+from connectors.access import SHARED
+from indexing.retrieval import ANSWERED
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from bot.slack.app import Services
+
+log = logging.getLogger(__name__)
+
+SURFACE = "channel"  # the query log's `surface` of an unprompted answer
+
+
+def register(app, services: Services) -> None:
+    def in_help_channel(event: dict) -> bool:
+        thread = event.get("thread_ts")
+        return (event.get("channel_type") != "im" and (not thread or thread == event.get("ts"))
+                and services.channels.get(event.get("channel")).answers_questions)
+
+    @app.event("message", matchers=[in_help_channel])
+    def help_channel_message(event, body, client, context):
+        if not is_human_message(event) or (body or {}).get("is_ext_shared_channel"):
+            return
+        text = event.get("text") or ""
+        if mentions(text, context.bot_user_id) or mentions_someone_else(text, context.bot_user_id) or "<!subteam^" in text:
+            return  # for Docent (the mention listener answers it) or for a colleague
+        if not is_question(slack_to_plain(text, context.bot_user_id)):
+            return
+        services.answers.submit(answer_unprompted, services, client, _asked(
+            event, body, context, surface=SURFACE, reply_thread=event["ts"], context_thread=None))
+
+
+def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> None:
+    """The normal threaded answer when the wiki answers; a hand-over or silence otherwise."""
+    channel, ts = asked.channel, asked.ts
+    audience = services.access.audience(channel, asked.user, is_dm=False, said_shared=asked.said_shared)
+    if audience.kind == SHARED or audience.sees_nothing:
+        log.info("not answering %s/%s unprompted: %s", channel, ts,
+                 "a Slack Connect channel" if audience.kind == SHARED else "no scope is visible there")
+        return
+    if not services.deduper.claim(f"message:{channel}:{ts}"):
+        return
+    started = time.perf_counter()
+    question = slack_to_plain(asked.text, asked.bot_user)
+    try:
+        reply = services.kb.ask(question, audience)
+    except Exception:  # unprompted: nobody asked Docent, so no apology in their channel
+        log.exception("could not answer %s/%s unprompted", channel, ts)
+        return
+    index = services.kb.index
+    details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
+    timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
+    if reply.outcome != ANSWERED:
+        settings = services.channels.get(channel)
+        if hand_over(index, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
+            # logged without its thread or message: people answer there, and Docent must not take their
+            # replies for follow-ups to it (`records.thread_question` finds threads by those two)
+            quietly(records.log_query, index, question=question, answer=reply, context_question=None,
+                    timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
+        return
+    answer_ts = Delivery(client, channel, ts, user=asked.user, team=asked.team).finish(
+        blocks.fallback_text(reply), blocks.answer_blocks(reply))
+    UNPROMPTED.inc()
+    services.threads.add(channel, ts)
+    quietly(records.log_query, index, question=question, answer=reply, context_question=None, timings_ms=timings,
+            **details)
+    quietly(answer_messages.remember, index, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
+            answer_id=reply.id)

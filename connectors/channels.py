@@ -1,0 +1,154 @@
+"""Per-channel settings of the sources file: `[channels.C…]` tables.
+
+    [channels.C0HELPDSK]
+    respond = "questions"        # "mention" (default: only when @mentioned) | "questions": every question posted here
+    escalate = ["S0PEOPLE1"]     # user groups (S…) or users (U…/W…) asked when the wiki has no answer
+    sources = ["handbook"]       # optional: answer only from these sources
+
+`sources` only ever narrows what a channel's answers may draw on: the channel's audience keeps
+the scopes it sees (`connectors.access`) *and* those the named sources carry, never more.
+Retrieval filters by access scope, so narrowing to a source is exact only when no other source
+shares one of its scopes; a `sources` list that cannot be honoured exactly (another source
+carries the same scope) or that names a scope the channel cannot see stops Docent at start,
+rather than quietly answering from more (or nothing) — give the source an access scope of its own.
+
+Checked with the rest of the sources file (`connectors.sources.read_sources_file`): an unknown
+key, a channel id that is not one, an unknown source name or a malformed escalation id stops
+Docent with the file, the table and the key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from connectors.access import AccessConfig, Audience, visible_scopes
+from connectors.sync_rules import SourcesError
+
+if TYPE_CHECKING:
+    from connectors.sources import SourceConfig
+
+MENTION, QUESTIONS = "mention", "questions"
+RESPONSES = (MENTION, QUESTIONS)
+_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,}$")  # public (C…) or older private (G…) channels; not DMs
+_ESCALATE_ID = re.compile(r"^(?:S|U|W)[A-Z0-9]{2,}$")
+
+
+@dataclass(frozen=True)
+class ChannelSettings:
+    """How Docent behaves in one channel. The default (a channel with no table) is today's:
+    answer when mentioned, hand over to nobody, every visible source."""
+
+    channel: str
+    respond: str = MENTION
+    escalate: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # empty: every source
+    source_scopes: frozenset[str] | None = None  # the scopes `sources` carry; None: no narrowing
+
+    @property
+    def answers_questions(self) -> bool:
+        return self.respond == QUESTIONS
+
+    def narrow(self, audience: Audience) -> Audience:
+        """The audience with only the scopes of this channel's sources (never more than it had)."""
+        if self.source_scopes is None or audience.scopes is None:
+            return audience
+        return replace(audience, scopes=tuple(s for s in audience.scopes if s in self.source_scopes))
+
+    def escalation_mentions(self) -> str:
+        """The people to ask, as Slack writes mentions: `<!subteam^S…>` for groups, `<@U…>` for users."""
+        return " ".join(f"<!subteam^{who}>" if who.startswith("S") else f"<@{who}>" for who in self.escalate)
+
+
+@dataclass(frozen=True)
+class ChannelsConfig:
+    """Every `[channels.*]` table, by channel id."""
+
+    channels: Mapping[str, ChannelSettings] = field(default_factory=dict)
+
+    def get(self, channel: str | None) -> ChannelSettings:
+        return self.channels.get(channel or "") or ChannelSettings(channel=channel or "")
+
+    def narrow(self, audience: Audience) -> Audience:
+        """`audience` narrowed to its channel's sources, if that channel names any."""
+        return self.get(audience.channel).narrow(audience) if audience.channel else audience
+
+
+class _ChannelTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    respond: Literal["mention", "questions"] = MENTION
+    escalate: list[str] = Field(default_factory=list)
+    sources: list[str] | None = None
+
+
+_EXPECTED = {
+    "respond": "\"mention\" (answer when @mentioned) or \"questions\" (answer every question posted here)",
+    "escalate": "a list of user-group (S…) or user (U…) ids, e.g. escalate = [\"S0123ABCD\"]",
+    "sources": "a list of source names, e.g. sources = [\"handbook\"]",
+}
+
+
+def parse_channels(data: dict, where: str, sources: Sequence[SourceConfig], access: AccessConfig) -> ChannelsConfig:
+    """The `channels` tables of a parsed sources file, checked against its sources and scopes."""
+    tables = data.get("channels") or {}
+    if not isinstance(tables, dict):
+        raise SourcesError(f"{where}: channels must be tables [channels.C0123ABCD] with respond, escalate, sources")
+    by_name = {s.name: s for s in sources}
+    parsed: dict[str, ChannelSettings] = {}
+    for channel, table in tables.items():
+        here = f"{where}: [channels.{channel}]"
+        if not isinstance(channel, str) or not _CHANNEL_ID.match(channel):
+            raise SourcesError(f"{here}: {channel!r} is not a Slack channel id such as C0123ABCD (not a #name; "
+                               f"direct messages take no channel settings)")
+        if not isinstance(table, dict):
+            raise SourcesError(f"{here}: expected a table with respond, escalate and/or sources")
+        try:
+            settings = _ChannelTable.model_validate(table)
+        except ValidationError as exc:
+            raise _shape_error(exc, here) from None
+        for who in settings.escalate:
+            if not _ESCALATE_ID.match(who):
+                raise SourcesError(f"{here}: escalate: {who!r} is not a Slack user-group id (S…) or user id (U…) "
+                                   f"(not a @handle or a name)")
+        parsed[channel] = ChannelSettings(channel=channel, respond=settings.respond, escalate=tuple(settings.escalate),
+                                          **_narrowing(settings.sources, by_name, access, channel, here))
+    return ChannelsConfig(parsed)
+
+
+def _narrowing(names: list[str] | None, by_name: Mapping[str, SourceConfig], access: AccessConfig, channel: str,
+               where: str) -> dict:
+    """`sources` and the scopes they carry, refused where narrowing by scope could not be exact."""
+    if names is None:
+        return {}
+    if not names:
+        raise SourcesError(f"{where}: sources = [] would answer from nothing; leave sources out to use every source")
+    for name in names:
+        if name not in by_name:
+            raise SourcesError(f"{where}: sources: no source is named {name!r} (sources: {', '.join(sorted(by_name))})")
+    scopes = frozenset().union(*(by_name[name].scopes for name in names))
+    for other in sorted(set(by_name) - set(names)):
+        shared = sorted(by_name[other].scopes & scopes)
+        if shared:
+            raise SourcesError(f"{where}: sources: source {other!r} carries the access scope {shared[0]!r} too, so "
+                               f"answers here could not be limited to {', '.join(names)}; give "
+                               f"{', '.join(names)} an access scope of its own")
+    visible = set(visible_scopes(access, channel, None, (), False, False))
+    hidden = sorted(scopes - visible)
+    if hidden:
+        raise SourcesError(f"{where}: sources: the access scope {hidden[0]!r} is not visible in {channel} "
+                           f"(add {channel} to [scopes.{hidden[0]}] channels); sources only narrows a channel's scopes")
+    return {"sources": tuple(names), "source_scopes": scopes}
+
+
+def _shape_error(exc: ValidationError, where: str) -> SourcesError:
+    errors = exc.errors()
+    extra = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+    if extra:
+        return SourcesError(f"{where}: unknown setting(s) {', '.join(extra)} (expected {', '.join(_EXPECTED)})")
+    key = str(errors[0]["loc"][0])
+    return SourcesError(f"{where}: {key} must be {_EXPECTED.get(key, 'as documented')}")
