@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from indexing.service_calls import ServiceError, post_json
+from indexing.service_calls import ServiceError, http_client, post_json
 
 
 class EmbeddingServiceError(RuntimeError):
@@ -94,13 +94,9 @@ class ServiceEmbedder:
     # -- one request, with retries ---------------------------------------------------------------
 
     def _http(self):
-        import httpx
-
         with self._lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                limits = httpx.Limits(max_connections=self.in_flight, max_keepalive_connections=self.in_flight)
-                self._client = httpx.Client(timeout=self.timeout, headers=headers, limits=limits)
+                self._client = http_client(self.api_key, self.timeout, self.in_flight)
             return self._client
 
     def _request(self, batch: list[str]) -> list[list[float]]:

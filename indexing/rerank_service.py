@@ -21,7 +21,7 @@ import threading
 from urllib.parse import urlsplit
 
 from indexing.rerank import RerankTimeout, deadline
-from indexing.service_calls import ServiceError, ServiceTimeout, post_json
+from indexing.service_calls import ServiceError, ServiceTimeout, http_client, post_json
 
 FORMATS = ("tei", "cohere")
 _WRONG_FORMAT = frozenset({400, 404, 405, 422})  # the body's shape was refused: the other format may fit
@@ -61,13 +61,9 @@ class ServiceReranker:
             self._client.close()
 
     def _http(self):
-        import httpx
-
         with self._lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers,
-                                            limits=httpx.Limits(max_connections=self.workers))
+                self._client = http_client(self.api_key, self.timeout, self.workers)
             return self._client
 
     def _batch(self, query: str, texts: list[str]) -> list[float]:

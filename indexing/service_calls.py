@@ -31,6 +31,16 @@ class ServiceTimeout(ServiceError):
     """The caller's deadline passed before the service answered."""
 
 
+def http_client(api_key: str | None, timeout: float, connections: int):
+    """The one httpx client a service backend keeps: its API key as a Bearer token, at most
+    `connections` open at once (kept alive between calls)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.Client(timeout=timeout, headers=headers, limits=limits)
+
+
 def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, backoff: float = 0.5,
               deadline: float | None = None):
     """POST `body` to `url` with `client` (an `httpx.Client`) and return the 200 response.
