@@ -31,7 +31,7 @@ from bot.slack import answer_messages, blocks
 from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
-from bot.slack.questions import Asked, _asked, is_human_message
+from bot.slack.questions import Asked, asked_from, is_human_message
 from bot.slack.streaming import Delivery
 from connectors.access import SHARED
 from indexing.retrieval import ANSWERED
@@ -61,7 +61,7 @@ def register(app, services: Services) -> None:
             return  # for Docent (the mention listener answers it) or for a colleague
         if not is_question(slack_to_plain(text, context.bot_user_id)):
             return
-        services.answers.submit(answer_unprompted, services, client, _asked(
+        services.answers.submit(answer_unprompted, services, client, asked_from(
             event, body, context, surface=SURFACE, reply_thread=event["ts"], context_thread=None))
 
 

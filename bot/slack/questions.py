@@ -104,7 +104,7 @@ def register(app, services: Services) -> None:
         if not is_human_message(event):
             return
         thread = event.get("thread_ts")
-        services.answers.submit(answer, services, client, _asked(
+        services.answers.submit(answer, services, client, asked_from(
             event, body, context, surface="mention", reply_thread=thread or event["ts"], context_thread=thread))
 
     @app.event("message")
@@ -113,14 +113,15 @@ def register(app, services: Services) -> None:
             return
         thread = event.get("thread_ts")
         if event.get("channel_type") == "im":
-            services.answers.submit(answer, services, client, _asked(
+            services.answers.submit(answer, services, client, asked_from(
                 event, body, context, surface="dm", reply_thread=thread, context_thread=thread, is_dm=True))
         elif is_follow_up_candidate(event, context.bot_user_id):
-            services.answers.submit(answer_follow_up, services, client, _asked(
+            services.answers.submit(answer_follow_up, services, client, asked_from(
                 event, body, context, surface="thread", reply_thread=thread, context_thread=thread))
 
 
-def _asked(event: dict, body: dict | None, context, **where) -> Asked:
+def asked_from(event: dict, body: dict | None, context, **where) -> Asked:
+    """The `Asked` value of a message event (mentions, DMs, follow-ups, help channels: one reading)."""
     return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
                  bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),
                  team=event.get("team"), channel_type=event.get("channel_type"), **where)
