@@ -2,10 +2,13 @@
 
 The `kb` command line, the Slack app, `kb eval` and the benchmarks call this class, not the
 index's parts: the question of *who* reads an answer is an `Audience` (`connectors.access`),
-decided once by the caller and passed in, and everything below filters on it.
+decided once by the caller and passed in, and everything below filters on it. What else the
+Slack app shows of the wiki comes from here too, already narrowed to what it needs: `pages`
+(titles and scopes of cited pages), `page_titles` (the assistant's prompts), `source_pages`
+(the admins' App Home), `gaps` (the gaps report).
 
-Reading never writes: `ask` and `status` only read the index (the Slack app writes its query
-log itself, in `bot.records`). Only `sync` and `forget` change what is indexed, and both go
+Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
+query log itself, in `bot.records`). Only `sync` and `forget` change what is indexed, and both go
 through the one sync path (`indexing.runner`, `indexing.catalog`), which publishes the new
 keyword version.
 """
