@@ -39,6 +39,7 @@ from bot.slack.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
+from bot.slack.access import SlackAccess
 from bot.slack.app import build_app, slack_access
 from bot.slack.client import web_client
 from bot.slack.workers import Workers
@@ -143,7 +144,7 @@ def connect_socket_mode(app: App, settings: Settings):
     return handler
 
 
-def start_listening(index: Index, access=None):
+def start_listening(index: Index, access: SlackAccess | None = None):
     """Hear the other replicas on this database (`indexing.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
     event one of them got drops the same cached details from `access` (the Slack app's
