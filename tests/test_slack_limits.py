@@ -28,7 +28,7 @@ from test_slack import (  # noqa: E402, F401 (slack, bot: the module's local Web
 
 from bot import records  # noqa: E402
 from bot.slack.access import SlackAccess  # noqa: E402
-from bot.slack.dedupe import Delivery, Deduper  # noqa: E402
+from bot.slack.store import Deduper, DeliveryClaim  # noqa: E402
 from bot.housekeeping import start_housekeeping, tidy  # noqa: E402
 from bot.records import Feedback, QueryLog  # noqa: E402
 from bot.settings import Settings  # noqa: E402
@@ -111,7 +111,7 @@ def test_a_lookup_still_rate_limited_after_the_retries_refuses_and_logs_why(slac
 
 def claims_in(index, channel: str) -> list[str]:
     with index.session() as s:
-        return sorted(s.exec(select(Delivery.key).where(Delivery.key.contains(channel))))
+        return sorted(s.exec(select(DeliveryClaim.key).where(DeliveryClaim.key.contains(channel))))
 
 
 def test_only_the_messages_docent_answers_are_claimed(bot, slack, index):
@@ -134,7 +134,7 @@ def _old_rows(index, channel: str, now: datetime) -> None:
     """Two delivery claims, two logged questions with a vote each: one of each past its retention."""
     with index.session() as s:
         for age, tag in ((timedelta(days=4), "old"), (timedelta(hours=1), "new")):
-            s.add(Delivery(key=f"message:{channel}:{tag}", seen_at=now - age))
+            s.add(DeliveryClaim(key=f"message:{channel}:{tag}", seen_at=now - age))
         for age, tag in ((timedelta(days=31), "old"), (timedelta(days=29), "new")):
             answer_id = f"{channel}-{tag}"
             s.add(QueryLog(created_at=now - age, answer_id=answer_id, surface="mention", user_id="U1",
@@ -190,7 +190,7 @@ def test_housekeeping_runs_at_start_and_then_on_its_schedule(index):
             assert time.monotonic() < deadline, "the first run did not happen"
             time.sleep(0.05)
         with index.session() as s:  # a claim that goes stale later: the scheduled run removes it
-            s.add(Delivery(key=f"message:{channel}:later", seen_at=datetime.now(timezone.utc) - timedelta(days=5)))
+            s.add(DeliveryClaim(key=f"message:{channel}:later", seen_at=datetime.now(timezone.utc) - timedelta(days=5)))
             s.commit()
         while f"message:{channel}:later" in claims_in(index, channel):
             assert time.monotonic() < deadline, "no scheduled run after the first"
