@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 
 class AnswerMessage(SQLModel, table=True):
-    """Which message is Docent's answer to which question (for edits, deletions, DM threads)."""
+    """Which message is Docent's answer to which question (for edits, deletions, DM threads).
+    The table is made by `indexing.migrations` (m005_slack_tables)."""
 
     __tablename__ = "answer_messages"
 
@@ -32,10 +33,6 @@ class AnswerMessage(SQLModel, table=True):
     user_id: str = ""
     answer_id: str = ""
     created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
-
-
-def create_tables(index) -> None:
-    SQLModel.metadata.create_all(index.engine, tables=[AnswerMessage.__table__])
 
 
 def remember(index, channel: str, question_ts: str, answer_ts: str, *, surface: str, thread_ts: str | None,
@@ -94,7 +91,6 @@ def prune(index, before: datetime) -> int:
     """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
     from sqlalchemy import delete
 
-    create_tables(index)
     with index.session() as s:
         gone = s.execute(delete(AnswerMessage).where(AnswerMessage.created_at < before)).rowcount or 0
         s.commit()

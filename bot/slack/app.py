@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback,
+from bot.slack import (access_events, assistant, commands, conversation, errors, feedback,
                        help_channels, home, questions)
 from bot.slack.access import SlackAccess
 from connectors.channels import ChannelsConfig
@@ -69,8 +68,6 @@ def build_app(
     Bolt's listener pool and the answers pool (`bot.slack.workers`); new ones by default — pass
     them to wait for the answers in flight at shutdown.
     """
-    records.create_tables(index)
-    answer_messages.create_tables(index)
     kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
     channels = settings.channel_settings()
     access = SlackAccess(settings.access_config(), client, channels=channels)

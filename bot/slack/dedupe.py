@@ -34,6 +34,8 @@ KEEP = timedelta(days=3)  # Slack retries within minutes; older claims are prune
 
 
 class Delivery(SQLModel, table=True):
+    """A claimed message; the table is made by `indexing.migrations` (m005_slack_tables)."""
+
     __tablename__ = "slack_deliveries"
 
     key: str = Field(primary_key=True)  # "message:C123:1700000000.000100"
@@ -47,7 +49,6 @@ class Deduper:
         self.engine = index.engine
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        SQLModel.metadata.create_all(self.engine, tables=[Delivery.__table__])
 
     def claim(self, key: str) -> bool:
         with self._lock:  # the cheap check first: most duplicates hit the same process
