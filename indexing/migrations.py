@@ -63,8 +63,8 @@ from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger(__name__)
 
-LOCK = 7317710012  # the advisory lock releases before named migrations took too: an older replica
-# starting next to a newer one waits for it rather than racing it
+LOCK = 7317710012  # the advisory lock the unnamed migrations of earlier releases took too: an older
+# replica starting next to a newer one waits for it rather than racing it
 TABLE = "_docent_migrations"
 
 
@@ -99,19 +99,19 @@ def migrate(engine: Engine) -> list[str]:
                              "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
         done = set(conn.exec_driver_sql(f"SELECT name FROM {TABLE}").scalars())
         unknown = done - {m.name for m in MIGRATIONS}
-        if unknown:  # a newer Docent migrated this database; its additions do not stop an older one reading
+        if unknown:  # said, not refused: the newer release's changes may or may not suit this one
             log.warning("the database has migrations this Docent does not know (%s): it was opened by a newer "
                         "version", ", ".join(sorted(unknown)))
-        applied = []
+        ran = []
         for m in MIGRATIONS:
             if m.name in done:
                 continue
             m.apply(conn)
             conn.execute(text(f"INSERT INTO {TABLE} (name) VALUES (:name)"), {"name": m.name})
-            applied.append(m.name)
-    if applied:
-        log.info("database migrated: %s", ", ".join(applied))
-    return applied
+            ran.append(m.name)
+    if ran:
+        log.info("database migrated: %s", ", ".join(ran))
+    return ran
 
 
 def applied(engine: Engine) -> list[str]:
