@@ -20,6 +20,9 @@ table creation against a fresh database, and dumps the result with pg_dump --sch
   with sqlmodel 0.0.22 (installed with pip into a temporary folder put first on PYTHONPATH);
   those dumps are named `…-sqlmodel0.0.22.sql`.
 
+The dumps here were made with `--upto 1a2eebb`, main's last commit before named migrations:
+databases made since record their migrations by name, and need no dump to be recognised.
+
 Run it from a checkout with the project's virtualenv (it starts its own embedded Postgres):
 
     /work/main/.venv/bin/python tests/data/schemas/make_dumps.py [--upto REV]
