@@ -213,7 +213,8 @@ def fill(engine: Engine) -> dict[str, list[dict]]:
             columns.setdefault(table, []).append((column, kind))
         for table, cols in columns.items():
             # the one user-defined type is the status enum; strings are short enough for VARCHAR(32)
-            values = {c: VALUES["status"] if k == "USER-DEFINED" else VALUES.get(k, f"{table}.{c}"[:32]) for c, k in cols}
+            values = {c: VALUES["status"] if k == "USER-DEFINED" else VALUES.get(k, f"{table}.{c}"[:32])
+                      for c, k in cols}
             names = ", ".join(f'"{c}"' for c in values)
             conn.execute(text(f'INSERT INTO "{table}" ({names}) VALUES ({", ".join(f":{c}" for c in values)})'), values)
     return rows(engine, {table: [c for c, _ in cols] for table, cols in columns.items()})

@@ -75,7 +75,8 @@ def git(*args: str) -> str:
 
 
 def table_modules(commit: str) -> list[str]:
-    grep = ["grep", "-l"] + [arg for p in PATTERNS for arg in ("-e", p)] + [commit, "--", "*.py", ":!tests", ":!benchmarks"]
+    patterns = [arg for p in PATTERNS for arg in ("-e", p)]
+    grep = ["grep", "-l", *patterns, commit, "--", "*.py", ":!tests", ":!benchmarks"]
     out = subprocess.run(["git", *grep], cwd=REPO, capture_output=True, text=True).stdout
     return sorted(line.split(":", 1)[1] for line in out.splitlines())
 
@@ -149,7 +150,8 @@ def make_tables(commit: str, url: str, work: Path, packages: list[str]) -> str |
         git("worktree", "add", "--detach", str(tree), commit)
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     modules = [module_name(f) for f in table_modules(commit) if f.startswith("bot/")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*packages, str(tree)]), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*packages, str(tree)]), "HF_HUB_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
     env.pop("DATABASE_URL", None)
     run = subprocess.run([sys.executable, "-c", CREATE, str(home), url, *modules], cwd=tree, env=env,
                          capture_output=True, text=True)
