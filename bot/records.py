@@ -10,6 +10,9 @@
 - `feedback`: one vote per user per answer (voting again changes it), with the optional reason
   from the 👎 form.
 - `admin_actions`: who tried which admin command, when, whether it was allowed, and the result.
+
+The classes are the Python view of the tables; `indexing.migrations` creates and changes them
+(when the index opens), so a column added here needs a migration there.
 """
 
 from __future__ import annotations
@@ -112,25 +115,6 @@ class AdminAction(SQLModel, table=True):
     allowed: bool = False
     result: str = Field(default="", sa_column=Column(Text, nullable=False))
     finished_at: datetime | None = Field(default=None, sa_column=timestamptz())
-
-
-TABLES = [QueryLog, Feedback, AdminAction]
-
-
-def create_tables(index: Database) -> None:
-    """Create the tables and their indexes if missing (idempotent; safe from every process at start).
-
-    `create_all` creates a missing table with its indexes, but adds nothing to a table that exists:
-    indexes added to a model later (the thread lookup's) are created here on older databases."""
-    from sqlalchemy.exc import IntegrityError, ProgrammingError
-
-    SQLModel.metadata.create_all(index.engine, tables=[t.__table__ for t in TABLES])
-    for table in TABLES:
-        for table_index in table.__table__.indexes:
-            try:
-                table_index.create(index.engine, checkfirst=True)
-            except (IntegrityError, ProgrammingError):  # another process created it at the same moment
-                pass
 
 
 # -- query log -------------------------------------------------------------------------------

@@ -19,11 +19,10 @@ import logging
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
 from bot.slack import (access_events, assistant, commands, conversation, errors, feedback, help_channels, home,
-                       questions, store)
+                       questions)
 from bot.slack.access import SlackAccess
 from bot.slack.resync import Resyncs
 from bot.slack.services import Services
@@ -62,8 +61,6 @@ def build_app(
     them to wait for the answers in flight at shutdown. `access`: who sees what (`slack_access`);
     pass it to have the other replicas told of access events (`bot.serve.start_listening`).
     """
-    records.create_tables(index)
-    store.create_tables(index)
     kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
     access = access or slack_access(settings, client)
     warn_unconfigured_scopes(access, kb.configured)

@@ -52,7 +52,8 @@ KEEP = timedelta(days=3)  # Slack retries within minutes; older claims are prune
 
 
 class DeliveryClaim(SQLModel, table=True):
-    """A Slack delivery this process or another has claimed (answered, or is answering)."""
+    """A Slack delivery this process or another has claimed (answered, or is answering). The table
+    is made by `indexing.migrations` (m005_slack_tables)."""
 
     __tablename__ = "slack_deliveries"
 
@@ -67,7 +68,6 @@ class Deduper:
         self.engine = db.engine
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        SQLModel.metadata.create_all(self.engine, tables=[DeliveryClaim.__table__])
 
     def claim(self, key: str) -> bool:
         with self._lock:  # the cheap check first: most duplicates hit the same process
@@ -103,7 +103,8 @@ class Deduper:
 
 
 class AnswerMessage(SQLModel, table=True):
-    """Which message is Docent's answer to which question (for edits, deletions, DM threads)."""
+    """Which message is Docent's answer to which question (for edits, deletions, DM threads).
+    The table is made by `indexing.migrations` (m005_slack_tables)."""
 
     __tablename__ = "answer_messages"
 
@@ -115,10 +116,6 @@ class AnswerMessage(SQLModel, table=True):
     user_id: str = ""
     answer_id: str = ""
     created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
-
-
-def create_tables(db: Database) -> None:
-    SQLModel.metadata.create_all(db.engine, tables=[AnswerMessage.__table__])
 
 
 def remember_answer(db: Database, channel: str, question_ts: str, answer_ts: str, *, surface: str,
@@ -173,7 +170,6 @@ def forget_answer(db: Database, channel: str, question_ts: str) -> None:
 
 def prune_answers(db: Database, before: datetime) -> int:
     """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
-    create_tables(db)
     with db.session() as s:
         gone = s.execute(delete(AnswerMessage).where(AnswerMessage.created_at < before)).rowcount or 0
         s.commit()
