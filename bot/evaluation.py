@@ -242,6 +242,7 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
         hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
         text = " ".join(n.node.get_content() for n in nodes).lower()
         rows.append({"id": q.id, "kind": q.kind, "found": True, "sources": paths, "hit_rank": hit_rank,
-                     "latency_ms": round(latency, 2), "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
+                     "latency_ms": round(latency, 2),
+                     "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
                      "timings_ms": {}, "signals": {}})
     return {"metrics": {"overall": score(rows)}, "questions": rows}

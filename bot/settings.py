@@ -130,8 +130,8 @@ class Settings(BaseSettings):
             rerank=RerankConfig(
                 backend=self.kb_rerank, url=self.kb_rerank_url, model=self.kb_rerank_model,
                 api_key=secret(self.kb_rerank_api_key), wire_format=self.kb_rerank_format, top_n=self.kb_rerank_top_n,
-                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars, refuse_below=self.kb_rerank_refuse_below,
-                answer_from=self.kb_rerank_answer_from),
+                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars,
+                refuse_below=self.kb_rerank_refuse_below, answer_from=self.kb_rerank_answer_from),
         )
 
     def llm_client(self):

@@ -97,7 +97,8 @@ def summaries(session: Session, configured: list[SourceConfig]) -> list[SourceSu
             failed=n.get(Status.FAILED.value, 0),
             skipped=n.get(Status.SKIPPED.value, 0),
             schedule=str(config.schedule) if config and config.schedule else None,
-            last_run=session.exec(select(SyncRun).where(SyncRun.source == name).order_by(col(SyncRun.id).desc()).limit(1)).first(),
+            last_run=session.exec(
+                select(SyncRun).where(SyncRun.source == name).order_by(col(SyncRun.id).desc()).limit(1)).first(),
         ))
     return rows
 

@@ -49,7 +49,8 @@ class RerankConfig:
 class IndexConfig:
     home: Path  # Docent's data directory: embedded Postgres, BM25 files
     database_url: str | None = field(default=None, repr=False)  # None: the embedded Postgres in home/pgdata; may hold a password
-    embed_model: str | None = None  # a sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name
+    # A sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name.
+    embed_model: str | None = None
     embed_batch_size: int = 32
     embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.onnx_embedding)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model

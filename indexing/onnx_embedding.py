@@ -196,7 +196,8 @@ def exported_model(model_dir: Path, home: Path, quantized: bool) -> tuple[Path, 
     if target.is_file():
         return target, False
     folder.mkdir(parents=True, exist_ok=True)
-    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)", model_dir, " (int8)" if quantized else "", folder)
+    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
+                model_dir, " (int8)" if quantized else "", folder)
     if not full.is_file():
         _export(model_dir, full)
     if quantized:
