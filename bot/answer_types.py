@@ -69,7 +69,9 @@ def asked_type(question: str) -> str | None:
 
 def holds(sentence: str, kind: str | None) -> bool:
     """Whether `sentence` holds a fact of the asked-for kind (False when nothing is asked)."""
-    return bool(kind) and bool(_HOLDS[kind].search(sentence))
+    if not kind:
+        return False
+    return bool(_HOLDS[kind].search(sentence))
 
 
 def has_digits(text: str) -> bool:

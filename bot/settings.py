@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     kb_top_k: int = 5
     kb_typo_repair: bool = True  # indexing.spelling: off for a wiki not written in English
     kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
-    # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
+    # the gate's outcomes (indexing.gate.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
     kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
