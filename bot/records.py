@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Field, SQLModel, select
 
 from bot.answer import Answer, Source
+from indexing.gate import Outcome
 from indexing.index import Index
 from indexing.registry import timestamptz, utcnow
 
@@ -155,7 +156,7 @@ def log_query(
     if answer is not None:
         row.answer_id = answer.id
         row.found = answer.found
-        row.outcome = answer.outcome
+        row.outcome = answer.outcome.value
         row.answer_text = answer.text
         row.note = answer.note
         row.doc_ids = [s.doc_id for s in answer.sources]
@@ -186,10 +187,10 @@ def answer_from_log(row: QueryLog) -> Answer:
         )
         for d in row.sources
     ]
-    outcome = row.outcome or ("answered" if row.found else "not_found")
-    return Answer(question=row.question, found=row.found, text=row.answer_text, sources=sources,
+    return Answer(question=row.question, text=row.answer_text, sources=sources,
                   timings_ms=row.timings_ms, id=row.answer_id or "", llm_used=row.llm_used, note=row.note,
-                  signals=row.signals, outcome=outcome, searched=(row.signals or {}).get("searched"))
+                  signals=row.signals, outcome=Outcome.logged(row.outcome, row.found),
+                  searched=(row.signals or {}).get("searched"))
 
 
 def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:

@@ -32,12 +32,9 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported from here by bot/
-    ANSWERED,
-    NOT_FOUND_OUTCOME,
-    OUTCOMES,
-    UNCERTAIN,
+from indexing.gate import (  # noqa: F401 — is_cjk is imported from here by bot/
     GateSignals,
+    Outcome,
     QuestionTerms,
     gate_outcome,
     gate_signals,
@@ -82,15 +79,18 @@ class Hit:
 class Retrieval:
     question: str
     hits: list[Hit]
-    found: bool  # outcome != "not_found"
     signals: GateSignals = field(default_factory=GateSignals)  # the gate's raw inputs
     terms: QuestionTerms = field(default_factory=QuestionTerms)  # the question's terms and their IDF here
     timings_ms: dict = field(default_factory=dict)
-    outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
+    outcome: Outcome = Outcome.ANSWERED  # uncertain: the wiki may have it
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
     question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
     expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
     rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
+
+    @property
+    def found(self) -> bool:
+        return self.outcome.found
 
     @property
     def searched(self) -> str:
@@ -156,9 +156,9 @@ def retrieve(
         hits, signals, run = stage.rerank(searched, hits, signals)
         lap("rerank")
     hits = hits[:top_k]
-    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else NOT_FOUND_OUTCOME
+    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else Outcome.NOT_FOUND
     timings["retrieval_total"] = round(sum(timings.values()), 2)
-    return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
+    return Retrieval(question=question, hits=hits, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,
                      expansion=expansion, rerank=run)
 

@@ -427,7 +427,7 @@ def _logged_answers(index: Index, channel: str) -> list[Answer]:
     records.create_tables(index)  # as the bot does at start
     answers = []
     for i in range(ANSWERS):
-        answer = Answer(question=f"fault drill question {i}", found=True, text=f"Fault drill answer {i}.", sources=[],
+        answer = Answer(question=f"fault drill question {i}", text=f"Fault drill answer {i}.", sources=[],
                         timings_ms={})
         records.log_query(index, surface="mention", user_id="UASKER", question=answer.question, answer=answer,
                           channel_id=channel, message_ts=new_ts())

@@ -34,7 +34,7 @@ from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.questions import Asked, asked_from, is_human_message
 from bot.slack.streaming import Delivery
 from connectors.access import SHARED
-from indexing.retrieval import ANSWERED
+from indexing.gate import Outcome
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -85,7 +85,7 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     index = services.kb.index
     details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-    if reply.outcome != ANSWERED:
+    if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
         if hand_over(index, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
             # logged without its thread or message: people answer there, and Docent must not take their

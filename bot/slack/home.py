@@ -32,6 +32,7 @@ from bot import records
 from bot.gaps import gaps_report, normalised
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
+from indexing.gate import Outcome
 
 if TYPE_CHECKING:
     from bot.slack.app import Services
@@ -101,7 +102,7 @@ def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[s
     visible (see the docstring). Shown to everyone: the App Home, the assistant's prompts."""
     Q = records.QueryLog
     with index.session() as s:
-        rows = s.exec(select(Q).where(Q.outcome == "answered", Q.answer_id.is_not(None),
+        rows = s.exec(select(Q).where(Q.outcome == Outcome.ANSWERED.value, Q.answer_id.is_not(None),
                                       Q.channel_kind == records.ChannelKind.PUBLIC.value,
                                       Q.surface.in_(EXAMPLE_SURFACES))
                       .order_by(Q.created_at.desc()).limit(EXAMPLE_ROWS)).all()
@@ -128,9 +129,9 @@ def own_questions(index, user: str, visible: set[str], limit: int = MINE) -> lis
         docs = {d.id: d for d in s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(ids)))} if ids else {}
     mine = []
     for row in rows:
-        outcome = "failed" if row.answer_id is None else (row.outcome or ("answered" if row.found else "not_found"))
-        asked = AskedQuestion(question=row.question, outcome=outcome, at=row.created_at)
-        if outcome in ("answered", "uncertain"):
+        outcome = None if row.answer_id is None else Outcome.logged(row.outcome, row.found)
+        asked = AskedQuestion(question=row.question, outcome=outcome.value if outcome else "failed", at=row.created_at)
+        if outcome is not None and outcome.found:
             page = next((docs[d] for d in row.doc_ids if d in docs and docs[d].access in visible), None)
             if page is not None:
                 asked.page_title, asked.page_url = page.title or page.path, page.url
