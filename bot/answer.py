@@ -23,6 +23,7 @@ from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
 from bot.llm import NOT_FOUND_REPLY, says_not_found
 from indexing.gate import Outcome
+from indexing.heading_path import HeadingPath
 from indexing.index import Index
 from indexing.retrieval import Hit, retrieve
 
@@ -48,15 +49,18 @@ class Source:
     source: str
     path: str
     title: str
-    heading_path: list[str]
+    heading_path: HeadingPath
     url: str
     score: float
     updated_at: datetime | None
     rerank: float | None = None  # the rerank stage's score of the cited section (None: not reranked)
 
+    def __post_init__(self) -> None:
+        self.heading_path = HeadingPath(self.heading_path)  # a list as well
+
     def to_json(self) -> dict:
         data = asdict(self)
-        data["heading_path"] = " > ".join(self.heading_path)
+        data["heading_path"] = str(self.heading_path)
         data["updated_at"] = self.updated_at.isoformat() if self.updated_at else None
         return data
 

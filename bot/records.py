@@ -25,6 +25,7 @@ from sqlmodel import Field, SQLModel, select
 
 from bot.answer import Answer, Source
 from indexing.gate import Outcome
+from indexing.heading_path import HeadingPath
 from indexing.index import Index
 from indexing.registry import timestamptz, utcnow
 
@@ -182,7 +183,7 @@ def answer_from_log(row: QueryLog) -> Answer:
     sources = [
         Source(
             n=d["n"], doc_id=d["doc_id"], source=d["source"], path=d["path"], title=d["title"],
-            heading_path=[p for p in (d.get("heading_path") or "").split(" > ") if p], url=d["url"],
+            heading_path=HeadingPath.parse(d.get("heading_path")), url=d["url"],
             score=d["score"], updated_at=datetime.fromisoformat(d["updated_at"]) if d.get("updated_at") else None,
         )
         for d in row.sources

@@ -41,6 +41,7 @@ from indexing.gate import (  # noqa: F401 — is_cjk is imported from here by bo
     is_cjk,
     question_terms,
 )
+from indexing.heading_path import HeadingPath
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
 from indexing.rerank import RerankRun
@@ -60,7 +61,7 @@ class Hit:
     source: str
     path: str
     title: str
-    heading_path: list[str]
+    heading_path: HeadingPath
     url: str
     text: str  # the whole parent section
     matched: list[str]  # its children that matched, best first
@@ -70,9 +71,12 @@ class Hit:
     bm25: float | None  # best BM25 score of its children, if the keyword leg found one
     rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.rerank)
 
+    def __post_init__(self) -> None:
+        self.heading_path = HeadingPath(self.heading_path)  # a list as well
+
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return str(self.heading_path)
 
 
 @dataclass
@@ -244,7 +248,7 @@ def _parents(
                 source=doc.source,
                 path=doc.path,
                 title=doc.title,
-                heading_path=list(section.heading_path or []),
+                heading_path=HeadingPath(section.heading_path or ()),
                 url=section.url or doc.url,
                 text=section.text,
                 matched=[texts[c] for c in kids if c in texts],

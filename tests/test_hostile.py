@@ -339,7 +339,7 @@ def test_text_over_the_sync_limit_and_stalling_headings_cannot_stall_a_sync(inde
     doc = next(d for d in MarkdownFolder(tmp_path, source=source).documents() if d.path == "headings.md")
     assert storable(doc) is doc  # stored as written: the chunker itself reads such lines in linear time
     parents = chunk_document(doc)
-    assert [p.heading_path for p in parents] == [[]] + [  # the headings, clipped to MAX_HEADING_CHARS
+    assert [list(p.heading_path) for p in parents] == [[]] + [  # the headings, clipped to MAX_HEADING_CHARS
         ["a" + " " * (MAX_HEADING_CHARS - 1), "b " + "#" * (MAX_HEADING_CHARS - 2), "[" * 290]] * 40
     assert "```\n# " + " " * 50 + "code stays" in parents[-1].text  # a fenced line is no heading
     from bot.answer import answer_question
