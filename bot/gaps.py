@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from indexing.embedding import Embedder
 from indexing.gate import Outcome
 from indexing.index import Index
 from indexing.registry import utcnow
@@ -233,7 +234,7 @@ _vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
 _vectors_lock = threading.Lock()
 
 
-def question_vectors(embedder, texts: list[str]) -> list[list[float]]:
+def question_vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     """Embeddings of question wordings; a wording seen before in this process is not embedded again
     (the App Home and the digest recompute the report often; the model is the slow part)."""
     name = getattr(embedder, "name", "")

@@ -60,7 +60,7 @@ from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
 from indexing.config import IndexConfig  # noqa: E402
 from indexing.database import is_unreachable  # noqa: E402
-from indexing.embedding import Embedder  # noqa: E402
+from indexing.embedding import TorchEmbedder  # noqa: E402
 from indexing.index import Index  # noqa: E402
 from indexing.registry import DocumentRecord, Status  # noqa: E402
 from indexing.retrieval import retrieve  # noqa: E402
@@ -240,7 +240,7 @@ def failing_model(index) -> FailingModel:
 def failing_index(index, kb_home, failing_model) -> Iterator[Index]:
     """The session's database and BM25 files, with an embedder around the failing model; one
     embedding batch per sync (everything changed is embedded together)."""
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder._model = failing_model  # the third-party model object, not Docent's code
     url = index.url.render_as_string(hide_password=False)
     opened = Index(IndexConfig(home=kb_home, database_url=url, sync_batch_children=100_000), embedder=embedder)
