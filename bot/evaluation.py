@@ -24,8 +24,8 @@ from pathlib import Path
 
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
-from indexing.index import Index
 from indexing.gate import Outcome
+from indexing.index import Index
 
 RANK_DEPTH = 10
 
