@@ -37,7 +37,6 @@ def main() -> None:
     from indexing.gate import Outcome
 
     index = fresh_index()
-    records.create_tables(index)
     index.embedder.embed_unindexed(["warm up the model"])
     rng = random.Random(18)
     rows = []

@@ -225,7 +225,8 @@ def group_unanswered(index: Index, rows: list) -> list[QuestionGroup]:
         example = Counter(row.question for row in by_wording[members[0]]).most_common(1)[0][0]  # ties: the latest
         groups.append(QuestionGroup(
             example=example, count=len(asked), askers=len({r.user_id for r in asked}),
-            not_found=sum(r.outcome != Outcome.UNCERTAIN for r in asked), uncertain=sum(r.outcome == Outcome.UNCERTAIN for r in asked),
+            not_found=sum(r.outcome != Outcome.UNCERTAIN for r in asked),
+            uncertain=sum(r.outcome == Outcome.UNCERTAIN for r in asked),
             last_asked=max(r.created_at for r in asked), wordings=len(members)))
     return sorted(groups, key=lambda g: (-g.count, -g.askers, g.example))
 
@@ -429,8 +430,5 @@ def print_gaps(index: Index, days: int, as_json: bool, echo=print) -> None:
     """`kb gaps`: the report as text or JSON (the CLI's one call into this module)."""
     import json
 
-    from bot.records import create_tables
-
-    create_tables(index)
     report = gaps_report(index, days)
     echo(json.dumps(report.to_json(), ensure_ascii=False) if as_json else as_text(report))

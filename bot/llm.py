@@ -46,7 +46,8 @@ class LLMClient:
             temperature=0.0, timeout=timeout, max_retries=0, max_tokens=400,
         )
 
-    def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead=(), outcome: Outcome = Outcome.ANSWERED) -> str:
+    def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead=(),
+               outcome: Outcome = Outcome.ANSWERED) -> str:
         """The model's answer; `lead` (`bot.lead.LeadSentence`s) and the gate's `outcome` shape the prompt."""
         reply = self.llm.chat(prompt_messages(question, hits, numbers, lead, outcome)).message.content
         return checked_reply(reply or "", hits, numbers)

@@ -66,7 +66,7 @@ def is_unreachable(exc: BaseException | None) -> bool:
     return False
 
 
-def _unreachable(exc: BaseException) -> bool:
+def _unreachable(exc: BaseException | None) -> bool:
     import psycopg2
     from sqlalchemy.exc import DBAPIError
 
