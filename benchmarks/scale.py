@@ -406,12 +406,12 @@ def main() -> None:
 
     from bot.knowledge import KnowledgeBase
     from connectors.access import Audience
-    from indexing.embedding import Embedder
+    from indexing.embedding import TorchEmbedder
 
     questions = eval_questions()
     load_start = os.getloadavg()
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}", flush=True)
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder.embed_query("load the model before anything is timed")
     model_rss = rss_mb()
 

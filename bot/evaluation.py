@@ -24,8 +24,8 @@ from pathlib import Path
 
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
+from indexing.gate import Outcome
 from indexing.index import Index
-from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, OUTCOMES
 
 RANK_DEPTH = 10
 
@@ -86,7 +86,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
             rows.append({
-                "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome, "sources": paths,
+                "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome.value, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
                 "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
                 "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)], "lead": answer.lead,
@@ -106,14 +106,14 @@ def keywords_in(keywords: list[str], text: str) -> int:
     return sum(1 for k in keywords if k.lower() in text)
 
 
-def outcome_of(row: dict) -> str:
+def outcome_of(row: dict) -> Outcome:
     """A row's outcome; rows written before there were three outcomes have only `found`."""
-    return row.get("outcome") or (ANSWERED if row["found"] else NOT_FOUND_OUTCOME)
+    return Outcome.logged(row.get("outcome"), row["found"])
 
 
 def outcome_shares(rows: list[dict]) -> dict:
     outcomes = [outcome_of(r) for r in rows]
-    return {o: round(outcomes.count(o) / len(rows), 4) if rows else None for o in OUTCOMES}
+    return {o.value: round(outcomes.count(o) / len(rows), 4) if rows else None for o in Outcome}
 
 
 def _coverage(rows: list[dict], field: str) -> float | None:

@@ -39,6 +39,7 @@ import numpy as np
 
 from bot.answer_types import asked_type, has_digits, holds
 from indexing import bm25
+from indexing.embedding import Embedder
 from indexing.retrieval import Hit, is_cjk
 from indexing.sentences import SHORT_WORDS, Sentence, in_context, sentences
 from indexing.sentences import words as _words
@@ -76,7 +77,7 @@ class LeadSentence:
     score: float
 
 
-def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder, idf: dict[str, float], *,
+def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder: Embedder, idf: dict[str, float], *,
                 question_vector: list[float] | None = None, index=None) -> list[LeadSentence]:
     """The sentences to put first, in the order they should be read; [] when there are none.
 
@@ -111,7 +112,7 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
     return out
 
 
-def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder,
+def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder: Embedder,
             idf: dict[str, float], question_vector: list[float] | None, index) -> list[float]:
     """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
     penalty; −inf for those the lexical pre-filter kept from the model."""
@@ -171,7 +172,7 @@ def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
 
 
 def _vectors(question: str, question_vector: list[float] | None, texts: list[str], parent_ids: list[str],
-             embedder, index) -> np.ndarray:
+             embedder: Embedder, index) -> np.ndarray:
     """The question's vector, then each text's (float32, as stored): stored at sync time where its
     section has it (one query), else embedded now through `SENTENCE_VECTORS`. Only vectors of the
     embedder that embedded the question, at its dimension, are read."""
@@ -198,7 +199,7 @@ class SentenceVectors:
         self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def vectors(self, embedder, texts: list[str]) -> np.ndarray:
+    def vectors(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for text in texts:

@@ -43,7 +43,8 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from indexing.chunking import Parent
-from indexing.embedding import embed_with_cache
+from indexing.embedding import Embedder, embed_with_cache
+from indexing.heading_path import HeadingPath
 from indexing.sentences import in_context, sentences
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class SectionSentences:
     vectors: list[list[float]] | None = None
 
 
-def section_sentences(title: str, heading_path: list[str], text: str, child_texts: Iterable[str]) -> list[str]:
+def section_sentences(title: str, heading_path: HeadingPath, text: str, child_texts: Iterable[str]) -> list[str]:
     """Every text the lead can score from this section, once each, in reading order: the
     sentences of the section and of each of its children (`in_context`, as `bot.lead` scores them:
     under the section's last heading, else the page title)."""
@@ -94,7 +95,7 @@ def of_parents(title: str, parents: list[Parent]) -> list[SectionSentences]:
             for p in parents]
 
 
-def embed_sections(session: Session, embedder, sections: list[SectionSentences]) -> None:
+def embed_sections(session: Session, embedder: Embedder, sections: list[SectionSentences]) -> None:
     """Fill in each section's vectors, cache first (`embed_with_cache`, in the caller's session)."""
     texts = [t for section in sections for t in section.texts]
     vectors = embed_with_cache(session, embedder, texts)
@@ -176,7 +177,7 @@ def backfill(index, source: str) -> int:
         by_doc: dict[str, list[SectionSentences]] = {}
         for p in parents:
             if p.doc_id in docs:
-                texts = section_sentences(docs[p.doc_id][0], list(p.heading_path or []), p.text, children.get(p.id, []))
+                texts = section_sentences(docs[p.doc_id][0], HeadingPath(p.heading_path or ()), p.text, children.get(p.id, []))
                 by_doc.setdefault(p.doc_id, []).append(SectionSentences(p.id, texts))
         with index.session() as s, s.begin():
             embed_sections(s, index.embedder, [section for sections in by_doc.values() for section in sections])
