@@ -1,8 +1,8 @@
 """The loop back to the wiki: a person's answer in a handed-over thread, offered as a gap.
 
 When Docent handed a question over (`bot.slack.handover`) and a person — not the asker, not a
-bot — then replies in that thread with what reads as an answer (not thanks, not a question back),
-Docent offers, once per thread, an "Add to the wiki's gaps" button, as an ephemeral message to
+bot — then replies in that thread with what reads as an answer (at least `MIN_WORDS` words, not
+thanks or "+1", not a question back by `bot.question_detector`), Docent offers, once per thread, an "Add to the wiki's gaps" button, as an ephemeral message to
 the asker and to that answerer. Ephemeral, not a threaded message: only the two people whose
 question and words it would record see it — the asker can tell whether it answered them, the
 answerer agrees to their words going to the wiki owners — and the channel and everyone following
@@ -26,6 +26,7 @@ with `escalate` (the only channels with hand-overs), decided without the databas
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime, timezone
 
 from slack_sdk import WebClient
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 ACTION_ADD_GAP = "docent_add_gap"
 BUTTON = "Add to the wiki's gaps"
 MIN_WORDS = 3  # "yes", "same here": not an answer to write up
+_NOT_AN_ANSWER = re.compile(r"^(?:thanks?|thank you|thx|ty|\+1|same|me too|following|bump|any news|any update)\b",
+                            re.IGNORECASE)  # thanks and "+1" from others who wait for the answer
 
 
 def register(app, services: Services) -> None:
@@ -101,7 +104,8 @@ def reply_in_thread(services: Services, client: WebClient, asked: Asked, follow_
 
 def reads_as_answer(plain: str) -> bool:
     """A reply worth offering as the answer: a few words, not thanks, not a question back."""
-    return len(plain.split()) >= MIN_WORDS and not is_small_talk(plain) and not is_question(plain)
+    return (len(plain.split()) >= MIN_WORDS and not is_small_talk(plain) and not _NOT_AN_ANSWER.match(plain)
+            and not is_question(plain))
 
 
 def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
