@@ -291,6 +291,10 @@ def test_kb_gaps_lists_answers_by_people_and_writes_drafts_without_overwriting(h
     assert listed.returncode == 0, listed.stderr
     people = [a for a in json.loads(listed.stdout)["answered_by_people"] if a["channel"] == LISTED]
     assert [(a["question"], a["answered_by"], a["thread_ts"]) for a in people] == [(UNKNOWN, ANSWERER, asked["ts"])]
+    from bot.gaps import as_text, gaps_report
+
+    text = as_text(gaps_report(index, 7)).split("Answered by people, missing from the wiki", 1)[1]
+    assert f"{ANSWERER} in {LISTED}: It's in the facilities cookbook, page 12" in text
     folder = tmp_path / "drafts"
     first = subprocess.run([*kb, "--drafts", str(folder)], env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
