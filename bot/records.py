@@ -370,6 +370,16 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
                            .order_by(AnsweredGap.added_at.desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
 
 
+def prune_answered_gaps(index: Database, before: datetime) -> int:
+    """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
+    from sqlalchemy import delete
+
+    with index.session() as s:
+        gone = s.execute(delete(AnsweredGap).where(AnsweredGap.added_at < before)).rowcount or 0
+        s.commit()
+    return gone
+
+
 # -- the wiki owners' report -----------------------------------------------------------------
 
 

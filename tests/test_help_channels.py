@@ -364,3 +364,28 @@ def test_a_channel_that_becomes_slack_connect_gets_no_more_unprompted_answers(he
     helpbot.event(message(UNKNOWN, BECOMES))
     helpbot.wait_idle()
     assert [c.params["thread_ts"] for c in posts_in(slack, BECOMES)] == [first["ts"]]
+
+
+def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(index):
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import text
+
+    from bot import records
+    from bot.housekeeping import tidy
+    from bot.slack.store import claim_handover, handover_in
+
+    channel, now = new_channel(), datetime.now(timezone.utc)
+    old = now - timedelta(days=40)
+    for thread in ("1.000001", "1.000002"):
+        claim_handover(index, channel, thread, UNKNOWN, per_hour=5, asker=ASKER)
+        records.add_answered_gap(index, records.AnsweredGap(
+            channel_id=channel, thread_ts=thread, question=UNKNOWN, answer=ANSWER, answered_by=ANSWERER,
+            asked_by=ASKER, answer_ts=thread, answered_at=now, added_by=ASKER,
+            added_at=old if thread == "1.000001" else now))
+    with index.engine.begin() as conn:
+        conn.execute(text("UPDATE handovers SET created_at = :old WHERE channel = :c AND thread_ts = '1.000001'"),
+                     {"old": old, "c": channel})
+    tidy(index, query_log_days=30, now=now)
+    assert [handover_in(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
+    assert [records.answered_gap(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]

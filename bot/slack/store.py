@@ -237,3 +237,10 @@ def claim_gap_offer(db: Database, channel: str, thread_ts: str, answered_by: str
     if row is None:
         return None
     return Handover(channel, thread_ts, row[0], row[1], True, answered_by, answer_ts, answer_text[:8000])
+
+
+def prune_handovers(db: Database, before: datetime) -> int:
+    """Forget hand-overs made before `before` — their questions and people's answers are personal
+    data, kept as long as the query log keeps questions (`bot.housekeeping`)."""
+    with db.engine.begin() as conn:
+        return conn.execute(text("DELETE FROM handovers WHERE created_at < :before"), {"before": before}).rowcount or 0
