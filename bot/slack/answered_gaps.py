@@ -83,7 +83,8 @@ def reply_in_thread(services: Services, client: WebClient, asked: Asked, follow_
     except Exception:
         log.warning("could not look up a hand-over in %s/%s", asked.channel, asked.context_thread, exc_info=True)
         handover = None
-    if handover is None or asked.user == handover.asker:
+    if handover is None or not handover.asker or asked.user == handover.asker:
+        # no hand-over; or one made before askers were kept, when the asker cannot be told apart
         if follow_up:
             answer_follow_up(services, client, asked)
         return
