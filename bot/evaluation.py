@@ -74,7 +74,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
     audience = Audience.operator() if scopes is None else Audience.limited(scopes)
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
-    rows = []
+    rows: list[dict] = []
     index.embedder.embed_query("warm-up")  # load the model before the clock starts
     if index.rerank is not None:
         index.rerank.warm()  # and the reranker's: its first load is not a question's budget
@@ -191,7 +191,7 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
         return {"precision": round(p, 4), "recall": round(rec, 4), "f1": round(f1, 4),
                 "wrongly_refused": len(refused) - right}
 
-    curve = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
+    curve: list[dict] = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
     best = max(curve, key=lambda c: (c["fit"]["f1"], -c["fit"]["wrongly_refused"]))
     return {"curve": curve, "best": best}
 
@@ -242,6 +242,7 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
         hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
         text = " ".join(n.node.get_content() for n in nodes).lower()
         rows.append({"id": q.id, "kind": q.kind, "found": True, "sources": paths, "hit_rank": hit_rank,
-                     "latency_ms": round(latency, 2), "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
+                     "latency_ms": round(latency, 2),
+                     "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
                      "timings_ms": {}, "signals": {}})
     return {"metrics": {"overall": score(rows)}, "questions": rows}

@@ -81,12 +81,12 @@ def _fit_scores(rows: list[dict], score: dict[int, float], grid: list[float]) ->
                     and not (r["corpus"] in NOT_FITTED_UNANSWERABLE and r["set"] != "foreign")]
     if not answerable:
         return (0.0, 0.0)
-    refuse = max((t for t in grid if (_mean_rate(answerable, lambda r: score[id(r)] < t) or 0) <= MAX_REFUSED),
+    refuse = max((t for t in grid if (_mean_rate(answerable, lambda r, t=t: score[id(r)] < t) or 0) <= MAX_REFUSED),
                  default=grid[0])
     own = [r for r in unanswerable if r["set"] != "foreign"]
     foreign = [r for r in unanswerable if r["set"] == "foreign"]
     answer = next((t for t in grid if t >= refuse and all(
-        (_mean_rate(group, lambda r: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
+        (_mean_rate(group, lambda r, t=t: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
         for group in (own, foreign))), grid[-1])
     return refuse, answer
 

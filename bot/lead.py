@@ -47,17 +47,23 @@ from indexing.sentence_vectors import stored_vectors
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
 SENTENCES_PER_SECTION = 40
-MAX_SENTENCES = 3  # the "one to three sentences", chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds the length)
+# The "one to three sentences", chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds
+# the length).
+MAX_SENTENCES = 3
 MAX_CHARS = 600
 COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-COVERAGE = 0.4  # a question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth, Chinese: half)
-NUMBER_BONUS = 0.1  # a question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types)
+# A question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth,
+# Chinese: half).
+COVERAGE = 0.4
+# A question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types).
+NUMBER_BONUS = 0.1
 NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
 EMBEDDED_SENTENCES = 8  # only the lexically best candidates are embedded (docs/benchmarks.md: same leads, a third of the cost)
-CACHED_SENTENCES = 20_000  # sentence vectors embedded at question time kept in this process (~30 MB at 384 float32s), most recent first
+# Sentence vectors embedded at question time kept in this process (~30 MB at 384 float32s), most recent first.
+CACHED_SENTENCES = 20_000
 _BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
                              re.IGNORECASE)
 

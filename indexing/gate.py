@@ -39,7 +39,8 @@ class GateSignals:
     unknown_terms: float = 0.0  # IDF share of question terms the visible wiki never uses
     legs_agree: bool = False  # vector and keyword legs put the same page first
     best_bm25: float = 0.0  # the keyword leg's best score (0: none of the question's words is in the wiki)
-    cjk_coverage: float = 0.0  # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage)
+    # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage).
+    cjk_coverage: float = 0.0
     cjk: bool = False  # the question is mostly Chinese/Japanese/Korean
     rerank_best: float | None = None  # the rerank stage's best score (indexing.rerank; None: off or fell back)
     rerank_outcome: str | None = None  # ok, error or timeout (None: no rerank stage)

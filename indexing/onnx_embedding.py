@@ -36,8 +36,12 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +77,8 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.texts_embedded = 0  # how many texts reached the model, as Embedder counts them
         self.exported = False  # whether this process exported the model (False: the cached file was used)
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # an onnxruntime.InferenceSession once loaded
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         # Checked now, not at the first text: a sync must not start and then fail every page.
         # onnxruntime is imported (~0.4 s) since it is needed anyway; onnx (~1.5 s) only looked up.
@@ -196,7 +200,8 @@ def exported_model(model_dir: Path, home: Path, quantized: bool) -> tuple[Path, 
     if target.is_file():
         return target, False
     folder.mkdir(parents=True, exist_ok=True)
-    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)", model_dir, " (int8)" if quantized else "", folder)
+    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
+                model_dir, " (int8)" if quantized else "", folder)
     if not full.is_file():
         _export(model_dir, full)
     if quantized:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, exists, insert, select
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from indexing.chunking import Parent
 from indexing.embedding import embed_with_cache
@@ -157,17 +158,18 @@ def backfill(index, source: str) -> int:
     with index.session() as s:
         has_rows = exists().where(TABLE.c.doc_id == DocumentRecord.id, TABLE.c.model == model)
         todo = list(s.execute(
-            select(DocumentRecord.id).where(DocumentRecord.source == source, DocumentRecord.status == Status.SUCCESS,
-                                            DocumentRecord.chunk_count > 0, ~has_rows).order_by(DocumentRecord.id)
+            select(col(DocumentRecord.id)).where(col(DocumentRecord.source) == source,
+                                                 col(DocumentRecord.status) == Status.SUCCESS,
+                                                 col(DocumentRecord.chunk_count) > 0, ~has_rows).order_by(col(DocumentRecord.id))
         ).scalars())
     written = 0
     for start in range(0, len(todo), BACKFILL_DOCUMENTS):
         batch = todo[start : start + BACKFILL_DOCUMENTS]
         with index.session() as s:
             docs = {d.id: (d.title, d.content_hash)
-                    for d in s.execute(select(DocumentRecord).where(DocumentRecord.id.in_(batch))).scalars()}
-            parents = list(s.execute(select(ParentSection).where(ParentSection.doc_id.in_(batch))
-                                     .order_by(ParentSection.doc_id, ParentSection.position)).scalars())
+                    for d in s.execute(select(DocumentRecord).where(col(DocumentRecord.id).in_(batch))).scalars()}
+            parents = list(s.execute(select(ParentSection).where(col(ParentSection.doc_id).in_(batch))
+                                     .order_by(col(ParentSection.doc_id), col(ParentSection.position))).scalars())
             children: dict[str, list[str]] = {}
             for chunk in index.store.keyword_chunks(s, batch):
                 children.setdefault(chunk.parent_id, []).append(chunk.text)
@@ -180,7 +182,7 @@ def backfill(index, source: str) -> int:
             embed_sections(s, index.embedder, [section for sections in by_doc.values() for section in sections])
         for doc_id, sections in by_doc.items():
             with index.session() as s, s.begin():
-                record = s.execute(select(DocumentRecord).where(DocumentRecord.id == doc_id).with_for_update()).scalar()
+                record = s.execute(select(DocumentRecord).where(col(DocumentRecord.id) == doc_id).with_for_update()).scalar()
                 if record is None or record.content_hash != docs[doc_id][1]:
                     continue  # replaced or deleted since it was read: that sync wrote its own rows
                 delete_document(s, doc_id)
