@@ -355,7 +355,9 @@ def add_answered_gap(index: Database, gap: AnsweredGap) -> AnsweredGap | None:
         inserted = s.execute(insert(AnsweredGap.__table__).values(**values)
                              .on_conflict_do_nothing(index_elements=["channel_id", "thread_ts"]))
         s.commit()
-    return gap if inserted.rowcount == 1 else None
+    from indexing.database import affected
+
+    return gap if affected(inserted) == 1 else None
 
 
 def answered_gap(index: Database, channel_id: str, thread_ts: str) -> AnsweredGap | None:
@@ -373,9 +375,12 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
 def prune_answered_gaps(index: Database, before: datetime) -> int:
     """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
     from sqlalchemy import delete
+    from sqlmodel import col
+
+    from indexing.database import affected
 
     with index.session() as s:
-        gone = s.execute(delete(AnsweredGap).where(AnsweredGap.added_at < before)).rowcount or 0
+        gone = affected(s.execute(delete(AnsweredGap).where(col(AnsweredGap.added_at) < before)))
         s.commit()
     return gone
 

@@ -2,8 +2,9 @@
 
 When Docent handed a question over (`bot.slack.handover`) and a person — not the asker, not a
 bot — then replies in that thread with what reads as an answer (at least `MIN_WORDS` words, not
-thanks or "+1", not a question back by `bot.question_detector`), Docent offers, once per thread, an "Add to the wiki's gaps" button, as an ephemeral message to
-the asker and to that answerer. Ephemeral, not a threaded message: only the two people whose
+thanks or "+1", not a question back by `bot.question_detector`), Docent offers, once per
+thread, an "Add to the wiki's gaps" button, as an ephemeral message to the asker and to that
+answerer. Ephemeral, not a threaded message: only the two people whose
 question and words it would record see it — the asker can tell whether it answered them, the
 answerer agrees to their words going to the wiki owners — and the channel and everyone following
 the thread get no extra message (and no one else a button). The once-per-thread claim is the
@@ -78,8 +79,9 @@ def register(app, services: Services) -> None:
 def reply_in_thread(services: Services, client: WebClient, asked: Asked, follow_up: bool) -> None:
     """A person's reply in a thread of a channel with `escalate`: in a handed-over thread, someone
     else's answer is offered as a gap; otherwise the reply is what it always was (a follow-up)."""
+    thread = asked.context_thread or ""
     try:
-        handover = store.handover_in(services.db, asked.channel, asked.context_thread)
+        handover = store.handover_in(services.db, asked.channel, thread)
     except Exception:
         log.warning("could not look up a hand-over in %s/%s", asked.channel, asked.context_thread, exc_info=True)
         handover = None
@@ -95,7 +97,7 @@ def reply_in_thread(services: Services, client: WebClient, asked: Asked, follow_
         log.info("no gap offered in %s/%s: %s", asked.channel, asked.context_thread,
                  "a Slack Connect channel" if audience.kind == SHARED else "no scope is visible there")
         return
-    offer = store.claim_gap_offer(services.db, asked.channel, asked.context_thread, asked.user, asked.ts,
+    offer = store.claim_gap_offer(services.db, asked.channel, thread, asked.user, asked.ts,
                                   slack_to_markdown(asked.text))
     if offer is None:
         return  # another delivery or replica offered first
@@ -118,7 +120,7 @@ def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
         line = (f"<@{offer.answered_by}> answered your question. If that answers it, add it to the wiki's gaps, "
                 "so a wiki owner can write it up?")
     question = escape(" ".join(offer.question.split())[:300])
-    message_blocks = [
+    message_blocks: list[dict] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": line}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Question: {question}"}]},
         {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": BUTTON},

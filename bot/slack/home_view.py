@@ -147,8 +147,8 @@ def gaps_blocks(report: GapsReport) -> list[Block]:
         for a in report.answered_by_people[:ANSWERS_SHOWN]:
             # the answerer's id, not a mention: the digest would notify them every week
             where = link(a.permalink, "thread") if a.permalink.startswith("http") else "thread"
-            blocks.append(_section(f"*{_plain(a.question, 300)}*\nanswered by `{escape(a.answered_by)}` in <#{a.channel}> ({where}): "
-                                   f"{_plain(a.answer, 500)}"))
+            blocks.append(_section(f"*{_plain(a.question, 300)}*\nanswered by `{escape(a.answered_by)}` "
+                                   f"in <#{a.channel}> ({where}): {_plain(a.answer, 500)}"))
         if len(report.answered_by_people) > ANSWERS_SHOWN:
             blocks.append(_context(f"…and {len(report.answered_by_people) - ANSWERS_SHOWN} more (`kb gaps`)."))
         blocks.append(_context("`kb gaps --drafts DIR` writes each as a draft page to edit and commit."))
