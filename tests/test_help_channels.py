@@ -389,3 +389,21 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
     tidy(index, query_log_days=30, now=now)
     assert [handover_in(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
     assert [records.answered_gap(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
+
+
+def test_draft_names_are_safe_and_stable():
+    from datetime import datetime, timezone
+
+    from bot.gap_drafts import draft_name
+    from bot.gaps import AnsweredByPeople
+
+    def gap(question: str, thread: str = "1.000001") -> AnsweredByPeople:
+        at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+        return AnsweredByPeople(question=question, answer="a", answered_by="U1", asked_by="U2", added_by="U2",
+                                channel="C1", thread_ts=thread, permalink="", answered_at=at, added_at=at, scopes=[])
+
+    hostile = draft_name(gap("../../etc/passwd? <script> & C:\\boot.ini"))
+    assert hostile.startswith("etc-passwd-script-c-boot-ini-") and "/" not in hostile and ".." not in hostile
+    assert draft_name(gap("报销流程是什么?")).startswith("gap-")
+    assert len(draft_name(gap("why " * 100))) <= 60 + len("-12345678.md")
+    assert draft_name(gap("Same?")) == draft_name(gap("Same?")) != draft_name(gap("Same?", thread="1.000002"))
