@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from slack_api_server import BOT_ID, BOT_USER  # noqa: E402
 from test_slack import (  # noqa: E402
-    ADMIN, PARENTAL, all_text, bot_settings, button, click, message, new_channel, posts_in, query_rows, running_bot,
+    ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows, running_bot,
     sources_heading, wait_until)
 
 from bot.slack import blocks  # noqa: E402
@@ -23,7 +23,7 @@ from bot.slack import blocks  # noqa: E402
 SAMPLE_WIKI = Path(__file__).resolve().parent.parent / "sample-wiki"
 UNKNOWN = "what is the recipe for grandmother's plum dumplings?"
 HELP, CAPPED, QUIET, SHARED_HELP = (new_channel() for _ in range(4))
-LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES = (new_channel() for _ in range(6))
+LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP = (new_channel() for _ in range(7))
 HR_OWNERS = new_channel()  # a channel that sees the hr scope, for the digest
 CAP = 2
 ASKER, ANSWERER = "U0ASKER1", "U0BOB1"
@@ -75,7 +75,7 @@ channels = ["{HR_HELP}", "{HR_OWNERS}"]
 [channels.{channel}]
 respond = "questions"
 escalate = ["S0PEOPLE1"]
-""" for channel in (LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES)))
+""" for channel in (LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP)))
     return path
 
 
@@ -407,3 +407,13 @@ def test_draft_names_are_safe_and_stable():
     assert draft_name(gap("报销流程是什么?")).startswith("gap-")
     assert len(draft_name(gap("why " * 100))) <= 60 + len("-12345678.md")
     assert draft_name(gap("Same?")) == draft_name(gap("Same?")) != draft_name(gap("Same?", thread="1.000002"))
+
+
+def test_no_gap_is_offered_in_a_slack_connect_channel(helpbot, slack):
+    slack.share_channel(SHARED_LOOP)
+    asked = mention(UNKNOWN, SHARED_LOOP, user=ASKER)
+    helpbot.event(asked)
+    slack.wait_for(lambda: [c for c in posts_in(slack, SHARED_LOOP) if "can you help?" in c.params["text"]])
+    helpbot.event(message(ANSWER, SHARED_LOOP, user=ANSWERER, thread_ts=asked["ts"]))
+    helpbot.wait_idle()
+    assert not offers(slack, SHARED_LOOP, asked["ts"]), "people of another organisation: nothing recorded"
