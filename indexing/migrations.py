@@ -343,12 +343,16 @@ databases that have recorded these, so they are ordinary one-time changes."""
 def m007_answered_gaps(conn: Connection) -> None:
     """The loop back to the wiki (bot.slack.answered_gaps): a hand-over remembers who asked and,
     once a person answers in its thread, that Docent offered the answer as a gap (once per thread);
-    `answered_gaps` keeps the questions people answered that the wiki does not (bot.records)."""
+    `answered_gaps` keeps the questions people answered that the wiki does not (bot.records).
+    Written idempotent although it need not be (tests/test_slack_limits.py re-runs every
+    migration on a migrated database whose migrations table it dropped)."""
     _run(conn,
-         "ALTER TABLE handovers ADD COLUMN asker VARCHAR NOT NULL DEFAULT '', "
-         "ADD COLUMN offered_at TIMESTAMPTZ, ADD COLUMN answered_by VARCHAR NOT NULL DEFAULT '', "
-         "ADD COLUMN answer_ts VARCHAR NOT NULL DEFAULT '', ADD COLUMN answer_text TEXT NOT NULL DEFAULT ''",
-         """CREATE TABLE answered_gaps (
+         "ALTER TABLE handovers ADD COLUMN IF NOT EXISTS asker VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS offered_at TIMESTAMPTZ, "
+         "ADD COLUMN IF NOT EXISTS answered_by VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS answer_ts VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS answer_text TEXT NOT NULL DEFAULT ''",
+         """CREATE TABLE IF NOT EXISTS answered_gaps (
              channel_id VARCHAR NOT NULL,
              thread_ts VARCHAR NOT NULL,
              question TEXT NOT NULL,
@@ -362,5 +366,5 @@ def m007_answered_gaps(conn: Connection) -> None:
              added_by VARCHAR NOT NULL,
              added_at TIMESTAMPTZ NOT NULL,
              PRIMARY KEY (channel_id, thread_ts))""",
-         "CREATE INDEX ix_answered_gaps_added_at ON answered_gaps (added_at)",
+         "CREATE INDEX IF NOT EXISTS ix_answered_gaps_added_at ON answered_gaps (added_at)",
          )
