@@ -21,8 +21,8 @@ from slack_sdk import WebClient
 
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, assistant, commands, conversation, errors, feedback, help_channels, home,
-                       questions)
+from bot.slack import (access_events, answered_gaps, assistant, commands, conversation, errors, feedback,
+                       help_channels, home, questions)
 from bot.slack.access import SlackAccess
 from bot.slack.resync import Resyncs
 from bot.slack.services import Services
@@ -34,7 +34,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, help_channels, questions, access_events, commands, feedback, home, assistant, errors)
+LISTENERS = (conversation, help_channels, answered_gaps, questions, access_events, commands, feedback, home, assistant, errors)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:
