@@ -5,8 +5,8 @@ and channel settings, the `SyncRunner`, the `KnowledgeBase`, the file watcher an
 re-syncs. Nothing else opens the index or reads the sources file, so "how is Docent put
 together" has one answer, and a new long-running part has one place to start and stop.
 
-Each part is built on first use, once: `kb ask` never reads the sources file (a mistake there
-does not stop answering), and this module imports only the standard library at the top, so
+Each part is built on first use, once — `kb status` never starts a watcher, `kb ask` never
+builds the list of sources — and this module imports only the standard library at the top, so
 `kb --help` stays instant.
 
 Expected failures — no database, a sources file with a mistake, a setting that cannot work —
@@ -109,8 +109,8 @@ class Root:
 
     def knowledge_base(self, *, sources: list[SourceConfig] | None = None, llm: bool = False) -> KnowledgeBase:
         """The facade over this root's index. `sources` None: the configured sources, through the
-        shared `runner`; a list (`kb sync PATH`'s ad-hoc source, or none for `kb ask` and `kb
-        eval`, which need no sources file): a runner of their own. `llm`: answer with the
+        shared `runner`; a list (the sources `kb sync` was asked for, or none for `kb ask` and
+        `kb eval`, which only answer): a runner of their own, as before there was a root. `llm`: answer with the
         configured LLM (KB_LLM_BASE_URL), if any; else extractively."""
         from bot.knowledge import KnowledgeBase
 

@@ -33,7 +33,7 @@ def ask(
     """
     settings = common.settings()
     audience = cli_audience(settings, as_channel, as_user, shared)
-    kb = common.root(settings).knowledge_base(sources=[], llm=True)  # answering needs no sources file
+    kb = common.root(settings).knowledge_base(sources=[], llm=True)  # answering needs no list of sources
     if question is not None:
         ask_one(kb, question, audience, as_json, exit_on_error=True)
         return

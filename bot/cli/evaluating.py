@@ -40,7 +40,7 @@ def evaluate(
 
         run_sync(root, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
                                      adhoc=True)])
-    kb = root.knowledge_base(sources=[], llm=use_llm)  # scoring needs no sources file
+    kb = root.knowledge_base(sources=[], llm=use_llm)  # scoring needs no list of sources
     index = kb.index
     if not kb.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
