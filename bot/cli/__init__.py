@@ -2,9 +2,9 @@
 
 Every command is a plain function in one of the modules below, registered on the Typer app in
 `COMMANDS` — a new command is one line there. Commands ask the composition root
-(`bot.wiring.Root`, through `common.root`) for the index, the sources and the knowledge base. Those modules import only Typer at the top and
-load the heavy parts (the index, the model, Slack) inside the command, so `kb --help` is
-instant.
+(`bot.wiring.Root`, through `common.root`) for the index, the sources and the knowledge base.
+Those modules import only Typer at the top and load the heavy parts (the index, the model,
+Slack) inside the command, so `kb --help` is instant.
 
 - `syncing`: sync, sources, forget, watch;  `asking`: ask, status;  `evaluating`: eval;
 - `serving`: run, serve, feedback, gaps;  `common`: settings, the composition root (`bot.wiring`),
