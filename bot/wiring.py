@@ -110,8 +110,8 @@ class Root:
     def knowledge_base(self, *, sources: list[SourceConfig] | None = None, llm: bool = False) -> KnowledgeBase:
         """The facade over this root's index. `sources` None: the configured sources, through the
         shared `runner`; a list (the sources `kb sync` was asked for, or none for `kb ask` and
-        `kb eval`, which only answer): a runner of their own, as before there was a root. `llm`: answer with the
-        configured LLM (KB_LLM_BASE_URL), if any; else extractively."""
+        `kb eval`, which only answer): a runner of their own over just those. `llm`: answer with
+        the configured LLM (KB_LLM_BASE_URL), if any; else extractively."""
         from bot.knowledge import KnowledgeBase
 
         client = self.settings.llm_client() if llm else None
