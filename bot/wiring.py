@@ -1,8 +1,8 @@
 """The composition root: the one place Docent's parts are built — and stopped.
 
-`kb` commands and `kb serve` ask a `Root` for what they need: the index, the configured sources
-and channel settings, the `SyncRunner`, the `KnowledgeBase`, the file watcher and the scheduled
-re-syncs. Nothing else opens the index or reads the sources file, so "how is Docent put
+`kb` commands and `kb serve` ask a `Root` for what they need: the index, the configured sources,
+the `SyncRunner`, the `KnowledgeBase`, the file watcher and the scheduled re-syncs. (Who sees
+what in Slack, `[scopes.*]` and `[channels.*]`, is the Slack app's: `bot.slack.app.slack_access`.) Nothing else opens the index or reads the sources file, so "how is Docent put
 together" has one answer, and a new long-running part has one place to start and stop.
 
 Each part is built on first use, once — `kb status` never starts a watcher, `kb ask` never
@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.knowledge import KnowledgeBase
     from bot.settings import Settings
-    from connectors.channels import ChannelsConfig
     from connectors.sources import SourceConfig
     from indexing.index import Index
     from indexing.runner import SyncRunner
@@ -85,11 +84,6 @@ class Root:
     def sources(self) -> list[SourceConfig]:
         """The configured sources: the sources file, else KB_WIKI, else the sample wiki."""
         return _from_sources_file(self.settings.sources)
-
-    @cached_property
-    def channels(self) -> ChannelsConfig:
-        """The sources file's `[channels.*]` settings (none without a sources file)."""
-        return _from_sources_file(self.settings.channel_settings)
 
     @cached_property
     def index(self) -> Index:

@@ -53,14 +53,11 @@ def isolated_index(index, folder: Path):
     from indexing.index import Index
     from indexing.runner import SyncRunner
 
-    from bot import records
-
     path = sources_file(folder)
     with scratch_database(index, "docent_gaps") as url:
         own = Index(IndexConfig(home=folder / "home", database_url=url.render_as_string(hide_password=False)),
                     embedder=index.embedder)
         try:
-            records.create_tables(own)
             runner = SyncRunner(own, load_sources(path))
             for name in runner.sources:
                 runner.sync(name, trigger="cli")

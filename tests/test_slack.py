@@ -37,7 +37,7 @@ from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack  # noq
 
 from bot.slack import blocks  # noqa: E402
 from bot.answer import Answer, Source  # noqa: E402
-from bot.slack.dedupe import Delivery  # noqa: E402
+from bot.slack.store import DeliveryClaim  # noqa: E402
 from bot.records import AdminAction, Feedback, QueryLog, feedback_report  # noqa: E402
 from bot.serve import StartupError, serve, serving_in_thread, web_app  # noqa: E402
 from bot.settings import Settings  # noqa: E402
@@ -473,7 +473,7 @@ def test_forged_or_stale_signature_gets_401_and_nothing_is_processed(bot, slack,
     assert not [c for c in slack.calls if c.params.get("channel") == channel]
     assert not query_rows(index, channel_id=channel)
     with index.session() as s:
-        assert s.get(Delivery, f"message:{channel}:{event['ts']}") is None
+        assert s.get(DeliveryClaim, f"message:{channel}:{event['ts']}") is None
 
 
 def test_the_same_event_delivered_twice_gets_one_answer(bot, slack, index):
