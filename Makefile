@@ -1,4 +1,4 @@
-# Two commands a newcomer needs: `make run` (try Docent) and `make test`.
+# Two commands a newcomer needs: `make run` (try Docent) and `make test`; `make lint` before a commit.
 # Both create .venv and install the project from pyproject.toml the first time.
 
 VENV ?= .venv
@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # installs PyTorch's CPU build of the pinned version first, as PyTorch documents for pip (see README).
 TORCH_INDEX ?=
 
-.PHONY: install run test clean
+.PHONY: install run test lint clean
 
 install: $(STAMP)
 
@@ -25,5 +25,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+# ruff and mypy as pyproject.toml configures them ([tool.ruff], [tool.mypy]); mypy keeps its cache
+# in .mypy_cache (a first run takes about a minute of CPU, a warm one seconds).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -125,7 +125,7 @@ def sync_sample(index) -> None:
 
 
 @contextmanager
-def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator["Bot"]:
+def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator[Bot]:
     """The bot as `kb serve` runs it in HTTP mode, on a free loopback port; yields a sender."""
     import httpx
 

@@ -15,9 +15,9 @@ What is measured, for each policy, in a child process of its own (the policy mus
 environment before torch loads: the child sets `os.environ["OMP_WAIT_POLICY"]` explicitly
 before importing `indexing.embedding`, whose `setdefault` then leaves it alone):
 
-* question embedding (`Embedder.embed_query`): p50 / p95 / max, in ms, over the 40 questions
+* question embedding (`TorchEmbedder.embed_query`): p50 / p95 / max, in ms, over the 40 questions
   of the Sourcegraph eval file, `--rounds` rounds per run;
-* batch embedding (`Embedder.embed_texts`): texts/s over `--chunks` real handbook texts (the
+* batch embedding (`TorchEmbedder.embed_texts`): texts/s over `--chunks` real handbook texts (the
   first prose paragraphs of the first Markdown pages, cut to ~600 characters), the whole batch
   at least once and repeated until it has run `--seconds`.
 
@@ -58,7 +58,7 @@ POLICY_CHOICES = ("ACTIVE", "PASSIVE", "unset")
 EVAL_FILE = HANDBOOK / "eval_public.jsonl"
 CHUNK_CHARS = 600
 SKIPPED_PAGES = {"SOURCE.md", "LICENSE.md"}
-NEIGHBOUR_BATCH = 32  # a sync embeds in batches of this size (Embedder's default batch_size)
+NEIGHBOUR_BATCH = 32  # a sync embeds in batches of this size (TorchEmbedder's default batch_size)
 
 
 # -- inputs (read by the children; the parent only checks they exist) -----------------------
@@ -99,15 +99,15 @@ def first_paragraphs(markdown: str, limit: int = CHUNK_CHARS) -> str:
 # -- child processes: a measuring worker, and the neighbour -----------------------------------
 
 def load_embedder(policy: str):
-    """An Embedder with its model loaded, torch having started under `policy`: ACTIVE or PASSIVE
+    """A TorchEmbedder with its model loaded, torch having started under `policy`: ACTIVE or PASSIVE
     (set explicitly), `unset` (no variable at all) or `docent` (whatever indexing.embedding sets)."""
     if policy in ("ACTIVE", "PASSIVE"):
         os.environ["OMP_WAIT_POLICY"] = policy
-    from indexing.embedding import Embedder
+    from indexing.embedding import TorchEmbedder
 
     if policy == "unset":
         os.environ.pop("OMP_WAIT_POLICY", None)  # undo indexing.embedding's setdefault; torch is not loaded yet
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder.embed_query("load the model before the clock starts")
     return embedder
 

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="texts per request")
     args = parser.parse_args()
 
-    from indexing.embedding import EMBED_DIM, Embedder
+    from indexing.embedding import EMBED_DIM, TorchEmbedder
     from indexing.embedding_service import ServiceEmbedder
 
     texts = handbook_chunks(args.chunks)
@@ -56,7 +56,7 @@ def main() -> None:
                               stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert server.stdout.readline().strip() == "ready"
-        local = Embedder()
+        local = TorchEmbedder()
         local.embed_query("load the model before the clock starts")
         rows, rates = [], {}
 

@@ -30,9 +30,11 @@ def row_cells(metrics: dict) -> list[str]:
         f"{_fmt(m.get('hit@1'))} / {_fmt(m.get('hit@5'))} / {_fmt(m.get('mrr@10'), 3)}",
         _fmt(m.get("lead_shows_fact@3")) if has_lead else "—",
         _fmt(m.get("reply_shows_fact@3")),
-        f"{_fmt(m.get('lead_keyword_coverage'))} / {_fmt(m.get('keyword_coverage'))}" if has_lead else f"— / {_fmt(m.get('keyword_coverage'))}",
+        f"{_fmt(m.get('lead_keyword_coverage'))} / {_fmt(m.get('keyword_coverage'))}"
+        if has_lead else f"— / {_fmt(m.get('keyword_coverage'))}",
         f"{_fmt(m.get('answerable_answered'))} / {_fmt(m.get('answerable_uncertain'))} / {_fmt(m.get('answerable_not_found'))}",
-        f"{_fmt(m.get('unanswerable_answered'))} / {_fmt(m.get('unanswerable_uncertain'))} / {_fmt(m.get('unanswerable_not_found'))}"
+        f"{_fmt(m.get('unanswerable_answered'))} / {_fmt(m.get('unanswerable_uncertain'))} "
+        f"/ {_fmt(m.get('unanswerable_not_found'))}"
         if m.get("unanswerable_answered") is not None else "—",
     ]
 

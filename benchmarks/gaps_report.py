@@ -33,7 +33,8 @@ def main() -> None:
     from bot import records
     from bot.answer import Answer
     from bot.gaps import _vectors, gaps_report
-    from bot.llm import NOT_FOUND
+    from bot.llm import NOT_FOUND_REPLY
+    from indexing.gate import Outcome
 
     index = fresh_index()
     index.embedder.embed_unindexed(["warm up the model"])
@@ -42,9 +43,8 @@ def main() -> None:
     logged = 0
     for total in (100, 1000, 5000):
         for question in wordings(total - logged, rng):
-            outcome = "answered" if rng.random() < 1 / 3 else "not_found"
-            answer = Answer(question=question, found=outcome == "answered", text=NOT_FOUND, sources=[], timings_ms={},
-                            outcome=outcome)
+            outcome = Outcome.ANSWERED if rng.random() < 1 / 3 else Outcome.NOT_FOUND
+            answer = Answer(question=question, text=NOT_FOUND_REPLY, sources=[], timings_ms={}, outcome=outcome)
             records.log_query(index, surface="mention", user_id=f"U{rng.randrange(200)}", question=question,
                               answer=answer, channel_id="C1")
         logged = total

@@ -241,7 +241,7 @@ def search(max_refused: float, top: int, focus: bool = False) -> None:
     print("| features | handbook unanswerable refused | … answered | worst answerable refused (public) "
           "| worst casual refused | squad unanswerable answered |")
     print("|---|---|---|---|---|---|")
-    for ok, refused, _, names, worst, casual, answered, squad in results[:top]:
+    for _ok, refused, _, names, worst, casual, answered, squad in results[:top]:
         print(f"| {' + '.join(names)} | {refused:.2f} | {answered:.2f} | {worst:.2f} | {casual:.2f} | {squad:.2f} |")
 
 

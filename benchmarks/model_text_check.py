@@ -69,8 +69,8 @@ def main() -> None:
     rows = []
     for name, text in replies().items():
         assert streamed(text) == checked_text(text, allowed), name  # the same text either way
-        whole = best_of(args.repeat, lambda: checked_text(text, allowed))
-        pieces = best_of(args.repeat, lambda: streamed(text))
+        whole = best_of(args.repeat, lambda text=text: checked_text(text, allowed))
+        pieces = best_of(args.repeat, lambda text=text: streamed(text))
         rows += [(f"{name}: whole reply once, ms", whole * 1000),
                  (f"{name}: every {args.delta}-char piece, ms", pieces * 1000),
                  (f"{name}: streaming / once", pieces / whole if whole else float("nan"))]

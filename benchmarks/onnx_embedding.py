@@ -84,7 +84,7 @@ def embedding_only(args) -> None:
         rows.append((f"{backend}: × torch", rate / torch_rate))
         if backend != "torch":
             rows.append((f"{backend}: cosine to torch, mean / worst", f"{cosine.mean():.5f} / {cosine.min():.5f}"))
-    rows += [("texts (every %dth of %d handbook chunks)" % (step, len(every)), len(texts)),
+    rows += [(f"texts (every {step}th of {len(every)} handbook chunks)", len(texts)),
              ("rounds (rotating order)", args.rounds), ("load before / after", f"{started_load} / {load()}")]
     table(f"embedding {len(texts)} handbook chunks: torch vs ONNX Runtime (same process, interleaved)", rows)
 

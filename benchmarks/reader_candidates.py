@@ -43,11 +43,11 @@ def candidates(rows: list[dict], ce_names: list[str], top_n: int):
     for name in ce_names:
         logits = load_logits(name)
 
-        def best(r, n=top_n):
+        def best(r, n=top_n, logits=logits):
             values = logits.get((r["corpus"], r["id"]), [])[:n]
             return _sigmoid(max(values)) if values else 0.0
 
-        def per_hit(r):
+        def per_hit(r, logits=logits):
             return logits.get((r["corpus"], r["id"]), [])[:top_n]
 
         yield f"{name}: sigmoid(best CE of top {top_n}) alone, CE order", evaluate(rows, Candidate(name, best, per_hit), top_n)

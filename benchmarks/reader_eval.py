@@ -104,7 +104,8 @@ def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENG
         for row in rows:
             texts = [passage(h) for h in row["hits"][:top_n]]
             logits = run(row["searched"], texts) if texts else []
-            out.write(json.dumps({"corpus": row["corpus"], "id": row["id"], "logits": [round(float(x), 4) for x in logits]}) + "\n")
+            out.write(json.dumps({"corpus": row["corpus"], "id": row["id"],
+                                  "logits": [round(float(x), 4) for x in logits]}) + "\n")
     return target
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 CHECK_PAIRS = [
-    ("how many days of annual leave do I get?", "Leave policy › Annual leave: Full-time employees get 25 days of paid annual leave per calendar year."),
+    ("how many days of annual leave do I get?",
+     "Leave policy › Annual leave: Full-time employees get 25 days of paid annual leave per calendar year."),
     ("how many days of annual leave do I get?", "Expenses › Hotels: Hotel stays are reimbursed up to $200 per night."),
-    ("does the dental plan cover braces?", "Benefits › Dental: Dental insurance is provided through our insurer for you and your dependants."),
+    ("does the dental plan cover braces?",
+     "Benefits › Dental: Dental insurance is provided through our insurer for you and your dependants."),
 ]
 
 

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     print("| what | p50 ms | p95 ms | p50 / baseline |")
     print("|---|---|---|---|")
     for name, values in timings.items():
-        print(f"| {name} | {statistics.median(values):.1f} | {percentile(values, 95):.1f} | {statistics.median(values) / base:.1f}x |")
+        median = statistics.median(values)
+        print(f"| {name} | {median:.1f} | {percentile(values, 95):.1f} | {median / base:.1f}x |")
 
 
 if __name__ == "__main__":

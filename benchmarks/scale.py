@@ -406,12 +406,12 @@ def main() -> None:
 
     from bot.knowledge import KnowledgeBase
     from connectors.access import Audience
-    from indexing.embedding import Embedder
+    from indexing.embedding import TorchEmbedder
 
     questions = eval_questions()
     load_start = os.getloadavg()
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}", flush=True)
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder.embed_query("load the model before anything is timed")
     model_rss = rss_mb()
 
@@ -529,7 +529,8 @@ def main() -> None:
     for threads in dict.fromkeys(settings):
         a, z = small.stages[threads], large.stages[threads]
         n, cap, where = threads
-        label = f"{n} torch thread{'s' if n > 1 else ''}" + ("" if cap is None else f", lead embeds {'all' if cap >= 10**9 else cap}")
+        label = f"{n} torch thread{'s' if n > 1 else ''}"
+        label += "" if cap is None else f", lead embeds {'all' if cap >= 10**9 else cap}"
         label += f", lead vectors {where}"
         row(f"[{label}] answer p50, ms", pct(small.totals[threads], 50), pct(large.totals[threads], 50))
         row("  answer p95, ms", pct(small.totals[threads], 95), pct(large.totals[threads], 95))
@@ -551,7 +552,8 @@ def main() -> None:
 
     rows = [
         ("real chunks / pages", f"{len(corpus.real):,} / {len(corpus.real_docs)}"),
-        ("real chunks embedded this run", f"{embedded_now:,}" + (f" ({embedded_now / embed_s:.1f}/s)" if embedded_now else " (all from the disk cache)")),
+        ("real chunks embedded this run",
+         f"{embedded_now:,}" + (f" ({embedded_now / embed_s:.1f}/s)" if embedded_now else " (all from the disk cache)")),
         ("chunking the real pages, s", f"{chunk_real_s:.1f}"),
         ("generating + chunking the synthetic pages, s", f"{generate_s:.1f}"),
         ("process RSS with the model loaded, MB", f"{model_rss:,.0f}"),

@@ -6,7 +6,7 @@ A sync now embeds, besides each page's child chunks, every sentence of every sec
 scores it (`indexing.sentence_vectors.of_parents`). This chunks the first `--limit` pages of a
 corpus (default: the Sourcegraph handbook) and, in one process with the model loaded, embeds
 their children's texts and their sentences' texts alternately, `--rounds` times each
-(`Embedder.embed_texts`, the sync's own call, in the sync's batch size): the ratio of the two
+(`TorchEmbedder.embed_texts`, the sync's own call, in the sync's batch size): the ratio of the two
 times is the extra model time a from-scratch sync pays, measured under the same load. Reported
 too: texts and word-pieces per page of each kind, and the rows the sentence table gets per page
 and per chunk. The model is the sync's bottleneck (docs/benchmarks.md, *Indexing throughput*);
@@ -31,7 +31,7 @@ def main() -> None:
 
     from connectors.markdown import MarkdownFolder
     from indexing.chunking import chunk_document
-    from indexing.embedding import Embedder
+    from indexing.embedding import TorchEmbedder
     from indexing.sentence_vectors import of_parents
 
     folder = MarkdownFolder(require(args.corpus), source="bench", exclude=CORPUS_EXCLUDES)
@@ -46,7 +46,7 @@ def main() -> None:
         sentences += [t for section in of_parents(doc.title, parents) for t in section.texts]
     unique = list(dict.fromkeys(sentences))  # the sync embeds a repeated text once (cache by hash)
 
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder.embed_query("load the model before the clock starts")
     st = embedder._load()._model
     pieces = lambda texts: sum(len(p) for p in st.tokenizer(texts, truncation=True, max_length=st.max_seq_length)["input_ids"])  # noqa: E731

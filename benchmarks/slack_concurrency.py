@@ -112,7 +112,7 @@ def main() -> None:
     ])
 
     failures = []
-    for i, (out, all_in, wall, same, logged) in enumerate(rounds, 1):
+    for i, (out, _all_in, _wall, same, logged) in enumerate(rounds, 1):
         if out.answered != out.sent:
             failures.append(f"burst {i}: {out.sent - out.answered} unanswered: "
                             + ", ".join(s.question[:40] for s in out.missing[:5]))

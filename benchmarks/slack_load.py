@@ -217,7 +217,7 @@ def main() -> None:
                 syncs_before = len(churn.done)
                 batch = plan(questions, max(1, round(rate * args.seconds)), f"steady-{rate:g}")
                 probes = Probes(bot, slack, sender)
-                achieved = steady(bot, batch, rate, sender, on_tick=lambda n: probes.every(2.0))
+                achieved = steady(bot, batch, rate, sender, on_tick=lambda n, probes=probes: probes.every(2.0))
                 steady_in = slack.wait_answered([s.key for s in batch], args.timeout)
                 burst = []
                 if args.burst:
@@ -285,7 +285,8 @@ def main() -> None:
         rss = [row[-1] for row in soak_rows]
         warm_rss = rss[1:] or rss
         table("Soak summary", [
-            ("sent / answered / dupes / errors", f"{soak_out.sent} / {soak_out.answered} / {soak_out.duplicates} / {soak_out.errors}"),
+            ("sent / answered / dupes / errors",
+             f"{soak_out.sent} / {soak_out.answered} / {soak_out.duplicates} / {soak_out.errors}"),
             ("ack p95 / max, ms", f"{ms(soak_out.ack, 95):.0f} / {max(soak_out.ack, default=float('nan')) * 1000:.0f}"),
             ("e2e p50 / p95, ms", f"{ms(soak_out.answer, 50):.0f} / {ms(soak_out.answer, 95):.0f}"),
             ("/kb help acks: ok / sent, max ms", _commands(soak_probes.results)),

@@ -161,7 +161,7 @@ def timing(corpus: str, home: Path) -> str:
         index.close()
     p = {name: (statistics.median(v), statistics.quantiles(v, n=20)[-1]) for name, v in ms.items()}
     base = p["as asked"]
-    lines = [f"| corpus | keyword search | p50 ms | p95 ms | ratio p50 / p95 |", "|---|---|---|---|---|"]
+    lines = ["| corpus | keyword search | p50 ms | p95 ms | ratio p50 / p95 |", "|---|---|---|---|---|"]
     for name, (p50, p95) in p.items():
         lines.append(f"| {corpus} ({len(asked)} questions × {ROUNDS}) | {name} "
                      f"| {p50:.2f} | {p95:.2f} | {p50 / base[0]:.2f} / {p95 / base[1]:.2f} |")

@@ -21,9 +21,11 @@ from datetime import datetime
 from bot.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
-from bot.llm import NOT_FOUND, says_not_found
+from bot.llm import NOT_FOUND_REPLY, says_not_found
+from indexing.gate import Outcome
+from indexing.heading_path import HeadingPath
 from indexing.index import Index
-from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, Hit, retrieve
+from indexing.retrieval import Hit, retrieve
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
@@ -47,15 +49,18 @@ class Source:
     source: str
     path: str
     title: str
-    heading_path: list[str]
+    heading_path: HeadingPath
     url: str
     score: float
     updated_at: datetime | None
     rerank: float | None = None  # the rerank stage's score of the cited section (None: not reranked)
 
+    def __post_init__(self) -> None:
+        self.heading_path = HeadingPath(self.heading_path)  # a list as well
+
     def to_json(self) -> dict:
         data = asdict(self)
-        data["heading_path"] = " > ".join(self.heading_path)
+        data["heading_path"] = str(self.heading_path)
         data["updated_at"] = self.updated_at.isoformat() if self.updated_at else None
         return data
 
@@ -63,7 +68,6 @@ class Source:
 @dataclass
 class Answer:
     question: str
-    found: bool
     text: str
     sources: list[Source]
     timings_ms: dict
@@ -71,14 +75,22 @@ class Answer:
     llm_used: bool = False
     note: str | None = None  # e.g. "the language model did not answer; showing passages"
     signals: dict = field(default_factory=dict)
-    outcome: str = ANSWERED  # "answered" | "uncertain" | "not_found"; found == (outcome != "not_found")
+    outcome: Outcome = Outcome.ANSWERED
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
+
+    def __post_init__(self) -> None:
+        self.outcome = Outcome(self.outcome)  # "answered" as well as Outcome.ANSWERED
+
+    @property
+    def found(self) -> bool:
+        """Answered or uncertain: the JSON's and the query log's `found`, from the outcome."""
+        return self.outcome.found
 
     def to_json(self) -> dict:
         return {
             "id": self.id,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "found": self.found,
             "lead": self.lead,
             "answer": self.text,
@@ -117,7 +129,7 @@ def answer_question(
     question = clean_question(question)
     started = time.perf_counter()
     if scopes is not None and not scopes:  # nothing visible: nothing to search, no nearest pages
-        return Answer(question=question, found=False, text=NOT_FOUND, sources=[], outcome=NOT_FOUND_OUTCOME,
+        return Answer(question=question, text=NOT_FOUND_REPLY, sources=[], outcome=Outcome.NOT_FOUND,
                       timings_ms={"total": round((time.perf_counter() - started) * 1000, 2)})
     retrieval = retrieve(index, question, scopes=scopes, mode=mode)
     if retrieval.rerank is not None:
@@ -125,7 +137,7 @@ def answer_question(
     sources, numbers = _sources(retrieval.hits)
     timings = dict(retrieval.timings_ms)
     clock = time.perf_counter()
-    answer = Answer(question=question, found=retrieval.outcome != NOT_FOUND_OUTCOME, text="", sources=sources,
+    answer = Answer(question=question, text="", sources=sources,
                     timings_ms=timings, signals=retrieval.signals.to_json(), outcome=retrieval.outcome,
                     searched=retrieval.searched_for)
     if answer.searched:  # logged with the question (query_log.signals), and shown again on a re-render
@@ -145,15 +157,14 @@ def answer_question(
             LLM_CALLS.labels(result="failed").inc()
             answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
         if answer.llm_used and says_not_found(answer.text):
-            answer.found = False  # the passages were near, but the model found no answer in them
-            answer.outcome = NOT_FOUND_OUTCOME
+            answer.outcome = Outcome.NOT_FOUND  # the passages were near, but the model found no answer in them
             answer.signals = {**answer.signals, "llm_not_found": True}
     if not answer.found:
-        answer.text = NOT_FOUND + (" The nearest pages are listed below." if sources else "")
+        answer.text = NOT_FOUND_REPLY + (" The nearest pages are listed below." if sources else "")
         answer.lead = ""
     elif not answer.text:
         answer.text = extractive_text(retrieval.hits, numbers, lead)
-    if answer.outcome == UNCERTAIN:
+    if answer.outcome == Outcome.UNCERTAIN:
         first = lead[0].n if lead else sources[0].n
         answer.text = uncertain_line(first) + "\n\n" + answer.text
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)

@@ -31,7 +31,8 @@ _ASKS_NUMBER = re.compile(r"\bhow (?:many|much|old|far|big|large|high|tall)\b|\b
 _HAS_TIME = re.compile(
     rf"\d+(?:\.\d+)?\s*(?:-|to|or)?\s*(?:\d+\s*)?(?:business |working |calendar |consecutive )?{_UNITS}\b"
     rf"|\b(?:{_MONTHS}|{_DAYS})\b|\b(?:1[0-9]|20)\d{{2}}s?\b|\b\d{{1,2}}(?::\d{{2}})?\s*(?:am|pm|a\.m\.|p\.m\.)"
-    rf"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|thirty|ninety) (?:business |working |consecutive )?{_UNITS}\b"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|thirty|ninety)"
+    rf" (?:business |working |consecutive )?{_UNITS}\b"
     rf"|\b(?:daily|weekly|monthly|quarterly|annually|yearly|every (?:day|week|month|quarter|year))\b"
     r"|[0-9一二三四五六七八九十两半]+\s*(?:个)?(?:天|周|月|年|日|号|小时|分钟|点|工作日)|周[一二三四五六日]|星期[一二三四五六日天]",
     re.IGNORECASE)
@@ -40,13 +41,17 @@ _DIGITS = re.compile(r"\d|[一二三四五六七八九十百千万两半]+\s*[�
 _HAS_NUMBER = re.compile(_DIGITS.pattern + r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen"
                          r"|twenty|thirty|hundred|thousand|million|billion)\b", re.IGNORECASE)
 # Money: "is there any money for therapy", "does it pay for a babysitter", "what's the budget".
-_ASKS_AMOUNT = re.compile(r"\b(?:money|cost|costs|price|fee|fees|budget|stipend|allowance|reimburse\w*|salary|pay for|paid for|covers?)\b"
+_ASKS_AMOUNT = re.compile(r"\b(?:money|cost|costs|price|fee|fees|budget|stipend|allowance|reimburse\w*|salary"
+                          r"|pay for|paid for|covers?)\b"
                           r"|费用|报销|多少钱|预算", re.IGNORECASE)
 _HAS_AMOUNT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|GBP|dollars?|euros?|元)\b|\d\s?元", re.IGNORECASE)
 # Where to reach something: a host, a URL, an address, a port, an e-mail, a channel.
-_ASKS_ADDRESS = re.compile(r"\b(?:address|url|link|port|hostname|host|endpoint|ip|e-?mail|channel)\b|地址|链接|网址|邮箱|端口", re.IGNORECASE)
+_ASKS_ADDRESS = re.compile(r"\b(?:address|url|link|port|hostname|host|endpoint|ip|e-?mail|channel)\b|地址|链接|网址|邮箱|端口",
+                           re.IGNORECASE)
 _HAS_ADDRESS = re.compile(r"https?://|\b[\w.+-]+@[\w-]+\.[\w.]+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)+:\d{2,5}\b"
-                          r"|\bport \d{2,5}\b|(?<![\w&])#[a-z][\w-]+|\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|example|cn|internal)\b", re.IGNORECASE)
+                          r"|\bport \d{2,5}\b|(?<![\w&])#[a-z][\w-]+"
+                          r"|\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|example|cn|internal)\b",
+                          re.IGNORECASE)
 _HOLDS = {TIME: _HAS_TIME, SHARE: _HAS_SHARE, NUMBER: _HAS_NUMBER, AMOUNT: _HAS_AMOUNT, ADDRESS: _HAS_ADDRESS}
 # Checked in this order: "how many days" is answered by a duration (also a number); "how much
 # does it cost" is a number question (an amount is a number), "does it cover X" an amount one.
@@ -64,7 +69,9 @@ def asked_type(question: str) -> str | None:
 
 def holds(sentence: str, kind: str | None) -> bool:
     """Whether `sentence` holds a fact of the asked-for kind (False when nothing is asked)."""
-    return bool(kind) and bool(_HOLDS[kind].search(sentence))
+    if not kind:
+        return False
+    return bool(_HOLDS[kind].search(sentence))
 
 
 def has_digits(text: str) -> bool:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
+from indexing.gate import Outcome
 from indexing.index import Index
-from indexing.retrieval import ANSWERED, NOT_FOUND_OUTCOME, OUTCOMES
 
 RANK_DEPTH = 10
 
@@ -74,7 +74,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
     audience = Audience.operator() if scopes is None else Audience.limited(scopes)
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
-    rows = []
+    rows: list[dict] = []
     index.embedder.embed_query("warm-up")  # load the model before the clock starts
     if index.rerank is not None:
         index.rerank.warm()  # and the reranker's: its first load is not a question's budget
@@ -86,7 +86,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
             paths = [s.path for s in answer.sources]
             hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
             rows.append({
-                "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome, "sources": paths,
+                "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome.value, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
                 "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
                 "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)], "lead": answer.lead,
@@ -106,14 +106,14 @@ def keywords_in(keywords: list[str], text: str) -> int:
     return sum(1 for k in keywords if k.lower() in text)
 
 
-def outcome_of(row: dict) -> str:
+def outcome_of(row: dict) -> Outcome:
     """A row's outcome; rows written before there were three outcomes have only `found`."""
-    return row.get("outcome") or (ANSWERED if row["found"] else NOT_FOUND_OUTCOME)
+    return Outcome.logged(row.get("outcome"), row["found"])
 
 
 def outcome_shares(rows: list[dict]) -> dict:
     outcomes = [outcome_of(r) for r in rows]
-    return {o: round(outcomes.count(o) / len(rows), 4) if rows else None for o in OUTCOMES}
+    return {o.value: round(outcomes.count(o) / len(rows), 4) if rows else None for o in Outcome}
 
 
 def _coverage(rows: list[dict], field: str) -> float | None:
@@ -191,7 +191,7 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
         return {"precision": round(p, 4), "recall": round(rec, 4), "f1": round(f1, 4),
                 "wrongly_refused": len(refused) - right}
 
-    curve = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
+    curve: list[dict] = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
     best = max(curve, key=lambda c: (c["fit"]["f1"], -c["fit"]["wrongly_refused"]))
     return {"curve": curve, "best": best}
 
@@ -242,6 +242,7 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
         hit_rank = next((i + 1 for i, p in enumerate(paths) if p in q.expected), None)
         text = " ".join(n.node.get_content() for n in nodes).lower()
         rows.append({"id": q.id, "kind": q.kind, "found": True, "sources": paths, "hit_rank": hit_rank,
-                     "latency_ms": round(latency, 2), "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
+                     "latency_ms": round(latency, 2),
+                     "keywords": [sum(1 for k in q.keywords if k.lower() in text), len(q.keywords)],
                      "timings_ms": {}, "signals": {}})
     return {"metrics": {"overall": score(rows)}, "questions": rows}

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from indexing.embedding import Embedder
+from indexing.gate import Outcome
 from indexing.index import Index
 from indexing.registry import utcnow
 
@@ -189,9 +191,9 @@ def _period(start: datetime, end: datetime, rows: list, votes: list) -> Period:
     for row in rows:
         if row.answer_id is None:
             period.failed += 1
-        elif row.outcome == "uncertain":
+        elif Outcome.logged(row.outcome, row.found) == Outcome.UNCERTAIN:
             period.uncertain += 1
-        elif row.outcome == "not_found" or (not row.outcome and not row.found):
+        elif Outcome.logged(row.outcome, row.found) == Outcome.NOT_FOUND:
             period.not_found += 1
         else:
             period.answered += 1
@@ -203,8 +205,7 @@ def _period(start: datetime, end: datetime, rows: list, votes: list) -> Period:
 
 
 def unanswered(row) -> bool:
-    return row.answer_id is not None and (row.outcome in ("not_found", "uncertain")
-                                          or (not row.outcome and not row.found))
+    return row.answer_id is not None and Outcome.logged(row.outcome, row.found) != Outcome.ANSWERED
 
 
 def normalised(question: str) -> str:
@@ -224,7 +225,8 @@ def group_unanswered(index: Index, rows: list) -> list[QuestionGroup]:
         example = Counter(row.question for row in by_wording[members[0]]).most_common(1)[0][0]  # ties: the latest
         groups.append(QuestionGroup(
             example=example, count=len(asked), askers=len({r.user_id for r in asked}),
-            not_found=sum(r.outcome != "uncertain" for r in asked), uncertain=sum(r.outcome == "uncertain" for r in asked),
+            not_found=sum(r.outcome != Outcome.UNCERTAIN for r in asked),
+            uncertain=sum(r.outcome == Outcome.UNCERTAIN for r in asked),
             last_asked=max(r.created_at for r in asked), wordings=len(members)))
     return sorted(groups, key=lambda g: (-g.count, -g.askers, g.example))
 
@@ -233,7 +235,7 @@ _vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
 _vectors_lock = threading.Lock()
 
 
-def question_vectors(embedder, texts: list[str]) -> list[list[float]]:
+def question_vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     """Embeddings of question wordings; a wording seen before in this process is not embedded again
     (the App Home and the digest recompute the report often; the model is the slow part)."""
     name = getattr(embedder, "name", "")
@@ -296,7 +298,7 @@ def _down_voted(index: Index, votes: list, start: datetime, access: dict, visibl
 
 
 def _stale(rows: list, access: dict, visible, now: datetime, stale_days: int) -> list[StalePage]:
-    cited = Counter(d for row in rows if row.answer_id and row.outcome in ("answered", "uncertain")
+    cited = Counter(d for row in rows if row.answer_id and row.outcome in (Outcome.ANSWERED, Outcome.UNCERTAIN)
                     for d in row.doc_ids)
     pages = []
     for doc_id, citations in cited.items():
@@ -347,8 +349,8 @@ def synonym_candidates(index: Index, rows: list, votes: list, start: datetime,
     candidates = [SynonymCandidate(
         word=min(spellings[stem], key=lambda w: (-spellings[stem][w], len(w), w)),
         questions=len(rows_), askers=len({r.user_id for r in rows_}),
-        not_found=sum(r.outcome == "not_found" or (not r.outcome and not r.found) for r in rows_),
-        uncertain=sum(r.outcome == "uncertain" for r in rows_),
+        not_found=sum(Outcome.logged(r.outcome, r.found) == Outcome.NOT_FOUND for r in rows_),
+        uncertain=sum(r.outcome == Outcome.UNCERTAIN for r in rows_),
         down_voted=sum(r.answer_id in down for r in rows_),
         examples=list(dict.fromkeys(r.question for r in rows_))[:EXAMPLES]) for stem, rows_ in asked.items()]
     return sorted(candidates, key=lambda c: (-c.questions, -c.askers, c.word))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from indexing.gate import ANSWERED, NOT_FOUND_OUTCOME, UNCERTAIN, GateSignals, gate_score, outcome_for
+from indexing.gate import GateSignals, Outcome, gate_score, outcome_for
 
 MAX_REFUSED = 0.03  # target ≤ 0.05 out of corpus: a margin for the step from fit to held-out
 MAX_CONFIDENT = 0.25  # target ≤ 0.30
@@ -81,17 +81,17 @@ def _fit_scores(rows: list[dict], score: dict[int, float], grid: list[float]) ->
                     and not (r["corpus"] in NOT_FITTED_UNANSWERABLE and r["set"] != "foreign")]
     if not answerable:
         return (0.0, 0.0)
-    refuse = max((t for t in grid if (_mean_rate(answerable, lambda r: score[id(r)] < t) or 0) <= MAX_REFUSED),
+    refuse = max((t for t in grid if (_mean_rate(answerable, lambda r, t=t: score[id(r)] < t) or 0) <= MAX_REFUSED),
                  default=grid[0])
     own = [r for r in unanswerable if r["set"] != "foreign"]
     foreign = [r for r in unanswerable if r["set"] == "foreign"]
     answer = next((t for t in grid if t >= refuse and all(
-        (_mean_rate(group, lambda r: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
+        (_mean_rate(group, lambda r, t=t: score[id(r)] >= t) or 0) <= MAX_CONFIDENT
         for group in (own, foreign))), grid[-1])
     return refuse, answer
 
 
-def outcome(row: dict, thresholds: dict[str, tuple[float, float]]) -> str:
+def outcome(row: dict, thresholds: dict[str, tuple[float, float]]) -> Outcome:
     refuse, answer = thresholds[language(row)]
     return outcome_for(score_of(row), refuse, answer)
 
@@ -102,8 +102,8 @@ def shares(rows: list[dict], thresholds) -> dict:
     for label, group in (("answerable", [r for r in rows if r["kind"] != "not_found"]),
                          ("unanswerable", [r for r in rows if r["kind"] == "not_found"])):
         outcomes = [outcome(r, thresholds) for r in group]
-        out[label] = {"n": len(group), **{o: round(outcomes.count(o) / len(group), 3) if group else None
-                                          for o in (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)}}
+        out[label] = {"n": len(group), **{o.value: round(outcomes.count(o) / len(group), 3) if group else None
+                                          for o in Outcome}}
     return out
 
 
@@ -125,7 +125,7 @@ def loco(rows: list[dict]) -> dict:
 def _cell(share: dict) -> str:
     if not share["n"]:
         return "—"
-    return f"{share[ANSWERED]:.2f} / {share[UNCERTAIN]:.2f} / {share[NOT_FOUND_OUTCOME]:.2f} (n={share['n']})"
+    return f"{share[Outcome.ANSWERED]:.2f} / {share[Outcome.UNCERTAIN]:.2f} / {share[Outcome.NOT_FOUND]:.2f} (n={share['n']})"
 
 
 def loco_report(rows: list[dict]) -> str:

@@ -15,7 +15,7 @@ keyword version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -126,7 +126,7 @@ class KnowledgeBase:
 
     def pages(self, doc_ids: Sequence[str]) -> dict[str, Page]:
         """The pages with these ids that are still indexed, by id."""
-        from sqlmodel import select
+        from sqlmodel import col, select
 
         from indexing.registry import DocumentRecord
 
@@ -134,38 +134,38 @@ class KnowledgeBase:
         if not ids:
             return {}
         with self.index.session() as s:
-            rows = s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(ids))).all()
+            rows = s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids))).all()
         return {d.id: Page(id=d.id, title=d.title or d.path, url=d.url, access=d.access) for d in rows}
 
-    def page_titles(self, scopes: Sequence[str], limit: int) -> list[str]:
+    def page_titles(self, scopes: Collection[str], limit: int) -> list[str]:
         """Titles of up to `limit` indexed pages in `scopes`, the most recently changed first
         (a title shared by several pages may come more than once)."""
-        from sqlmodel import select
+        from sqlmodel import col, select
 
         from indexing.registry import DocumentRecord, Status
 
         D = DocumentRecord
         with self.index.session() as s:
-            return list(s.exec(select(D.title).where(D.access.in_(sorted(scopes)), D.status == Status.SUCCESS,
-                                                     D.title != "").order_by(D.updated_at.desc().nulls_last())
+            return list(s.exec(select(D.title).where(col(D.access).in_(sorted(scopes)), D.status == Status.SUCCESS,
+                                                     D.title != "").order_by(col(D.updated_at).desc().nulls_last())
                                .limit(limit)).all())
 
     def source_pages(self, names: Sequence[str]) -> list[SourcePages]:
         """Per source named: its pages by status, failed/skipped pages, the last and the last
         refused sync (the admins' App Home)."""
         from sqlalchemy import func
-        from sqlmodel import select
+        from sqlmodel import col, select
 
         from indexing.registry import DocumentRecord, RunResult, Status, SyncRun
 
         D, R, names = DocumentRecord, SyncRun, list(names)
         with self.index.session() as s:
-            counts = s.exec(select(D.source, D.status, func.count()).where(D.source.in_(names))
+            counts = s.exec(select(D.source, D.status, func.count()).where(col(D.source).in_(names))
                             .group_by(D.source, D.status)).all()
-            problems = s.exec(select(D).where(D.source.in_(names), D.status.in_([Status.FAILED, Status.SKIPPED]))
+            problems = s.exec(select(D).where(col(D.source).in_(names), col(D.status).in_([Status.FAILED, Status.SKIPPED]))
                               .order_by(D.id)).all()
-            last = {r.source: r for r in s.exec(select(R).where(R.id.in_(select(func.max(R.id)).group_by(R.source))))}
-            refused = {r.source: r for r in s.exec(select(R).where(R.id.in_(
+            last = {r.source: r for r in s.exec(select(R).where(col(R.id).in_(select(func.max(R.id)).group_by(R.source))))}
+            refused = {r.source: r for r in s.exec(select(R).where(col(R.id).in_(
                 select(func.max(R.id)).where(R.result == RunResult.REFUSED.value).group_by(R.source))))}
         state = {name: SourcePages(name=name) for name in names}
         for source, status, n in counts:

@@ -39,6 +39,7 @@ import numpy as np
 
 from bot.answer_types import asked_type, has_digits, holds
 from indexing import bm25
+from indexing.embedding import Embedder
 from indexing.retrieval import Hit, is_cjk
 from indexing.sentences import SHORT_WORDS, Sentence, in_context, sentences
 from indexing.sentences import words as _words
@@ -47,17 +48,23 @@ from indexing.sentence_vectors import stored_vectors
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
 SENTENCES_PER_SECTION = 40
-MAX_SENTENCES = 3  # the issue's "one to three sentences", chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds the length)
+# The issue's "one to three sentences", chosen for their score; each may bring the neighbour it needs (MAX_CHARS bounds
+# the length).
+MAX_SENTENCES = 3
 MAX_CHARS = 600
 COSINE_WEIGHT = 0.5  # score = w · cosine + (1 − w) · rare-term share − rank penalty
 COSINE_WEIGHT_CJK = 0.2
 RANK_PENALTY = 0.03  # per section rank: a tie goes to the better-ranked section
 NEAR_BEST = 0.15  # further sentences must score within this of the best
-COVERAGE = 0.4  # a question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth, Chinese: half)
-NUMBER_BONUS = 0.1  # a question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types)
+# A question term a chosen sentence already shows adds less to the next: (1 − w − 0.4) · its share (English: a fifth,
+# Chinese: half).
+COVERAGE = 0.4
+# A question asking for a time, share, number, amount or address prefers sentences holding one (bot.answer_types).
+NUMBER_BONUS = 0.1
 NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at which a sentence repeats one already shown
 EMBEDDED_SENTENCES = 8  # only the lexically best candidates are embedded (docs/benchmarks.md: same leads, a third of the cost)
-CACHED_SENTENCES = 20_000  # sentence vectors embedded at question time kept in this process (~30 MB at 384 float32s), most recent first
+# Sentence vectors embedded at question time kept in this process (~30 MB at 384 float32s), most recent first.
+CACHED_SENTENCES = 20_000
 _BACK_REFERENCE = re.compile(r"^(this|these|that|those|it|its|they|their|such|he|she|there|however|also|but|so)\b",
                              re.IGNORECASE)
 
@@ -70,7 +77,7 @@ class LeadSentence:
     score: float
 
 
-def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder, idf: dict[str, float], *,
+def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder: Embedder, idf: dict[str, float], *,
                 question_vector: list[float] | None = None, index=None) -> list[LeadSentence]:
     """The sentences to put first, in the order they should be read; [] when there are none.
 
@@ -105,7 +112,7 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
     return out
 
 
-def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder,
+def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder: Embedder,
             idf: dict[str, float], question_vector: list[float] | None, index) -> list[float]:
     """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
     penalty; −inf for those the lexical pre-filter kept from the model."""
@@ -165,7 +172,7 @@ def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
 
 
 def _vectors(question: str, question_vector: list[float] | None, texts: list[str], parent_ids: list[str],
-             embedder, index) -> np.ndarray:
+             embedder: Embedder, index) -> np.ndarray:
     """The question's vector, then each text's (float32, as stored): stored at sync time where its
     section has it (one query), else embedded now through `SENTENCE_VECTORS`. Only vectors of the
     embedder that embedded the question, at its dimension, are read."""
@@ -192,7 +199,7 @@ class SentenceVectors:
         self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def vectors(self, embedder, texts: list[str]) -> np.ndarray:
+    def vectors(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for text in texts:

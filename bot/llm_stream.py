@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from indexing.gate import Outcome
+
 MID_LINE = "\u3000"  # put before a piece that continues a line, for the check only (never shown)
 HOLD = 600  # characters an unclosed `[…](…` or `<…` may wait for its end before it is shown as text
 
@@ -131,7 +133,7 @@ class StreamingLLM:
         self.client = client
         self.on_text = on_text
 
-    def answer(self, question: str, hits, numbers: dict[str, int], lead=(), outcome: str = "answered") -> str:
+    def answer(self, question: str, hits, numbers: dict[str, int], lead=(), outcome: Outcome = Outcome.ANSWERED) -> str:
         from bot.llm import MAX_ANSWER_CHARS, allowed_links, checked_reply, prompt_messages
 
         shown = StreamCheck(allowed_links(hits, numbers))  # every source given: its citations are not known yet

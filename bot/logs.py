@@ -32,8 +32,8 @@ class JsonFormatter(logging.Formatter):
         ref = getattr(record, "ref", None) or (match.group(1) if (match := _REF.search(message)) else None)
         if ref:
             line["ref"] = ref
-        if getattr(record, "question_id", None) is not None:
-            line["question_id"] = record.question_id
+        if (question_id := getattr(record, "question_id", None)) is not None:
+            line["question_id"] = question_id
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)

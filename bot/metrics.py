@@ -94,16 +94,17 @@ class IndexCollector:
 
     def _read(self):
         from sqlalchemy import func, select
+        from sqlmodel import col
 
         from indexing.registry import DocumentRecord, SyncRun
 
         with self.index.session() as s:
             table = self.index.store.table
             documents = [(getattr(status, "value", str(status)), n) for status, n in
-                         s.execute(select(DocumentRecord.status, func.count()).group_by(DocumentRecord.status))]
+                         s.execute(select(col(DocumentRecord.status), func.count()).group_by(DocumentRecord.status))]
             source = table.metadata_["source"].astext
             chunks = list(s.execute(select(source, func.count()).select_from(table).group_by(source)))
-            runs = list(s.execute(select(SyncRun.source, SyncRun.result, func.count())
+            runs = list(s.execute(select(col(SyncRun.source), col(SyncRun.result), func.count())
                                   .group_by(SyncRun.source, SyncRun.result)))
         return documents, chunks, runs
 

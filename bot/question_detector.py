@@ -31,7 +31,8 @@ _ASKING_CLAUSE = re.compile(r"[,;:]\s*(?:so\s+)?(?:how|what|where|who|which|when
                             re.IGNORECASE)
 _ASKS = re.compile(rf"^{_LEAD_IN}(?:{_OPENERS})\b", re.IGNORECASE)
 _ASKING_PHRASES = re.compile(
-    r"\b(?:any ?one|any ?body|does any ?one|someone) (?:know|have|tell|explain|point|share)\b|\bany (?:idea|docs?|guidance|info)\b"
+    r"\b(?:any ?one|any ?body|does any ?one|someone) (?:know|have|tell|explain|point|share)\b"
+    r"|\bany (?:idea|docs?|guidance|info)\b"
     r"|^(?:i'?m |i am )?(?:looking|searching) for\b|^trying to (?:find|figure out|understand)\b"
     r"|\b(?:not sure|unsure) (?:how|who|what|where|when|whether|if)\b|\bcan'?t figure out\b|\bwondering\b"
     r"|^(?:i )?need (?:help|to know|the)\b|^help\b|^(?:i'?d like|i want) to know\b|^(?:please )?(?:tell|remind) me\b"

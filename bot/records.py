@@ -29,6 +29,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
 from bot.answer import Answer, Source
+from indexing.gate import Outcome
+from indexing.heading_path import HeadingPath
 from indexing.registry import timestamptz, utcnow
 
 UP, DOWN = "up", "down"
@@ -150,7 +152,7 @@ def log_query(
     if answer is not None:
         row.answer_id = answer.id
         row.found = answer.found
-        row.outcome = answer.outcome
+        row.outcome = answer.outcome.value
         row.answer_text = answer.text
         row.note = answer.note
         row.doc_ids = [s.doc_id for s in answer.sources]
@@ -176,15 +178,15 @@ def answer_from_log(row: QueryLog) -> Answer:
     sources = [
         Source(
             n=d["n"], doc_id=d["doc_id"], source=d["source"], path=d["path"], title=d["title"],
-            heading_path=[p for p in (d.get("heading_path") or "").split(" > ") if p], url=d["url"],
+            heading_path=HeadingPath.parse(d.get("heading_path")), url=d["url"],
             score=d["score"], updated_at=datetime.fromisoformat(d["updated_at"]) if d.get("updated_at") else None,
         )
         for d in row.sources
     ]
-    outcome = row.outcome or ("answered" if row.found else "not_found")
-    return Answer(question=row.question, found=row.found, text=row.answer_text, sources=sources,
+    return Answer(question=row.question, text=row.answer_text, sources=sources,
                   timings_ms=row.timings_ms, id=row.answer_id or "", llm_used=row.llm_used, note=row.note,
-                  signals=row.signals, outcome=outcome, searched=(row.signals or {}).get("searched"))
+                  signals=row.signals, outcome=Outcome.logged(row.outcome, row.found),
+                  searched=(row.signals or {}).get("searched"))
 
 
 def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
@@ -241,7 +243,7 @@ def answered_in_public(index: Database, surfaces: tuple[str, ...], limit: int) -
     """The latest `limit` questions that were answered, asked in a public channel on one of
     `surfaces` — where everyone could read them (the candidates for example questions)."""
     with index.session() as s:
-        return list(s.exec(select(QueryLog).where(QueryLog.outcome == "answered", QueryLog.answer_id.is_not(None),
+        return list(s.exec(select(QueryLog).where(QueryLog.outcome == Outcome.ANSWERED.value, QueryLog.answer_id.is_not(None),
                                                   QueryLog.channel_kind == ChannelKind.PUBLIC.value,
                                                   QueryLog.surface.in_(surfaces))
                            .order_by(QueryLog.created_at.desc()).limit(limit)).all())

@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     kb_top_k: int = 5
     kb_typo_repair: bool = True  # indexing.spelling: off for a wiki not written in English
     kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
-    # the gate's outcomes (indexing.retrieval.gate_outcome): not found below, answered from, uncertain between
+    # the gate's outcomes (indexing.gate.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
     kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
@@ -130,8 +130,8 @@ class Settings(BaseSettings):
             rerank=RerankConfig(
                 backend=self.kb_rerank, url=self.kb_rerank_url, model=self.kb_rerank_model,
                 api_key=secret(self.kb_rerank_api_key), wire_format=self.kb_rerank_format, top_n=self.kb_rerank_top_n,
-                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars, refuse_below=self.kb_rerank_refuse_below,
-                answer_from=self.kb_rerank_answer_from),
+                timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars,
+                refuse_below=self.kb_rerank_refuse_below, answer_from=self.kb_rerank_answer_from),
         )
 
     def llm_client(self):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,7 +32,8 @@ from connectors.sync_rules import SourcesError
 if TYPE_CHECKING:
     from connectors.sources import SourceConfig
 
-MENTION, QUESTIONS = "mention", "questions"
+MENTION: Final = "mention"
+QUESTIONS: Final = "questions"
 RESPONSES = (MENTION, QUESTIONS)
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,}$")  # public (C…) or older private (G…) channels; not DMs
 _ESCALATE_ID = re.compile(r"^(?:S|U|W)[A-Z0-9]{2,}$")

@@ -129,7 +129,7 @@ class ExportFiles:
             except Exception as exc:  # BadZipFile, and the odd ValueError/NotImplementedError of a hostile zip
                 raise ExportError(f"{location} is a damaged .zip: {exc}") from None
             try:
-                self._list_zip(max_archive_bytes, max_archive_members)
+                self._list_zip(self._zip, max_archive_bytes, max_archive_members)
             except BaseException:
                 self._zip.close()
                 raise
@@ -208,8 +208,8 @@ class ExportFiles:
                     continue  # a FIFO or a device would block or never end
                 self._sizes[full.relative_to(self.location).as_posix()] = info.st_size if info else 0
 
-    def _list_zip(self, max_bytes: int, max_members: int) -> None:
-        infos = self._zip.infolist()
+    def _list_zip(self, archive: zipfile.ZipFile, max_bytes: int, max_members: int) -> None:
+        infos = archive.infolist()
         if len(infos) > max_members:
             raise ExportError(f"refusing {self.location.name}: {len(infos)} members, over the limit of {max_members}")
         total = 0
@@ -254,6 +254,13 @@ def parse_naive(text: str, formats: list[str], tz: tzinfo) -> datetime | None:
 # --- HTML → Markdown --------------------------------------------------------------------------
 
 
+def attr(tag: Tag, name: str) -> str | None:
+    """A single-valued attribute (href, id, ac:name, ...), None when the tag has none. bs4 types
+    every value as maybe a list: only HTML's multi-valued attributes (class, rel, ...) are lists."""
+    value = tag.get(name)
+    return value if value is None or isinstance(value, str) else " ".join(value)
+
+
 def new_tag(soup: BeautifulSoup, name: str, text: str | None = None, **attrs) -> Tag:
     tag = soup.new_tag(name, attrs=attrs)
     if text is not None:
@@ -280,8 +287,9 @@ def code_block(soup: BeautifulSoup, code: str, language: str = "", title: str = 
 def _titled_box(soup: BeautifulSoup, title: str) -> Tag:
     box = soup.new_tag("div")
     if title:
-        box.append(new_tag(soup, "p"))
-        box.p.append(new_tag(soup, "strong", title))
+        line = new_tag(soup, "p")
+        box.append(line)
+        line.append(new_tag(soup, "strong", title))
     return box
 
 
@@ -301,14 +309,14 @@ class _Converter(MarkdownConverter):
     def get_conv_fn_cached(self, tag_name):  # called once per element: the deadline's checkpoint,
         if self.deadline is not None:  # without adding a frame to markdownify's recursion
             self.deadline.check()
-        return super().get_conv_fn_cached(tag_name)
+        return super().get_conv_fn_cached(tag_name)  # type: ignore[misc]  # markdownify's stubs omit it
 
     def convert_img(self, el, text, parent_tags):  # images are listed as attachments, not text
         return ""
 
     def convert_br(self, el, text, parent_tags):  # a plain line break, no trailing-space syntax
         if "_inline" in parent_tags or "pre" in parent_tags:
-            return super().convert_br(el, text, parent_tags)
+            return super().convert_br(el, text, parent_tags)  # type: ignore[misc]  # markdownify's stubs omit it
         return "\n" + text
 
 

@@ -44,6 +44,7 @@ from connectors.confluence_common import (
     Deadline,
     ExportError,
     ExportFiles,
+    attr,
     check_depth,
     check_markup,
     code_block,
@@ -142,8 +143,8 @@ class ConfluenceHtmlExport:
 
     def _read_header(self, soup: BeautifulSoup, doc: SourceDocument, space: _Space) -> None:
         """Title, ancestors, author and date: everything above the body."""
-        crumbs = [li.find("a") for ol in soup.find_all(id="breadcrumbs") for li in ol.find_all("li", recursive=False)]
-        crumbs = [(_text(a), a.get("href", "")) for a in crumbs if a is not None]
+        links = [li.find("a") for ol in soup.find_all(id="breadcrumbs") for li in ol.find_all("li", recursive=False)]
+        crumbs = [(_text(a), attr(a, "href") or "") for a in links if a is not None]
         space_names = [title for title, href in crumbs if href.endswith("index.html")] + [space.name]
         ancestors = [(title, href) for title, href in crumbs if not href.endswith("index.html")]
         doc.metadata["ancestors"] = [title for title, _ in ancestors]
@@ -213,7 +214,7 @@ class ConfluenceHtmlExport:
 
     def _fix_link(self, link: Tag) -> None:
         """Links into the export point at files nobody else has: cite the page, or keep the text."""
-        href = link.get("href", "")
+        href = attr(link, "href") or ""
         if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) and not href.lower().startswith("file:"):
             return  # http(s), mailto, ...: fine as it is
         match = PAGE_FILE.search(href.split("#")[0])
@@ -249,8 +250,8 @@ def _matcher(selector: str) -> Callable[[Tag], bool]:
 def _heading_ids(main: Tag) -> list[tuple[str, str]]:
     """(text, id) of the body's headings that carry an id, in page order: the ids Confluence gave
     them when it rendered the page (`Pagetitle-Headingtext`), which its page view resolves too."""
-    return [(_text(h), h["id"]) for h in main.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
-            if isinstance(h.get("id"), str) and h["id"].strip()]
+    return [(_text(h), ident) for h in main.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+            if isinstance(ident := h.get("id"), str) and ident.strip()]
 
 
 def _page_files(files: ExportFiles) -> list[tuple[str, str]]:
@@ -316,8 +317,8 @@ def _attachments(soup: BeautifulSoup, main: Tag) -> list[dict]:
         found.setdefault(_text(link), {"name": _text(link), "path": link["href"],
                                        "media_type": mime.group(1) if mime else ""})
     for img in main.find_all("img", attrs={"data-linked-resource-default-alias": True}):
-        name = img["data-linked-resource-default-alias"]
-        found.setdefault(name, {"name": name, "path": img.get("src", ""), "media_type": ""})
+        name = attr(img, "data-linked-resource-default-alias") or ""  # present: the search asked for it
+        found.setdefault(name, {"name": name, "path": attr(img, "src") or "", "media_type": ""})
     return list(found.values())
 
 
@@ -335,7 +336,7 @@ def _expand(soup: BeautifulSoup, box: Tag) -> Tag:
 
 def _info_panel(soup: BeautifulSoup, box: Tag) -> Tag:
     """`confluence-information-macro-{information,tip,note,warning}`: its kind is its label."""
-    kinds = [c.removeprefix("confluence-information-macro-") for c in box.get("class", [])]
+    kinds = [c.removeprefix("confluence-information-macro-") for c in box.get_attribute_list("class")]
     kind = next((k for k in kinds if k in PANEL_LABELS), "info")
     title = box.find(class_="title", recursive=False)
     body = box.find(class_="confluence-information-macro-body", recursive=False)
@@ -350,13 +351,13 @@ def _panel(soup: BeautifulSoup, box: Tag) -> Tag:
 
 def _jira_key(jira: Tag) -> NavigableString:
     """The issue key; the summary is a "Getting issue details..." placeholder in an export."""
-    key = jira.get("data-jira-key") or _text(jira.find(class_="jira-issue-key") or jira)
+    key = attr(jira, "data-jira-key") or _text(jira.find(class_="jira-issue-key") or jira)
     return NavigableString(key.replace("Getting issue details...", "").strip())
 
 
 def _brush(tag: Tag) -> str:
     """The language of a rendered code macro: "brush: java; gutter: false" → "java"."""
-    match = re.search(r"brush:\s*([\w+#-]+)", tag.get("data-syntaxhighlighter-params", ""))
+    match = re.search(r"brush:\s*([\w+#-]+)", attr(tag, "data-syntaxhighlighter-params") or "")
     return match.group(1) if match else ""
 
 

@@ -17,6 +17,7 @@ from bs4 import BeautifulSoup, Tag
 from connectors.confluence_common import (
     PANEL_LABELS,
     Deadline,
+    attr,
     check_depth,
     check_markup,
     code_block,
@@ -97,8 +98,8 @@ def _attr(tag: Tag, name: str) -> str:
 
 
 def _replace_macro(soup: BeautifulSoup, macro: Tag) -> None:
-    name = (macro.get("ac:name") or "").lower()
-    params = {p.get("ac:name", ""): p.get_text(" ", strip=True)
+    name = (attr(macro, "ac:name") or "").lower()
+    params = {attr(p, "ac:name") or "": p.get_text(" ", strip=True)
               for p in macro.find_all("ac:parameter", recursive=False)}
     title = params.get("title", "")
     body = macro.find("ac:rich-text-body", recursive=False)
@@ -132,18 +133,18 @@ def _replace_link(soup: BeautifulSoup, link: Tag, users: dict[str, str],
     if target is None:
         pass
     elif target.name == "ri:user":
-        key = target.get("ri:userkey") or target.get("ri:account-id") or target.get("ri:username") or ""
-        text = text or "@" + (users.get(key) or target.get("ri:username") or "unknown user")
+        key = attr(target, "ri:userkey") or attr(target, "ri:account-id") or attr(target, "ri:username") or ""
+        text = text or "@" + (users.get(key) or attr(target, "ri:username") or "unknown user")
     elif target.name in ("ri:page", "ri:blog-post"):
-        title = target.get("ri:content-title", "")
+        title = attr(target, "ri:content-title") or ""
         text = text or title
         if page_link and title and target.name == "ri:page":
-            href = page_link(title, target.get("ri:space-key"))
+            href = page_link(title, attr(target, "ri:space-key"))
     elif target.name == "ri:url":
-        href = target.get("ri:value")
+        href = attr(target, "ri:value")
         text = text or href or ""
     else:  # attachment, space, ...
-        text = text or target.get("ri:filename") or target.get("ri:space-key") or ""
+        text = text or attr(target, "ri:filename") or attr(target, "ri:space-key") or ""
     link.replace_with(new_tag(soup, "a", text, href=href) if href else text)
 
 

@@ -110,7 +110,7 @@ class ConfluenceXmlExport:
         yield from (f"pages/{page['id']}" for page in export.current_pages())
 
     def read_page(self, export: _Export, page: dict, entities_uri: str,
-                  titles: dict[tuple[str, str], str]) -> SourceDocument:
+                  titles: dict[tuple[str | None, str], str]) -> SourceDocument:
         """One page row into a document; problems become the document's `error`."""
         page_id = page["id"]
         url = page_url(self.base_url, page_id) if self.base_url else f"{entities_uri}#page-{page_id}"

@@ -62,12 +62,13 @@ def open_connector(source: SourceConfig) -> Connector:
     if per_space is not None and kind not in CONFLUENCE_KINDS:
         raise SourcesError(f"source {source.name}: access per space is only for Confluence exports, "
                            f"and {source.location} is a {kind} source")
-    access = per_space[WILDCARD] if per_space is not None else source.access
+    access = source.access[WILDCARD] if isinstance(source.access, dict) else source.access
     if kind == "markdown":
         from connectors.markdown import MarkdownFolder
 
         return MarkdownFolder(source.location, source=source.name, include=source.include, exclude=source.exclude,
                               url_template=source.url_template, access=access)
+    connector: Connector
     if kind == "confluence-html":
         from connectors.confluence_html import ConfluenceHtmlExport
 
@@ -98,9 +99,10 @@ class SpaceScoped:
 
     def scope_of(self, space: str | None) -> str:
         """The scope of a space key; `UNKNOWN_SCOPE` for no key."""
-        if not (space or "").strip():
+        key = (space or "").strip()
+        if not key:
             return UNKNOWN_SCOPE
-        return self.by_space.get(space.strip().casefold(), self.default)
+        return self.by_space.get(key.casefold(), self.default)
 
     def documents(self):
         for doc in self.connector.documents():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from connectors.confluence_html import PAGE_FILE
 
@@ -56,7 +57,7 @@ def _kind(names: list[str], read: Callable[[str], bytes]) -> str:
     return MARKDOWN
 
 
-def _head(open_stream: Callable[[], object]) -> bytes:
+def _head(open_stream: Callable[[], IO[bytes]]) -> bytes:
     """The first bytes of a file; nothing if it cannot be read (encrypted or damaged member,
     unreadable file) — then it is simply not evidence of an export."""
     try:

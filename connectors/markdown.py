@@ -304,7 +304,8 @@ def _scalar_text(value, key: str) -> str:
 
 
 def _yaml_kind(value) -> str:
-    return {list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {list: "list", dict: "mapping"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _meta_date(meta: dict) -> datetime | None:
@@ -315,10 +316,11 @@ def _meta_date(meta: dict) -> datetime | None:
         if value is None or value == "":
             continue
         if isinstance(value, str):
+            text = value
             try:
-                value = dt.datetime.fromisoformat(value.strip())
+                value = dt.datetime.fromisoformat(text.strip())
             except ValueError:
-                raise ValueError(f"broken front matter: `{key}` is not a date ({value[:40]!r}; "
+                raise ValueError(f"broken front matter: `{key}` is not a date ({text[:40]!r}; "
                                  "write e.g. 2024-03-01 or 2024-03-01T10:00:00Z)") from None
         if isinstance(value, dt.datetime):
             return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

@@ -1,4 +1,12 @@
-"""Keyword search over the child chunks: LlamaIndex's BM25Retriever (bm25s), CJK-aware.
+"""Keyword search over the child chunks, CJK-aware: BM25 as bm25s scores it, in an index of our own.
+
+Neither LlamaIndex's BM25Retriever nor a bm25s index is used: bm25s bakes corpus-wide weights into
+its index when it builds it, so one edited page would mean a rebuild, and a restricted page's
+words would move every asker's scores. bm25s only tokenises here (`bm25s.tokenize`: its English
+stop words, PyStemmer's Snowball stemmer, `TOKEN_PATTERN`); the terms go into
+`indexing.keyword_segments`, which scores with bm25s's own arithmetic (Lucene variant, k1=1.5,
+b=0.75) from the statistics of the rows the asker may see, equal to a BM25Retriever built from
+scratch on those rows (tests/test_keyword_index.py).
 
 bm25s splits text on word boundaries, which leaves a Chinese sentence as one giant "word". So
 before tokenising we rewrite runs of CJK characters as their single characters *and* overlapping
@@ -202,7 +210,7 @@ class Bm25Index:
             if index is not None and index.generation >= target:
                 return index
             loaded_whole = index is None or index.generation < versions.log_floor(s)
-            if loaded_whole:
+            if loaded_whole or index is None:  # (the same test: spelled out for the type checker)
                 index = self._load(s, target)
             else:
                 index = self._apply(s, index, target)

@@ -86,18 +86,19 @@ def summaries(session: Session, configured: list[SourceConfig]) -> list[SourceSu
     by_config = {s.name: s for s in configured}
     rows = []
     for name in sorted({*by_config, *known, *counts}):
-        record, config, n = known.get(name), by_config.get(name), counts.get(name, {})
+        record, config, pages = known.get(name), by_config.get(name), counts.get(name, {})
         rows.append(SourceSummary(
             name=name,
             kind=(config.kind if config and config.kind else None) or (record.kind if record else "") or "",
             location=str(config.location) if config else (record.location if record else ""),
             origin=record.origin if record else (CONFIG if config else ""),
             configured=config is not None,
-            pages=sum(n.values()),
-            failed=n.get(Status.FAILED.value, 0),
-            skipped=n.get(Status.SKIPPED.value, 0),
+            pages=sum(pages.values()),
+            failed=pages.get(Status.FAILED.value, 0),
+            skipped=pages.get(Status.SKIPPED.value, 0),
             schedule=str(config.schedule) if config and config.schedule else None,
-            last_run=session.exec(select(SyncRun).where(SyncRun.source == name).order_by(col(SyncRun.id).desc()).limit(1)).first(),
+            last_run=session.exec(
+                select(SyncRun).where(SyncRun.source == name).order_by(col(SyncRun.id).desc()).limit(1)).first(),
         ))
     return rows
 

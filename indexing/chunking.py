@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from connectors.commonmark import parse
 from connectors.document import SourceDocument
+from indexing.heading_path import HeadingPath
 
 # Token counts use llama-index's default tokenizer (tiktoken cl100k); MiniLM's word-pieces run
 # ~1.2x that for English. Swept on four labelled sets (docs/tuning.md §6): 200 / 40 ranked best on
@@ -53,14 +54,14 @@ class Parent:
     id: str
     doc_id: str
     position: int
-    heading_path: list[str]  # headings under the page title; [] for a page's introduction
+    heading_path: HeadingPath  # headings under the page title; () for a page's introduction
     url: str  # citation URL with the section anchor
     text: str
     children: list[Child] = field(default_factory=list)
 
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return str(self.heading_path)
 
 
 @dataclass
@@ -84,7 +85,7 @@ def chunk_document(doc: SourceDocument) -> list[Parent]:
                 id=_id(doc.doc_id, "p", position),
                 doc_id=doc.doc_id,
                 position=position,
-                heading_path=section.headings,
+                heading_path=HeadingPath(section.headings),
                 url=doc.section_url(section.anchor),
                 text=part,
             )

@@ -34,7 +34,7 @@ class RerankConfig:
         if (self.refuse_below is None) != (self.answer_from is None):
             raise ValueError("KB_RERANK_REFUSE_BELOW and KB_RERANK_ANSWER_FROM go together: set both (fitted for "
                              "this reranker by `kb eval --calibrate`) or neither (the reranker orders, the gate stays)")
-        if self.thresholds and self.refuse_below > self.answer_from:
+        if self.refuse_below is not None and self.answer_from is not None and self.refuse_below > self.answer_from:
             raise ValueError("KB_RERANK_REFUSE_BELOW must not be above KB_RERANK_ANSWER_FROM")
 
     @property
@@ -49,7 +49,8 @@ class RerankConfig:
 class IndexConfig:
     home: Path  # Docent's data directory: embedded Postgres, BM25 files
     database_url: str | None = field(default=None, repr=False)  # None: the embedded Postgres in home/pgdata; may hold a password
-    embed_model: str | None = None  # a sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name
+    # A sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name.
+    embed_model: str | None = None
     embed_batch_size: int = 32
     embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.onnx_embedding)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
@@ -68,7 +69,7 @@ class IndexConfig:
     synonyms_in_vector: bool = False  # also embed a question's synonyms (measured, not kept: docs/tuning.md "Synonyms")
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
-    # The gate (indexing.retrieval.gate_outcome): not found below `refuse_below`, answered from
+    # The gate (indexing.gate.gate_outcome): not found below `refuse_below`, answered from
     # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
     gate_refuse_below: float = 0.285
     gate_answer_from: float = 0.485

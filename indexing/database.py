@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, CursorResult, Engine, Result, make_url
 from sqlalchemy.exc import OperationalError
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def is_unreachable(exc: BaseException | None) -> bool:
     return False
 
 
-def _unreachable(exc: BaseException) -> bool:
+def _unreachable(exc: BaseException | None) -> bool:
     import psycopg2
     from sqlalchemy.exc import DBAPIError
 
@@ -193,3 +193,10 @@ def redacted(message: str, url: URL) -> str:
         for form in sorted({str(secret), quote(str(secret), safe=""), quote_plus(str(secret))}, key=len, reverse=True):
             message = message.replace(form, "***")
     return message
+
+
+def affected(result: Result) -> int:
+    """How many rows an INSERT / UPDATE / DELETE touched. `Session.execute` is typed as returning a
+    `Result`; for a DML statement it is a `CursorResult`, which is what knows the count."""
+    assert isinstance(result, CursorResult)
+    return result.rowcount or 0

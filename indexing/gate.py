@@ -11,6 +11,7 @@ answered; between → uncertain ("I'm not sure this answers it — check [1]").
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from indexing import bm25 as bm25_module
@@ -21,8 +22,28 @@ if TYPE_CHECKING:
     from indexing.retrieval import Hit
     from indexing.store import ChunkHit
 
-ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME = "answered", "uncertain", "not_found"
-OUTCOMES = (ANSWERED, UNCERTAIN, NOT_FOUND_OUTCOME)
+
+class Outcome(StrEnum):
+    """What the gate made of a question, and so what its answer is. A `str`: its value ("answered",
+    "uncertain", "not_found") is what JSON, logs, metrics and the query log's `outcome` column hold."""
+
+    ANSWERED = "answered"
+    UNCERTAIN = "uncertain"  # the wiki may have it: "I'm not sure this answers it — check [1]"
+    NOT_FOUND = "not_found"
+
+    @property
+    def found(self) -> bool:
+        """Whether the reply gives an answer (answered or uncertain): the `found` of `kb ask --json`,
+        `kb eval --json` and the query log, derived here and nowhere else."""
+        return self is not Outcome.NOT_FOUND
+
+    @classmethod
+    def logged(cls, outcome: str | None, found: bool) -> Outcome:
+        """The outcome of a logged answer (a query-log row, a `kb eval --json` row); rows written
+        before outcomes were logged hold only `found`."""
+        return cls(outcome) if outcome else (cls.ANSWERED if found else cls.NOT_FOUND)
+
+
 COVERAGE_SECTIONS = 3  # term coverage is measured over the top sections together
 AGREE_BONUS = 0.05  # the first gate's "legs agree" rule (cos ≥ 0.47, or agree and cos ≥ 0.42), as one score
 _CJK = bm25_module.CJK
@@ -39,7 +60,8 @@ class GateSignals:
     unknown_terms: float = 0.0  # IDF share of question terms the visible wiki never uses
     legs_agree: bool = False  # vector and keyword legs put the same page first
     best_bm25: float = 0.0  # the keyword leg's best score (0: none of the question's words is in the wiki)
-    cjk_coverage: float = 0.0  # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage)
+    # IDF share of the keyword leg's terms in the top 3 sections, unused bigrams out (indexing.cjk_coverage).
+    cjk_coverage: float = 0.0
     cjk: bool = False  # the question is mostly Chinese/Japanese/Korean
     rerank_best: float | None = None  # the rerank stage's best score (indexing.rerank; None: off or fell back)
     rerank_outcome: str | None = None  # ok, error or timeout (None: no rerank stage)
@@ -150,13 +172,13 @@ def gate_score(signals: GateSignals) -> float:
     return signals.best_cosine + AGREE_BONUS * signals.legs_agree
 
 
-def outcome_for(score: float, refuse_below: float, answer_from: float) -> str:
+def outcome_for(score: float, refuse_below: float, answer_from: float) -> Outcome:
     if score < refuse_below:
-        return NOT_FOUND_OUTCOME
-    return ANSWERED if score >= answer_from else UNCERTAIN
+        return Outcome.NOT_FOUND
+    return Outcome.ANSWERED if score >= answer_from else Outcome.UNCERTAIN
 
 
-def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None) -> str:
+def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None) -> Outcome:
     """Answered, uncertain or not found, from the signals and the configured thresholds
     (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With `rerank_thresholds`
     (fitted for the configured reranker) and a rerank score, that score is cut instead, in every
@@ -167,7 +189,7 @@ def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, floa
     nothing in the wiki can ground an answer. Of the 590 public questions, one (unanswerable) has
     no keyword hit."""
     if not signals.best_bm25:
-        return NOT_FOUND_OUTCOME
+        return Outcome.NOT_FOUND
     if rerank_thresholds is not None and signals.rerank_best is not None:
         return outcome_for(signals.rerank_best, *rerank_thresholds)
     if signals.cjk:

@@ -7,13 +7,13 @@ from sqlmodel import Session
 from indexing.bm25 import Bm25Index
 from indexing.config import IndexConfig
 from indexing.database import connect, database_url, safe_url
-from indexing.embedding import Embedder
+from indexing.embedding import Embedder, TorchEmbedder
 from indexing.migrations import migrate
 from indexing.rerank import open_stage
 from indexing.store import ChunkStore
 
 
-def make_embedder(config: IndexConfig):
+def make_embedder(config: IndexConfig) -> Embedder:
     """The bundled (or a local) sentence-transformers model, or an embedding service when
     `embed_url` is set (`indexing.embedding_service`); both embed lazily, on first use."""
     if config.embed_url:
@@ -26,7 +26,7 @@ def make_embedder(config: IndexConfig):
         from indexing.onnx_embedding import OnnxEmbedder
 
         return OnnxEmbedder(config.home, config.embed_model, config.embed_backend == "onnx-int8", config.embed_batch_size)
-    return Embedder(config.embed_model, config.embed_batch_size)
+    return TorchEmbedder(config.embed_model, config.embed_batch_size)
 
 
 class Index:
@@ -40,7 +40,7 @@ class Index:
         migrate(self.engine)  # every Docent table, the bot's too (indexing.migrations)
         self.store = ChunkStore(self.engine, self.url)
         self.bm25 = Bm25Index(config.home, self.engine, self.store)
-        self.embedder = embedder or make_embedder(config)
+        self.embedder: Embedder = embedder or make_embedder(config)
         self.rerank = open_stage(config.rerank)  # None when KB_RERANK is off; the model loads on first use
 
     @property

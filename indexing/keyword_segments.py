@@ -277,7 +277,7 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     them (`bm25s.selection._topk_numpy`), so that equal scores come out in the same order too."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(scores, -k).take(indices=range(-k, 0))
+    part = np.argpartition(scores, -k).take(np.arange(-k, 0))
     return part[np.flip(np.argsort(np.take(scores, part)))]
 
 

@@ -14,6 +14,7 @@ import logging
 import select
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import URL, Engine
@@ -64,7 +65,8 @@ class Listener:
         import psycopg2
 
         args = self.url.translate_connect_args(username="user", database="dbname")
-        conn = psycopg2.connect(**args, **dict(self.url.query), connect_timeout=5)
+        query: dict[str, Any] = dict(self.url.query)
+        conn = psycopg2.connect(**args, **query, connect_timeout=5)
         conn.autocommit = True
         conn.cursor().execute(f"LISTEN {CHANNEL}")
         return conn

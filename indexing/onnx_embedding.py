@@ -18,8 +18,8 @@ How, without `optimum` (which pins transformers 4.x, while sentence-transformers
   model's `max_seq_length`), shortest first, each batch padded to its longest text, as the torch
   path does.
 
-The same seam as `indexing.embedding.Embedder` (`name`, `texts_embedded`, `embed_texts`,
-`embed_unindexed`, `embed_query`), so sync, cache and retrieval do not know which one they have.
+An `indexing.embedding.Embedder` (`name`, `texts_embedded`, `embed_texts`, `embed_unindexed`,
+`embed_query`) like the torch one, so sync, cache and retrieval do not know which one they have.
 Its `name` (the vector cache's and the registry's model key) is the torch path's for `onnx`, whose
 vectors equal torch's to float rounding (cosine > 0.99999: an index built with torch is kept,
 nothing is re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's
@@ -36,8 +36,12 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +75,10 @@ class OnnxEmbedder:
         self.model_path = model_path
         self.quantized = quantized
         self.batch_size = batch_size
-        self.texts_embedded = 0  # how many texts reached the model, as Embedder counts them
+        self.texts_embedded = 0  # how many texts reached the model, as TorchEmbedder counts them
         self.exported = False  # whether this process exported the model (False: the cached file was used)
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # an onnxruntime.InferenceSession once loaded
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         # Checked now, not at the first text: a sync must not start and then fail every page.
         # onnxruntime is imported (~0.4 s) since it is needed anyway; onnx (~1.5 s) only looked up.
@@ -94,7 +98,7 @@ class OnnxEmbedder:
 
     @property
     def name(self) -> str:
-        base = self.model_path or "all-MiniLM-L6-v2"  # the torch Embedder's name: same vectors, same key
+        base = self.model_path or "all-MiniLM-L6-v2"  # TorchEmbedder's name: same vectors, same key
         return f"{base}+onnx-int8" if self.quantized else base
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
@@ -196,7 +200,8 @@ def exported_model(model_dir: Path, home: Path, quantized: bool) -> tuple[Path, 
     if target.is_file():
         return target, False
     folder.mkdir(parents=True, exist_ok=True)
-    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)", model_dir, " (int8)" if quantized else "", folder)
+    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
+                model_dir, " (int8)" if quantized else "", folder)
     if not full.is_file():
         _export(model_dir, full)
     if quantized:

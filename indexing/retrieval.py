@@ -32,18 +32,16 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from indexing.gate import (  # noqa: F401 — outcomes and is_cjk are imported from here by bot/
-    ANSWERED,
-    NOT_FOUND_OUTCOME,
-    OUTCOMES,
-    UNCERTAIN,
+from indexing.gate import (  # noqa: F401 — is_cjk is imported from here by bot/
     GateSignals,
+    Outcome,
     QuestionTerms,
     gate_outcome,
     gate_signals,
     is_cjk,
     question_terms,
 )
+from indexing.heading_path import HeadingPath
 from indexing.index import Index
 from indexing.registry import DocumentRecord, ParentSection
 from indexing.rerank import RerankRun
@@ -63,7 +61,7 @@ class Hit:
     source: str
     path: str
     title: str
-    heading_path: list[str]
+    heading_path: HeadingPath
     url: str
     text: str  # the whole parent section
     matched: list[str]  # its children that matched, best first
@@ -73,24 +71,30 @@ class Hit:
     bm25: float | None  # best BM25 score of its children, if the keyword leg found one
     rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.rerank)
 
+    def __post_init__(self) -> None:
+        self.heading_path = HeadingPath(self.heading_path)  # a list as well
+
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return str(self.heading_path)
 
 
 @dataclass
 class Retrieval:
     question: str
     hits: list[Hit]
-    found: bool  # outcome != "not_found"
     signals: GateSignals = field(default_factory=GateSignals)  # the gate's raw inputs
     terms: QuestionTerms = field(default_factory=QuestionTerms)  # the question's terms and their IDF here
     timings_ms: dict = field(default_factory=dict)
-    outcome: str = ANSWERED  # "answered" | "uncertain" (the wiki may have it) | "not_found"
+    outcome: Outcome = Outcome.ANSWERED  # uncertain: the wiki may have it
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
     question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
     expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
     rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
+
+    @property
+    def found(self) -> bool:
+        return self.outcome.found
 
     @property
     def searched(self) -> str:
@@ -156,9 +160,9 @@ def retrieve(
         hits, signals, run = stage.rerank(searched, hits, signals)
         lap("rerank")
     hits = hits[:top_k]
-    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else NOT_FOUND_OUTCOME
+    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else Outcome.NOT_FOUND
     timings["retrieval_total"] = round(sum(timings.values()), 2)
-    return Retrieval(question=question, hits=hits, found=outcome != NOT_FOUND_OUTCOME, signals=signals,
+    return Retrieval(question=question, hits=hits, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,
                      expansion=expansion, rerank=run)
 
@@ -244,7 +248,7 @@ def _parents(
                 source=doc.source,
                 path=doc.path,
                 title=doc.title,
-                heading_path=list(section.heading_path or []),
+                heading_path=HeadingPath(section.heading_path or ()),
                 url=section.url or doc.url,
                 text=section.text,
                 matched=[texts[c] for c in kids if c in texts],

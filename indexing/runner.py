@@ -75,7 +75,7 @@ class SyncRunner:
 
     def _under(self, connector: IncrementalConnector, name: str, folders: Iterable[str]) -> set[str]:
         """The pages indexed under these folders, and the wanted files in them now."""
-        from sqlmodel import select
+        from sqlmodel import col, select
 
         from indexing.registry import DocumentRecord
 
@@ -83,8 +83,8 @@ class SyncRunner:
         for folder in {f.strip("/") for f in folders}:
             prefix = f"{folder}/" if folder else ""
             with self.index.session() as s:
-                found.update(s.exec(select(DocumentRecord.path).where(
-                    DocumentRecord.source == name, DocumentRecord.path.startswith(prefix, autoescape=True))))
+                found.update(s.exec(select(col(DocumentRecord.path)).where(
+                    col(DocumentRecord.source) == name, col(DocumentRecord.path).startswith(prefix, autoescape=True))))
             root = connector.root / folder
             if root.is_dir():
                 found.update(rel for rel in connector.listing().paths if rel.startswith(prefix))

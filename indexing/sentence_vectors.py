@@ -40,9 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, exists, insert, select
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from indexing.chunking import Parent
-from indexing.embedding import embed_with_cache
+from indexing.embedding import Embedder, embed_with_cache
+from indexing.heading_path import HeadingPath
 from indexing.sentences import in_context, sentences
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ class SectionSentences:
     vectors: list[list[float]] | None = None
 
 
-def section_sentences(title: str, heading_path: list[str], text: str, child_texts: Iterable[str]) -> list[str]:
+def section_sentences(title: str, heading_path: HeadingPath, text: str, child_texts: Iterable[str]) -> list[str]:
     """Every text the lead can score from this section, once each, in reading order: the
     sentences of the section and of each of its children (`in_context`, as `bot.lead` scores them:
     under the section's last heading, else the page title)."""
@@ -93,7 +95,7 @@ def of_parents(title: str, parents: list[Parent]) -> list[SectionSentences]:
             for p in parents]
 
 
-def embed_sections(session: Session, embedder, sections: list[SectionSentences]) -> None:
+def embed_sections(session: Session, embedder: Embedder, sections: list[SectionSentences]) -> None:
     """Fill in each section's vectors, cache first (`embed_with_cache`, in the caller's session)."""
     texts = [t for section in sections for t in section.texts]
     vectors = embed_with_cache(session, embedder, texts)
@@ -157,30 +159,31 @@ def backfill(index, source: str) -> int:
     with index.session() as s:
         has_rows = exists().where(TABLE.c.doc_id == DocumentRecord.id, TABLE.c.model == model)
         todo = list(s.execute(
-            select(DocumentRecord.id).where(DocumentRecord.source == source, DocumentRecord.status == Status.SUCCESS,
-                                            DocumentRecord.chunk_count > 0, ~has_rows).order_by(DocumentRecord.id)
+            select(col(DocumentRecord.id)).where(col(DocumentRecord.source) == source,
+                                                 col(DocumentRecord.status) == Status.SUCCESS,
+                                                 col(DocumentRecord.chunk_count) > 0, ~has_rows).order_by(col(DocumentRecord.id))
         ).scalars())
     written = 0
     for start in range(0, len(todo), BACKFILL_DOCUMENTS):
         batch = todo[start : start + BACKFILL_DOCUMENTS]
         with index.session() as s:
             docs = {d.id: (d.title, d.content_hash)
-                    for d in s.execute(select(DocumentRecord).where(DocumentRecord.id.in_(batch))).scalars()}
-            parents = list(s.execute(select(ParentSection).where(ParentSection.doc_id.in_(batch))
-                                     .order_by(ParentSection.doc_id, ParentSection.position)).scalars())
+                    for d in s.execute(select(DocumentRecord).where(col(DocumentRecord.id).in_(batch))).scalars()}
+            parents = list(s.execute(select(ParentSection).where(col(ParentSection.doc_id).in_(batch))
+                                     .order_by(col(ParentSection.doc_id), col(ParentSection.position))).scalars())
             children: dict[str, list[str]] = {}
             for chunk in index.store.keyword_chunks(s, batch):
                 children.setdefault(chunk.parent_id, []).append(chunk.text)
         by_doc: dict[str, list[SectionSentences]] = {}
         for p in parents:
             if p.doc_id in docs:
-                texts = section_sentences(docs[p.doc_id][0], list(p.heading_path or []), p.text, children.get(p.id, []))
+                texts = section_sentences(docs[p.doc_id][0], HeadingPath(p.heading_path or ()), p.text, children.get(p.id, []))
                 by_doc.setdefault(p.doc_id, []).append(SectionSentences(p.id, texts))
         with index.session() as s, s.begin():
             embed_sections(s, index.embedder, [section for sections in by_doc.values() for section in sections])
         for doc_id, sections in by_doc.items():
             with index.session() as s, s.begin():
-                record = s.execute(select(DocumentRecord).where(DocumentRecord.id == doc_id).with_for_update()).scalar()
+                record = s.execute(select(DocumentRecord).where(col(DocumentRecord.id) == doc_id).with_for_update()).scalar()
                 if record is None or record.content_hash != docs[doc_id][1]:
                     continue  # replaced or deleted since it was read: that sync wrote its own rows
                 delete_document(s, doc_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from indexing import keyword_versions, registry
 from indexing.bm25_terms import TERMS_VERSION
@@ -85,7 +85,7 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
     all returned: the caller decides which sources it may name (`limited_to_sources`).
     """
     Record = registry.DocumentRecord
-    visible = [] if scopes is None else [Record.access.in_(list(scopes))]
+    visible = [] if scopes is None else [col(Record.access).in_(list(scopes))]
     with index.session() as s:
         by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
         failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
@@ -93,7 +93,7 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         # The last run of every source (not the last 50 runs of all: a busy source would hide the others).
         Run = registry.SyncRun
         latest = select(func.max(Run.id)).group_by(Run.source)
-        runs = s.exec(select(Run).where(Run.id.in_(latest)).order_by(Run.id.desc())).all()
+        runs = s.exec(select(Run).where(col(Run.id).in_(latest)).order_by(col(Run.id).desc())).all()
         chunks = index.store.count(s, None if scopes is None else list(scopes))
         keywords = keyword_state(s)
     last_runs = {run.source: run for run in runs}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from connectors.document import SURROGATE, SourceDocument
 
@@ -18,7 +19,7 @@ def storable(doc: SourceDocument) -> SourceDocument:
     """The document as it can be stored: no NUL characters or lone surrogates in any text (Postgres
     refuses them; a file name or an XML page can carry them). A document that needs none of this is
     returned as it is."""
-    changed = {}
+    changed: dict[str, Any] = {}
     for name in ("source", "path", "title", "url", "access", "error"):
         value = getattr(doc, name)
         if value and _NUL_OR_SURROGATE.search(value):

@@ -44,7 +44,7 @@ class KeywordChunk:
     parent_id: str
     access: str
     title: str | None
-    heading_path: str | None
+    heading_path: str | None  # as the metadata stores it: str(HeadingPath)
     path: str | None
 
 
@@ -145,7 +145,7 @@ class ChunkStore:
                     "source": doc.source,
                     "path": doc.path,
                     "title": doc.title,
-                    "heading_path": parent.heading,
+                    "heading_path": str(parent.heading_path),
                     "access": doc.access,
                 },
                 relationships={
@@ -157,7 +157,7 @@ class ChunkStore:
         session.add_all(rows)
         session.add_all(
             ParentSection(
-                id=p.id, doc_id=doc.doc_id, position=p.position, heading_path=p.heading_path, url=p.url, text=p.text
+                id=p.id, doc_id=doc.doc_id, position=p.position, heading_path=list(p.heading_path), url=p.url, text=p.text
             )
             for p in parents
         )

@@ -488,12 +488,15 @@ def recent_deletions(index: Index, source: str, run_id: int | None = None) -> in
 
 def _count_deletions(index: Index, run: SyncRun, deleting: int) -> None:
     with index.session() as s, s.begin():
-        s.get(SyncRun, run.id).guarded_deletes = deleting
+        row = s.get(SyncRun, run.id)
+        assert row is not None  # the run's own row, written when it started
+        row.guarded_deletes = deleting
 
 
 def _finish_run(index: Index, run: SyncRun, report: SyncReport, result: RunResult, reason: str | None = None) -> None:
     with index.session() as s, s.begin():
         row = s.get(SyncRun, run.id)
+        assert row is not None  # the run's own row, written when it started
         row.finished_at = utcnow()
         for name in ("added", "updated", "unchanged", "deleted", "failed", "skipped"):
             setattr(row, name, getattr(report, name))

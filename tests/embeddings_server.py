@@ -1,6 +1,6 @@
 """A local embedding service speaking OpenAI's `/v1/embeddings` wire format (as OpenAI, vLLM,
 TEI and Ollama do), computing its vectors with a real model — by default the bundled one, the
-`Embedder` the local path uses — so a test can compare the two paths number for number.
+`TorchEmbedder` the local path uses — so a test can compare the two paths number for number.
 
 A real HTTP server (stdlib `ThreadingHTTPServer` on 127.0.0.1, a free port), so the client
 under test goes through its real HTTP stack. What it does is set per test:
@@ -25,9 +25,9 @@ EMBEDDINGS_PATH = "/v1/embeddings"
 
 class FakeEmbeddings:
     def __init__(self, embedder=None) -> None:
-        from indexing.embedding import Embedder
+        from indexing.embedding import TorchEmbedder
 
-        self.embedder = embedder or Embedder()
+        self.embedder = embedder or TorchEmbedder()
         self.requests: list[dict] = []
         self.script: list[tuple[int, dict]] = []
         self.dimensions: int | None = None

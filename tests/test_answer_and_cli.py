@@ -17,7 +17,7 @@ from conftest import SAMPLE_WIKI  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402
 
 from bot.slack import blocks  # noqa: E402
-from bot.answer import NOT_FOUND, EmptyQuestion, answer_question  # noqa: E402
+from bot.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def test_extractive_answer_quotes_and_cites(index, sample_synced):
 def test_not_found_answer_says_so_and_lists_nearest_pages(index, sample_synced):
     answer = answer_question(index, "who ruled cyprus in 1191?", scopes=["sample"])
     assert not answer.found and answer.outcome == "not_found" and answer.lead == ""
-    assert answer.text.startswith(NOT_FOUND) and answer.sources
+    assert answer.text.startswith(NOT_FOUND_REPLY) and answer.sources
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_between_the_thresholds_the_answer_is_uncertain_and_says_so(index, sampl
     assert "not sure" not in json.dumps(rendered[1]) and "*Sources*" in json.dumps(rendered)
     gate(score + 0.1, score + 0.2)  # now below both
     refused = answer_question(index, question, scopes=["sample"])
-    assert refused.outcome == "not_found" and refused.text.startswith(NOT_FOUND)
+    assert refused.outcome == "not_found" and refused.text.startswith(NOT_FOUND_REPLY)
     gate(score - 0.2, score - 0.1)
     assert answer_question(index, question, scopes=["sample"]).outcome == "answered"
 
@@ -122,7 +122,7 @@ def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, 
     llm = LLMClient(openai_server.base_url, "local", timeout=5)
     answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
     assert answer.llm_used and not answer.found and answer.outcome == "not_found"
-    assert answer.text == NOT_FOUND + " The nearest pages are listed below."
+    assert answer.text == NOT_FOUND_REPLY + " The nearest pages are listed below."
     assert answer.sources and answer.signals["llm_not_found"] is True
     assert "Nearest pages" in json.dumps(blocks.answer_blocks(answer)) and "*Sources*" not in json.dumps(
         blocks.answer_blocks(answer))

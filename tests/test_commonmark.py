@@ -24,7 +24,7 @@ def sections(name: str) -> list[tuple[list[str], str, str]]:
     """(heading path, URL fragment, text) of every parent section of a fixture page."""
     doc = MarkdownFolder(FIXTURES, url_template=BASE + "/{path}").read(name)
     assert doc.error is None
-    return [(p.heading_path, p.url.partition("#")[2], p.text) for p in chunk_document(doc)]
+    return [(list(p.heading_path), p.url.partition("#")[2], p.text) for p in chunk_document(doc)]
 
 
 def test_a_four_backtick_fence_keeps_its_three_backtick_lines_and_headings_inside():
@@ -95,7 +95,7 @@ def test_front_matter_is_no_section_and_its_url_is_the_citation_link():
     assert (doc.title, doc.url, doc.metadata["tags"]) == ("Expense policy", "https://handbook.example.com/finance/expenses",
                                                          ["finance", "money"])
     parents = chunk_document(doc)
-    assert [(p.heading_path, p.url, p.text) for p in parents] == [
+    assert [(list(p.heading_path), p.url, p.text) for p in parents] == [
         ([], "https://handbook.example.com/finance/expenses", "Claim expenses within 30 days."),
         (["Receipts"], "https://handbook.example.com/finance/expenses#receipts", "## Receipts\n\nKeep every receipt."),
     ]
@@ -106,10 +106,27 @@ def test_the_chunker_itself_skips_front_matter_left_in_a_text():
     line, and `---` under a line that would otherwise be a setext heading) is not page text."""
     text = "---\ntitle: x\n# owner: finance\n---\nIntro.\n\n## Part\n\nBody.\n"
     parents = chunk_document(SourceDocument(source="s", path="p.md", title="P", text=text, url=BASE + "/p"))
-    assert [(p.heading_path, p.url, p.text) for p in parents] == [
+    assert [(list(p.heading_path), p.url, p.text) for p in parents] == [
         ([], BASE + "/p", "Intro."),
         (["Part"], BASE + "/p#part", "## Part\n\nBody."),
     ]
+
+
+def test_a_heading_path_keeps_its_stored_forms():
+    """One type from chunker to reply; the forms stored in the index and the query log stay as
+    they were: a JSON list (parent_sections) and the headings joined by " > " (chunk metadata,
+    a source's JSON), read back by its one split."""
+    import json
+
+    from indexing.heading_path import HeadingPath
+
+    text = "# Benefits\n\n## Time off\n\n### Parental leave\n\nSixteen weeks.\n"
+    parent = chunk_document(SourceDocument(source="s", path="b.md", title="Benefits", text=text, url=BASE + "/b"))[-1]
+    assert parent.heading_path == HeadingPath(["Time off", "Parental leave"])
+    assert str(parent.heading_path) == parent.heading == "Time off > Parental leave"
+    assert json.dumps(parent.heading_path) == '["Time off", "Parental leave"]'
+    assert HeadingPath.parse(parent.heading) == parent.heading_path
+    assert HeadingPath.parse("") == HeadingPath.parse(None) == HeadingPath() and str(HeadingPath()) == ""
 
 
 def test_repeated_headings_get_githubs_numbered_anchors():
@@ -127,7 +144,7 @@ def test_anchors_count_every_heading_of_the_page_as_github_does():
     text = "# Notes\n\n- ## Notes\n\n> ## Notes\n\n## Notes\n\nText.\n\n#\n\nMore.\n"
     assert heading_anchors(text) == ["notes", "notes-1", "notes-2", "notes-3", ""]
     parents = chunk_document(SourceDocument(source="s", path="n.md", title="Notes", text=text, url=BASE + "/n"))
-    assert [(p.heading_path, p.url.partition("#")[2]) for p in parents] == [
+    assert [(list(p.heading_path), p.url.partition("#")[2]) for p in parents] == [
         ([], "notes"), (["Notes"], "notes-3"), ([""], ""),
     ]
 

@@ -572,7 +572,7 @@ def test_xml_sample_synced_into_the_index_answers_a_question_about_one_page(samp
 def section_urls(doc: SourceDocument) -> list[tuple[list[str], str]]:
     from indexing.chunking import chunk_document
 
-    return [(p.heading_path, p.url) for p in chunk_document(doc)]
+    return [(list(p.heading_path), p.url) for p in chunk_document(doc)]
 
 
 def test_html_export_sections_cite_the_heading_ids_confluence_rendered():

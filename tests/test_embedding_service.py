@@ -40,6 +40,15 @@ def client(service, **options) -> ServiceEmbedder:
                            dimensions=EMBED_DIM, backoff=options.pop("backoff", 0.05), **options)
 
 
+def test_the_torch_onnx_and_service_backends_are_each_an_embedder(tmp_path):
+    from indexing.embedding import Embedder, TorchEmbedder
+    from indexing.onnx_embedding import OnnxEmbedder
+
+    backends = [TorchEmbedder(), OnnxEmbedder(tmp_path),
+                ServiceEmbedder("http://127.0.0.1:9", "m", dimensions=EMBED_DIM)]  # none loads or connects here
+    assert all(isinstance(b, Embedder) for b in backends)
+
+
 def test_service_vectors_are_the_local_models_and_go_out_in_batches_in_flight(index, service):
     texts = [f"Sentence number {n} about the Lisbon office coffee machine." for n in range(40)]
     service.delay = 0.05  # long enough for requests to overlap

@@ -41,14 +41,14 @@ def test_eval_over_the_sample_wiki(index, sample_synced):
 def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced):
     """`kb eval --llm`: the model answers what the gate lets through, and its "not found" is scored
     as a refusal (here it says so every time)."""
-    from bot.llm import NOT_FOUND, LLMClient
+    from bot.llm import NOT_FOUND_REPLY, LLMClient
     from tests.openai_server import FakeOpenAI
 
     questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
     extractive = run_eval(index, questions, scopes=["sample"])
     server = FakeOpenAI().start()
     try:
-        server.reply(NOT_FOUND)
+        server.reply(NOT_FOUND_REPLY)
         with_llm = run_eval(index, questions, scopes=["sample"], llm=LLMClient(server.base_url, "local", timeout=5))
     finally:
         server.stop()

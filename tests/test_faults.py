@@ -60,7 +60,7 @@ from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
 from connectors.markdown import MarkdownFolder  # noqa: E402
 from indexing.config import IndexConfig  # noqa: E402
 from indexing.database import is_unreachable  # noqa: E402
-from indexing.embedding import Embedder  # noqa: E402
+from indexing.embedding import TorchEmbedder  # noqa: E402
 from indexing.index import Index  # noqa: E402
 from indexing.registry import DocumentRecord, Status  # noqa: E402
 from indexing.retrieval import retrieve  # noqa: E402
@@ -240,7 +240,7 @@ def failing_model(index) -> FailingModel:
 def failing_index(index, kb_home, failing_model) -> Iterator[Index]:
     """The session's database and BM25 files, with an embedder around the failing model; one
     embedding batch per sync (everything changed is embedded together)."""
-    embedder = Embedder()
+    embedder = TorchEmbedder()
     embedder._model = failing_model  # the third-party model object, not Docent's code
     url = index.url.render_as_string(hide_password=False)
     opened = Index(IndexConfig(home=kb_home, database_url=url, sync_batch_children=100_000), embedder=embedder)
@@ -426,7 +426,7 @@ def _logged_answers(index: Index, channel: str) -> list[Answer]:
     """Answers the bot "gave" (rows in its query log), for the votes to be about."""
     answers = []
     for i in range(ANSWERS):
-        answer = Answer(question=f"fault drill question {i}", found=True, text=f"Fault drill answer {i}.", sources=[],
+        answer = Answer(question=f"fault drill question {i}", text=f"Fault drill answer {i}.", sources=[],
                         timings_ms={})
         records.log_query(index, surface="mention", user_id="UASKER", question=answer.question, answer=answer,
                           channel_id=channel, message_ts=new_ts())

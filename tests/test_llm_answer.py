@@ -23,7 +23,7 @@ from openai_server import CHAT_PATH, FakeOpenAI  # noqa: E402
 
 from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim  # noqa: E402
 from bot.llm import (  # noqa: E402
-    MAX_SECTION_CHARS, NOT_FOUND, SYSTEM_PROMPT, LLMClient, build_prompt, check_citations, says_not_found,
+    MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, build_prompt, check_citations, says_not_found,
 )
 from indexing.retrieval import Hit  # noqa: E402
 
@@ -138,7 +138,7 @@ def test_injected_instructions_in_an_excerpt_stay_inside_the_user_message(openai
 
 
 @pytest.mark.parametrize("reply, expected", [
-    (NOT_FOUND, True),
+    (NOT_FOUND_REPLY, True),
     ('"I could not find this in the knowledge base."', True),
     ("i could not find this in the knowledge base", True),
     ("I could not find this in the knowledge base. Try asking HR.", True),
@@ -149,7 +149,7 @@ def test_injected_instructions_in_an_excerpt_stay_inside_the_user_message(openai
 ])
 def test_says_not_found(reply, expected):
     assert says_not_found(reply) is expected
-    assert NOT_FOUND in SYSTEM_PROMPT  # the sentence the model is asked for is the one recognised
+    assert NOT_FOUND_REPLY in SYSTEM_PROMPT  # the sentence the model is asked for is the one recognised
 
 def test_citation_to_a_source_that_does_not_exist_is_removed(openai_server, hits):
     openai_server.reply("You get 25 days [1]. Unused days expire in March [7].")

@@ -301,7 +301,7 @@ def test_a_title_like_a_ping_is_neutralised_in_every_label_blocks_build():
     now = datetime.now(timezone.utc)
     linked = Source(1, "w:a.md", "w", "a.md", PING_TITLE, ["@channel"], PAGE, 0.9, now)
     unlinked = Source(2, "w:b.md", "w", "b.md", PING_TITLE, [], "file:///srv/b.md", 0.8, now)
-    answer = Answer(question="q", found=True, text="x " * 9000, sources=[linked, unlinked], timings_ms={})  # long: "read the rest in"
+    answer = Answer(question="q", text="x " * 9000, sources=[linked, unlinked], timings_ms={})  # long: "read the rest in"
     report = GapsReport(generated_at=now, days=7, stale_days=180, current=Period(now, now), previous=Period(now, now),
                         stale_pages=[StalePage("w:a.md", PING_TITLE, PAGE, 3, now, 400),
                                      StalePage("w:b.md", PING_TITLE, "", 2, now, 400)])

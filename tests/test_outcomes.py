@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import inspect, text
 
 from bot import records
@@ -10,7 +12,7 @@ from indexing.migrations import migrate
 
 
 def _answer(outcome: str) -> Answer:
-    return Answer(question="q?", found=outcome != "not_found", text="I'm not sure this answers it — check [1].\n\nx",
+    return Answer(question="q?", text="I'm not sure this answers it — check [1].\n\nx",
                   sources=[], timings_ms={}, outcome=outcome)
 
 
@@ -21,6 +23,19 @@ def test_the_query_log_keeps_the_outcome_and_found(index):
         again = records.answer_from_log(records.find_answer(index, answer.id))
         assert (row.outcome, row.found) == (outcome, outcome != "not_found")
         assert (again.outcome, again.found) == (outcome, outcome != "not_found")
+
+
+def test_found_is_derived_from_the_outcome_and_both_keep_their_json_values():
+    from indexing.gate import Outcome
+
+    for outcome, found in (("answered", True), ("uncertain", True), ("not_found", False)):
+        answer = _answer(outcome)
+        assert answer.outcome is Outcome(outcome) and answer.found is found
+        assert json.loads(json.dumps(answer.to_json()))["outcome"] == outcome
+    answer = _answer("answered")
+    answer.outcome = Outcome.NOT_FOUND  # as an LLM's "not found" overrides the gate: found follows
+    assert (answer.found, answer.to_json()["found"]) == (False, False)
+    assert Outcome.logged("", True) is Outcome.ANSWERED and Outcome.logged(None, False) is Outcome.NOT_FOUND
 
 
 def test_a_row_logged_before_outcomes_existed_reads_as_answered_or_not_found(index):

@@ -146,7 +146,7 @@ def _answer(question: str, doc_id: str):
 
     sources = [Source(n=1, doc_id=doc_id, source="gaps", path="leave.md", title="Leave policy", heading_path=[],
                       url="", score=0.9, updated_at=None)]
-    return Answer(question=question, found=True, text="25 days.", sources=sources, timings_ms={}, outcome="answered")
+    return Answer(question=question, text="25 days.", sources=sources, timings_ms={}, outcome="answered")
 
 
 @pytest.mark.parametrize("info, kind", [

@@ -558,7 +558,7 @@ def test_a_20000_character_answer_fits_slack_limits(shape):
     sources = [Source(n=n, doc_id=f"wiki:finance/page{n}.md", source="wiki", path=f"finance/page{n}.md",
                       title=f"Page {n}", heading_path=["Expenses", "Limits"], url=f"https://wiki.acme.test/page{n}",
                       score=0.5, updated_at=datetime(2025, 3, 1, tzinfo=timezone.utc)) for n in range(1, 6)]
-    answer = Answer(question="q", found=True, text=text_, sources=sources, timings_ms={})
+    answer = Answer(question="q", text=text_, sources=sources, timings_ms={})
 
     for variant in (blocks.answer_blocks(answer), blocks.answer_blocks(answer, share=True),
                     blocks.with_votes(blocks.answer_blocks(answer), {"up": 12, "down": 3})):

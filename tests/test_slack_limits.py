@@ -28,7 +28,7 @@ from test_slack import (  # noqa: E402, F401 (slack, bot: the module's local Web
 
 from bot import records  # noqa: E402
 from bot.slack.access import SlackAccess  # noqa: E402
-from bot.slack.store import Deduper, DeliveryClaim  # noqa: E402
+from bot.slack.store import DeliveryClaim  # noqa: E402
 from bot.housekeeping import start_housekeeping, tidy  # noqa: E402
 from bot.records import Feedback, QueryLog  # noqa: E402
 from bot.settings import Settings  # noqa: E402

@@ -131,7 +131,7 @@ def _openmp_wait_policy(wait_policy: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy is not None:
         env["OMP_WAIT_POLICY"] = wait_policy
-    code = "from indexing.embedding import Embedder; Embedder().embed_query('hello')"
+    code = "from indexing.embedding import TorchEmbedder; TorchEmbedder().embed_query('hello')"
     run = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_DISPLAY_ENV": "TRUE"},
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

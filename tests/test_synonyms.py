@@ -158,7 +158,7 @@ def test_the_readme_question_is_uncertain_without_a_synonym_and_answered_with_on
     with_synonyms({"vacation": ["annual leave"]})
     answer = KnowledgeBase(index, []).ask(README_QUESTION, SAMPLE)
     assert answer.outcome == "answered" and answer.sources[0].path == "people/leave.md"
-    assert answer.sources[0].heading_path == ["Annual leave"]
+    assert answer.sources[0].heading_path == ("Annual leave",)
     assert answer.lead.startswith("Full-time employees get 25 days of paid annual leave")
     assert answer.question == README_QUESTION
     assert answer.searched == "how many vacation days do I get? (synonyms: vacation → annual leave)"

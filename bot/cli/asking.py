@@ -128,9 +128,11 @@ def print_answer(answer) -> None:
     from rich.markup import escape
     from rich.markdown import Markdown
 
+    from indexing.gate import Outcome
+
     console = Console()
     text = answer.text
-    if answer.outcome == "uncertain":
+    if answer.outcome == Outcome.UNCERTAIN:
         first, _, text = text.partition("\n\n")
         console.print(f"[yellow]{escape(first)}[/]", highlight=False)
     console.print(Markdown(text, hyperlinks=False))

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.answer import Answer, Source
 from bot.slack.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
+from indexing.gate import Outcome
 
 SECTION_CHARS = 3000  # Slack: section text
 MAX_BLOCKS = 50  # Slack: blocks per message
@@ -87,7 +88,7 @@ def answer_blocks(
 def uncertain_head(answer: Answer, citations: dict[int, str]) -> tuple[list[Block], str]:
     """An uncertain answer's first line ("I'm not sure this answers it — check [1].") as a
     warning line of its own above the passage, and the rest of the text; other answers as they are."""
-    if answer.outcome != "uncertain":
+    if answer.outcome != Outcome.UNCERTAIN:
         return [], answer.text
     first, _, rest = answer.text.partition("\n\n")
     line = _clip(to_mrkdwn(first, citations), CONTEXT_CHARS - 20)

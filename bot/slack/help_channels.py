@@ -36,7 +36,7 @@ from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
 from connectors.access import SHARED
-from indexing.retrieval import ANSWERED
+from indexing.gate import Outcome
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -85,7 +85,7 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     db = services.db
     details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-    if reply.outcome != ANSWERED:
+    if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
         if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
             # logged without its thread or message: people answer there, and Docent must not take their

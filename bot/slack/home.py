@@ -32,6 +32,7 @@ from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 from bot.slack.resync import summary
 from bot.slack.services import Services
+from indexing.gate import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +116,9 @@ def own_questions(db: Database, kb: KnowledgeBase, user: str, visible: set[str],
     docs = kb.pages([d for r in rows for d in r.doc_ids])
     mine = []
     for row in rows:
-        outcome = "failed" if row.answer_id is None else (row.outcome or ("answered" if row.found else "not_found"))
-        asked = AskedQuestion(question=row.question, outcome=outcome, at=row.created_at)
-        if outcome in ("answered", "uncertain"):
+        outcome = None if row.answer_id is None else Outcome.logged(row.outcome, row.found)
+        asked = AskedQuestion(question=row.question, outcome=outcome.value if outcome else "failed", at=row.created_at)
+        if outcome is not None and outcome.found:
             page = next((docs[d] for d in row.doc_ids if d in docs and docs[d].access in visible), None)
             if page is not None:
                 asked.page_title, asked.page_url = page.title, page.url

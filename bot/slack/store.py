@@ -37,9 +37,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from bot.records import Database
+from indexing.database import affected
 from indexing.registry import timestamptz, utcnow
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,10 @@ class Deduper:
                 self._recent.popitem(last=False)
         try:
             with Session(self.engine) as s:
-                inserted = s.execute(insert(DeliveryClaim.__table__).values(key=key, seen_at=utcnow())
+                inserted = s.execute(insert(DeliveryClaim).values(key=key, seen_at=utcnow())
                                      .on_conflict_do_nothing(index_elements=["key"]))
                 s.commit()
-            return inserted.rowcount == 1
+            return affected(inserted) == 1
         except SQLAlchemyError as exc:
             log.warning("could not record delivery %s in the database (%s); deduplicating in memory only",
                         key, type(exc).__name__)
@@ -91,9 +92,9 @@ class Deduper:
         """Forget claims older than `keep`; returns how many (run daily by `bot.housekeeping`)."""
         try:
             with Session(self.engine) as s:
-                result = s.execute(delete(DeliveryClaim).where(DeliveryClaim.seen_at < (now or utcnow()) - keep))
+                result = s.execute(delete(DeliveryClaim).where(col(DeliveryClaim.seen_at) < (now or utcnow()) - keep))
                 s.commit()
-            return result.rowcount or 0
+            return affected(result)
         except SQLAlchemyError:
             log.warning("could not prune old Slack deliveries", exc_info=True)
             return 0
@@ -124,7 +125,7 @@ def remember_answer(db: Database, channel: str, question_ts: str, answer_ts: str
     delivered, only its later edit or deletion will not follow."""
     values = dict(channel_id=channel, question_ts=question_ts, answer_ts=answer_ts, thread_ts=thread_ts,
                   surface=surface, user_id=user or "", answer_id=answer_id, created_at=utcnow())
-    statement = insert(AnswerMessage.__table__).values(**values).on_conflict_do_update(
+    statement = insert(AnswerMessage).values(**values).on_conflict_do_update(
         index_elements=["channel_id", "question_ts"], set_={k: v for k, v in values.items()
                                                             if k not in ("channel_id", "question_ts")})
     try:
@@ -171,7 +172,7 @@ def forget_answer(db: Database, channel: str, question_ts: str) -> None:
 def prune_answers(db: Database, before: datetime) -> int:
     """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
     with db.session() as s:
-        gone = s.execute(delete(AnswerMessage).where(AnswerMessage.created_at < before)).rowcount or 0
+        gone = affected(s.execute(delete(AnswerMessage).where(col(AnswerMessage.created_at) < before)))
         s.commit()
     return gone
 
