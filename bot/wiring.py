@@ -1,9 +1,10 @@
 """The composition root: the one place Docent's parts are built — and stopped.
 
 `kb` commands and `kb serve` ask a `Root` for what they need: the index, the configured sources,
-the `SyncRunner`, the `KnowledgeBase`, the file watcher and the scheduled re-syncs. (Who sees
-what in Slack, `[scopes.*]` and `[channels.*]`, is the Slack app's: `bot.slack.app.slack_access`.) Nothing else opens the index or reads the sources file, so "how is Docent put
-together" has one answer, and a new long-running part has one place to start and stop.
+the `SyncRunner`, the `KnowledgeBase`, the file watcher and the scheduled re-syncs. Nothing
+else opens the index or reads the list of sources, so "how is Docent put together" has one
+answer, and a new long-running part has one place to start and stop. (Who sees what in Slack,
+`[scopes.*]` and `[channels.*]`, is the Slack app's business: `bot.slack.app.slack_access`.)
 
 Each part is built on first use, once — `kb status` never starts a watcher, `kb ask` never
 builds the list of sources — and this module imports only the standard library at the top, so
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from connectors.sources import SourceConfig
     from indexing.index import Index
     from indexing.runner import SyncRunner
+    from indexing.watcher import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +77,8 @@ class Root:
         self._stops: list[tuple[str, Callable[[], object]]] = []  # in the order started
         self._lock = threading.Lock()
         self._closing = False
-        self.watcher = None  # `start_indexing`'s, once started
-        self.scheduler = None
+        self.watcher: Watcher | None = None  # `start_indexing`'s, once started
+        self.scheduler: Any = None  # apscheduler's BackgroundScheduler
 
     # -- the parts ------------------------------------------------------------------------------
 

@@ -92,14 +92,14 @@ def test_configuration_mistakes_are_one_line(kb_home, tmp_path):
     broken.write_text('[[source]]\nname = "x"\nlocation = "/nowhere"\nkind = "markdown"\nschedul = "daily"\n')
     root = Root(Settings(_env_file=None, kb_home=kb_home, kb_sources=broken))
     with pytest.raises(ConfigurationError) as raised:
-        root.sources
+        _ = root.sources
     assert str(raised.value).startswith(str(broken)) and "\n" not in str(raised.value)
     with pytest.raises(ConfigurationError):  # the runner reads the sources before trying the database
-        root.runner
+        _ = root.runner
     unreachable = Root(Settings(_env_file=None, kb_home=kb_home, kb_wiki=tmp_path,
                                 database_url="postgresql+psycopg2://nobody:x@127.0.0.1:1/none"))
     with pytest.raises(ConfigurationError) as raised:
-        unreachable.index
+        _ = unreachable.index
     assert "\n" not in str(raised.value)
 
 

@@ -13,6 +13,8 @@ Slack) inside the command, so `kb --help` is instant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 from bot.cli import asking, evaluating, serving, syncing
@@ -20,7 +22,7 @@ from bot.cli.common import one_line_failures, quiet_libraries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Docent: answers from your wiki, with citations.")
 
-COMMANDS = {  # name → function, in the order `kb --help` lists them
+COMMANDS: dict[str, Callable[..., None]] = {  # name → function, in the order `kb --help` lists them
     "sync": syncing.sync,
     "sources": syncing.sources,
     "forget": syncing.forget,
