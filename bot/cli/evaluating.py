@@ -34,12 +34,13 @@ def evaluate(
         items = load_questions(questions)
     except (OSError, ValueError) as exc:
         fail(str(exc))
+    root = common.root(settings)
     if corpus is not None:
         from connectors.sources import SourceConfig
 
-        run_sync(settings, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
-                                         adhoc=True)])
-    kb = common.open_kb(settings, sources=[], llm=settings.llm_client() if use_llm else None)
+        run_sync(root, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
+                                     adhoc=True)])
+    kb = root.knowledge_base(sources=[], llm=use_llm)  # scoring needs no list of sources
     index = kb.index
     if not kb.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")

@@ -25,19 +25,14 @@ def run() -> None:
     from bot.settings import secret
 
     settings = common.settings()
-    sources = common.configured_sources(settings)
-    index = common.open_index(settings)
-    try:
-        run_sync(settings, sources, index=index)
-        if secret(settings.slack_bot_token):
-            index.close()  # `kb serve` opens its own (and closes it when it stops)
-            index = None
-            serve()
-        else:
-            interactive(settings, index=index)
-    finally:
-        if index is not None:
-            index.close()
+    root = common.root(settings)
+    with root:
+        sources = root.sources
+        run_sync(root, sources)
+        if not secret(settings.slack_bot_token):
+            interactive(root.knowledge_base(sources=[], llm=True))
+            return
+    serve()  # with the index above closed: `kb serve` builds its own root, and closes it when it stops
 
 
 def serve(
@@ -64,7 +59,7 @@ def feedback(
     from bot.records import feedback_report
 
     settings = common.settings()
-    index = common.open_index(settings)
+    index = common.root(settings).index
     rows = feedback_report(index, limit)
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))
@@ -97,10 +92,11 @@ def gaps(
     if post:
         post_gaps_digest(settings, days)
         return
+    index = common.root(settings).index
     if drafts is not None:
-        write_gap_drafts(common.open_index(settings), days, drafts, as_json)
+        write_gap_drafts(index, days, drafts, as_json)
         return
-    print_gaps(common.open_index(settings), days, as_json, typer.echo)
+    print_gaps(index, days, as_json, typer.echo)
 
 
 def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
@@ -142,7 +138,7 @@ def post_gaps_digest(settings, days: int) -> None:
     if not settings.slack_bot_token:
         fail("--post needs SLACK_BOT_TOKEN")
     try:
-        ts = post_digest(settings, common.open_index(settings), web_client(settings), settings.kb_digest_channel, days)
+        ts = post_digest(settings, common.root(settings).index, web_client(settings), settings.kb_digest_channel, days)
     except SlackApiError as exc:
         fail(f"Slack refused the digest: {exc.response.get('error', exc)}")
     typer.echo(f"posted the gaps digest of the last {days} days to {settings.kb_digest_channel} (ts {ts})")

@@ -27,7 +27,7 @@ from collections import defaultdict
 
 from bot import records
 from bot.gaps import normalised
-from bot.knowledge import KnowledgeBase, SourcePages
+from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
 from bot.records import Database
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
@@ -142,8 +142,7 @@ def source_health(pages: SourcePages) -> SourceHealth:
 def run_line(run) -> str:
     when = run.finished_at or run.started_at
     state = run.result if run.finished_at else "still running"
-    return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {run.added} added, {run.updated} updated, "
-            f"{run.unchanged} unchanged, {run.deleted} deleted, {run.failed} failed, {run.skipped} skipped")
+    return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {sync_counts(run)}")
 
 
 def start_resync(services: Services, client, user: str, name: str) -> None:
