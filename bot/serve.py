@@ -184,9 +184,10 @@ def check_slack(settings: Settings) -> WebClient:
 def check_app_token(settings: Settings) -> None:
     """Socket Mode: ask for a WebSocket URL with the app-level token, as the handler will, so a
     wrong token is one line here instead of a logged traceback and a retry loop later."""
-    client = web_client(settings, token=secret(settings.slack_app_token))
+    app_token = secret(settings.slack_app_token) or ""  # check_settings saw it set
+    client = web_client(settings, token=app_token)
     with _one_line_errors("SLACK_APP_TOKEN", client.base_url):
-        client.apps_connections_open(app_token=secret(settings.slack_app_token))
+        client.apps_connections_open(app_token=app_token)
 
 
 @contextmanager

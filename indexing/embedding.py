@@ -135,7 +135,7 @@ def _by_length(model, texts: list[str]) -> list[int]:
 
 
 def cache_key(model: str, text: str) -> str:
-    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
 
 
 def embed_with_cache(session: Session, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:

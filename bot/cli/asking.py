@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,12 +16,12 @@ UNAVAILABLE = "the knowledge base is temporarily unavailable: its database canno
 
 
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question; without it, questions are read line by line")] = None,
+    question: Annotated[str | None, typer.Argument(help="The question; without it, questions are read line by line")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON")] = False,
-    as_channel: Annotated[Optional[str], typer.Option(
+    as_channel: Annotated[str | None, typer.Option(
         "--as-channel", help="Answer as Docent would in this Slack channel (id, e.g. C0123ABCD): only the scopes "
                              "visible there, whoever asks")] = None,
-    as_user: Annotated[Optional[str], typer.Option(
+    as_user: Annotated[str | None, typer.Option(
         "--as-user", help="Answer as Docent would in this user's direct message (id, e.g. U0123ABCD): their scopes "
                           "and their user groups' (groups are looked up in Slack when SLACK_BOT_TOKEN is set)")] = None,
     shared: Annotated[bool, typer.Option(

@@ -12,6 +12,8 @@ import os
 import warnings
 from collections.abc import Callable
 
+from typing import NoReturn
+
 import typer
 
 
@@ -25,7 +27,7 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,12 +13,12 @@ from bot.cli.common import fail
 
 
 def sync(
-    path: Annotated[Optional[Path], typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
-    source: Annotated[Optional[str], typer.Option(help="With PATH: its source name (default: derived from the path); alone: sync only this source")] = None,
-    kind: Annotated[Optional[str], typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
-    url_template: Annotated[Optional[str], typer.Option(help="With PATH: citation URL template with {path}")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="With PATH: Confluence base URL for citations")] = None,
-    access: Annotated[Optional[str], typer.Option(help="With PATH: access scope of these documents")] = None,
+    path: Annotated[Path | None, typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
+    source: Annotated[str | None, typer.Option(help="With PATH: its source name (default: derived from the path); alone: sync only this source")] = None,
+    kind: Annotated[str | None, typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
+    url_template: Annotated[str | None, typer.Option(help="With PATH: citation URL template with {path}")] = None,
+    base_url: Annotated[str | None, typer.Option(help="With PATH: Confluence base URL for citations")] = None,
+    access: Annotated[str | None, typer.Option(help="With PATH: access scope of these documents")] = None,
     include: Annotated[list[str], typer.Option(help="With PATH: only files matching this glob (repeatable)")] = [],
     exclude: Annotated[list[str], typer.Option(help="With PATH: skip files matching this glob (repeatable)")] = [],
     allow_deletes: Annotated[bool, typer.Option("--allow-deletes", help="Let this sync delete more pages than the source's max_delete allows (or every page)")] = False,
@@ -76,15 +76,15 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
                  f"Sync the source by name: kb sync --source {known.name}")
     with root.index.session() as s:
         records = catalog.records(s)
-    for record in records.values():  # ... or in or around an ad-hoc source synced with another access
-        if record.origin != catalog.ADHOC or not record.location:
+    for other in records.values():  # ... or in or around an ad-hoc source synced with another access
+        if other.origin != catalog.ADHOC or not other.location:
             continue
-        how = overlap(location, Path(record.location))
-        theirs, ours = (record.settings or {}).get("access") or "public", options["access"] or "public"
+        how = overlap(location, Path(other.location))
+        theirs, ours = (other.settings or {}).get("access") or "public", options["access"] or "public"
         if how in ("inside", "contains") and theirs != ours:
-            fail(f"{path} {'lies inside' if how == 'inside' else 'holds'} {record.location}, synced as source "
-                 f"{record.name!r} with access {theirs!r}; syncing it with access {ours!r} would index those pages "
-                 f"under both. `kb forget {record.name}` first, or configure both in the sources file")
+            fail(f"{path} {'lies inside' if how == 'inside' else 'holds'} {other.location}, synced as source "
+                 f"{other.name!r} with access {theirs!r}; syncing it with access {ours!r} would index those pages "
+                 f"under both. `kb forget {other.name}` first, or configure both in the sources file")
     taken = {r.name: r.location for r in records.values()} | {c.name: str(c.location.resolve()) for c in configured}
     if name is not None:
         if name in taken and taken[name] != str(location):
@@ -100,8 +100,9 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
         check_source_name(name)
     except ValueError as exc:
         fail(str(exc))
-    typer.echo(f"syncing {path} as source {name!r}" + ("" if changes or record is None else " (with the settings of its last sync)")
-               + ("; choose the name with --source NAME" if record is None else ""), err=True)
+    last = "" if changes or record is None else " (with the settings of its last sync)"
+    typer.echo(f"syncing {path} as source {name!r}{last}" + ("; choose the name with --source NAME" if record is None else ""),
+               err=True)
     return source
 
 
@@ -141,7 +142,7 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -
             with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
                 task = bar.add_task("sync", total=total, source=escape(source.name))
-                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task),
+                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc, task=task: bar.advance(task),
                                  allow_deletes=allow_deletes)
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
