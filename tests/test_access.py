@@ -22,25 +22,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import SAMPLE_WIKI  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    all_text,
-    bot_settings,
-    button,
-    click,
-    envelope,
-    mention,
-    message,
-    new_channel,
-    new_ts,
-    posts_in,
-    query_rows,
-    running_bot,
-    wait_until,
-)
+from slack_harness import (
+    all_text, bot_settings, button, click, envelope, mention, message, new_channel, new_ts, posts_in, query_rows,
+    running_bot, wait_until)
 
 from bot.slack import blocks  # noqa: E402
 from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402

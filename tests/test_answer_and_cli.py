@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import SAMPLE_WIKI  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402

@@ -9,18 +9,14 @@ the local Web API (tests/slack_api_server.py), which keeps every message as it s
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from openai_server import FakeOpenAI  # noqa: E402
 
-from test_slack import (  # noqa: E402
-    PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot, slack)
+from slack_harness import PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
 from bot.slack import blocks  # noqa: E402
 from bot.llm import LLMClient  # noqa: E402

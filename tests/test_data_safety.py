@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,22 +23,11 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import SAMPLE_WIKI  # noqa: E402
 from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    ADMIN,
-    all_text,
-    bot_settings,
-    button,
-    click,
-    mention,
-    message,
-    new_channel,
-    posts_in,
-    running_bot,
-)
+from slack_harness import (
+    ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, running_bot)
 
 from bot.slack import blocks  # noqa: E402
 from bot.cli import app as kb_cli  # noqa: E402

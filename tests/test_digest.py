@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
 from slack_api_server import BOT_TOKEN  # noqa: E402
-from test_slack import all_text, bot_settings, slack  # noqa: E402
+from slack_harness import all_text, bot_settings
 
 from bot import records  # noqa: E402
 from bot.answer import answer_question  # noqa: E402

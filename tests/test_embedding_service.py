@@ -5,7 +5,6 @@ same `kb eval` numbers as the local path; batches in flight together; 429 (with 
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import SAMPLE_WIKI  # noqa: E402
 from embeddings_server import FakeEmbeddings  # noqa: E402

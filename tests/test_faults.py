@@ -29,27 +29,12 @@ from sqlalchemy import create_engine, text
 from sqlmodel import select
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import SAMPLE_WIKI  # noqa: E402
-from db_proxy import DbProxy, unix_socket_of  # noqa: E402
 from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    PARENTAL,
-    SECRET,
-    Bot,
-    all_text,
-    bot_settings,
-    button,
-    click,
-    mention,
-    message,
-    new_channel,
-    new_ts,
-    posts_in,
-    query_rows,
-    running_bot,
-)
+from slack_harness import (
+    PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
+    query_rows, running_bot)
 
 from bot import records  # noqa: E402
 from bot.slack import blocks  # noqa: E402
@@ -70,31 +55,7 @@ from indexing.sync import sync_documents  # noqa: E402
 KB = str(Path(sys.executable).parent / "kb")
 
 
-@pytest.fixture(scope="module")
-def slack() -> Iterator[FakeSlack]:
-    server = FakeSlack().start()
-    yield server
-    server.stop()
-
-
 # -- the database lost while serving ---------------------------------------------------------
-
-
-@pytest.fixture
-def db_proxy(index) -> Iterator[DbProxy]:
-    proxy = DbProxy(unix_socket_of(index.url), database=index.url.database or "postgres").start()
-    yield proxy
-    proxy.stop()
-
-
-@pytest.fixture
-def proxied_index(index, kb_home, db_proxy) -> Iterator[Index]:
-    """The session's index, opened a second time through the proxy (same data, same BM25 files,
-    same loaded model), so cutting the proxy loses the database for this Index alone."""
-    proxied = Index(IndexConfig(home=kb_home, database_url=db_proxy.url), embedder=index.embedder)
-    assert db_proxy.connections >= 1, "the index really connects through the proxy"
-    yield proxied
-    proxied.close()
 
 
 def _replies(slack: FakeSlack, channel: str) -> list[str]:

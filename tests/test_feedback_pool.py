@@ -10,21 +10,16 @@ response, while every vote of the burst is waiting out its `Retry-After`.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_faults import db_proxy, proxied_index  # noqa: E402,F401 (fixtures: the session's index through a proxy)
-from test_slack import (  # noqa: E402
-    PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot,
-    slack)
+from slack_harness import (
+    PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot)
 
 from bot.slack import blocks  # noqa: E402
 from bot.slack.client import RATE_LIMIT_RETRIES  # noqa: E402

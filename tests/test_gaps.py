@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
 

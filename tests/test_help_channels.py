@@ -6,17 +6,15 @@ the channel's hourly cap; `/kb channel` shows an admin the channel's settings.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from slack_api_server import BOT_ID, BOT_USER  # noqa: E402
-from test_slack import (  # noqa: E402
-    ADMIN, PARENTAL, all_text, bot_settings, button, message, new_channel, posts_in, query_rows, running_bot,
-    sources_heading, wait_until)
+from slack_harness import (
+    ADMIN, PARENTAL, bot_settings, button, message, new_channel, posts_in, query_rows, running_bot,
+    sources_heading)
 
 from bot.slack import blocks  # noqa: E402
 
@@ -24,15 +22,6 @@ SAMPLE_WIKI = Path(__file__).resolve().parent.parent / "sample-wiki"
 UNKNOWN = "what is the recipe for grandmother's plum dumplings?"
 HELP, CAPPED, QUIET, SHARED_HELP = (new_channel() for _ in range(4))
 CAP = 2
-
-
-@pytest.fixture(scope="module")
-def slack():
-    from slack_api_server import FakeSlack
-
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

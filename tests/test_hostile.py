@@ -31,7 +31,6 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from sqlmodel import select  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 import hostile_inputs as hi  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402

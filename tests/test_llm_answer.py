@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import random
 import socket
-import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from openai_server import CHAT_PATH, FakeOpenAI  # noqa: E402
 

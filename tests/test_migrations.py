@@ -6,16 +6,13 @@ made them, and runs `migrate` on them, so nothing touches the shared index's tab
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from indexing.migrations import migrate
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import scratch_database  # noqa: E402
 

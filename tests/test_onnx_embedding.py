@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from conftest import REPO, SAMPLE_WIKI  # noqa: E402
 

@@ -10,20 +10,17 @@ query log records where each was asked (`bot.records.ChannelKind`). Rows older t
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
 
-from test_slack import (  # noqa: E402
-    all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot, slack)
+from slack_harness import (
+    all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot)
 
 from bot import records  # noqa: E402
 from bot.records import ChannelKind  # noqa: E402

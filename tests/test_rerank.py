@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
 from rerank_models import tiny_cross_encoder  # noqa: E402
 from rerank_server import COHERE_PATH, TEI_PATH, FakeRerank  # noqa: E402

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import uuid
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
 
-from test_slack import (  # noqa: E402, F401 (slack, bot: the module's local Web API and app)
-    PARENTAL, bot, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, slack,
-)
+from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
 from bot import records  # noqa: E402
 from bot.slack.access import SlackAccess  # noqa: E402

@@ -6,13 +6,10 @@ of scope "hr")."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gaps_wiki import isolated_index  # noqa: E402
 
