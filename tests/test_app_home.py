@@ -17,12 +17,12 @@ import pytest
 from sqlmodel import select
 
 
-from gaps_wiki import isolated_index  # noqa: E402
+from gaps_wiki import isolated_index
 
 from slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
 
-from bot.gaps import GapsReport, Period, QuestionGroup  # noqa: E402
-from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402
+from bot.gaps import GapsReport, Period, QuestionGroup
+from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view
 
 ANNUAL = "how many days of annual leave do I get?"
 SALARY = "when are the engineering salary bands reviewed?"

@@ -12,11 +12,11 @@ import uuid
 import pytest
 
 
-from slack_api_server import BOT_USER, TEAM  # noqa: E402
+from slack_api_server import BOT_USER, TEAM
 from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
 
-from bot.slack.answer_messages import answered  # noqa: E402
-from bot.slack.questions import EMPTY_MENTION  # noqa: E402
+from bot.slack.answer_messages import answered
+from bot.slack.questions import EMPTY_MENTION
 
 VPN = "how do I connect to the VPN?"
 

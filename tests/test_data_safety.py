@@ -24,21 +24,21 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from slack_api_server import FakeSlack  # noqa: E402
+from conftest import SAMPLE_WIKI
+from slack_api_server import FakeSlack
 from slack_harness import (
     ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, running_bot)
 
-from bot.slack import blocks  # noqa: E402
-from bot.cli import app as kb_cli  # noqa: E402
-from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
-from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.registry import DocumentRecord, Status, SyncRun  # noqa: E402
-from indexing.retrieval import retrieve  # noqa: E402
-from indexing.runner import SyncRunner  # noqa: E402
-from indexing.scheduler import start_scheduler, stop_scheduler  # noqa: E402
-from indexing.watcher import Watcher  # noqa: E402
+from bot.slack import blocks
+from bot.cli import app as kb_cli
+from bot.slack.feedback import SHARE_REFUSED
+from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
+from indexing import catalog
+from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing.retrieval import retrieve
+from indexing.runner import SyncRunner
+from indexing.scheduler import start_scheduler, stop_scheduler
+from indexing.watcher import Watcher
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -48,7 +48,7 @@ from indexing.runner import SyncRunner
 from indexing.sync import recent_deletions
 
 
-from db_proxy import DbProxy, unix_socket_of  # noqa: E402
+from db_proxy import DbProxy, unix_socket_of
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -30,27 +30,27 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack  # noqa: E402
+from conftest import SAMPLE_WIKI
+from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 from slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
     query_rows, running_bot)
 
-from bot import records  # noqa: E402
-from bot.slack import blocks  # noqa: E402
-from bot.answer import Answer  # noqa: E402
-from bot.cli import app as kb_cli  # noqa: E402
-from bot.records import Feedback  # noqa: E402
-from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing.config import IndexConfig  # noqa: E402
-from indexing.database import is_unreachable  # noqa: E402
-from indexing.embedding import Embedder  # noqa: E402
-from indexing.index import Index  # noqa: E402
-from indexing.registry import DocumentRecord, Status  # noqa: E402
-from indexing.retrieval import retrieve  # noqa: E402
-from indexing.status import index_status  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot import records
+from bot.slack import blocks
+from bot.answer import Answer
+from bot.cli import app as kb_cli
+from bot.records import Feedback
+from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
+from connectors.markdown import MarkdownFolder
+from indexing.config import IndexConfig
+from indexing.database import is_unreachable
+from indexing.embedding import Embedder
+from indexing.index import Index
+from indexing.registry import DocumentRecord, Status
+from indexing.retrieval import retrieve
+from indexing.status import index_status
+from indexing.sync import sync_documents
 
 KB = str(Path(sys.executable).parent / "kb")
 

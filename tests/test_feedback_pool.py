@@ -21,8 +21,8 @@ import pytest
 from slack_harness import (
     PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot)
 
-from bot.slack import blocks  # noqa: E402
-from bot.slack.client import RATE_LIMIT_RETRIES  # noqa: E402
+from bot.slack import blocks
+from bot.slack.client import RATE_LIMIT_RETRIES
 
 VOTERS = [f"UBURST{i}" for i in range(10)]
 RETRY_AFTER = 3  # seconds; Bolt's listener pool (5 threads) sleeping this long would hold /kb's ack as long

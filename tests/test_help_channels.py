@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 
-from slack_api_server import BOT_ID, BOT_USER  # noqa: E402
+from slack_api_server import BOT_ID, BOT_USER
 from slack_harness import (
     ADMIN, PARENTAL, bot_settings, button, message, new_channel, posts_in, query_rows, running_bot,
     sources_heading)
 
-from bot.slack import blocks  # noqa: E402
+from bot.slack import blocks
 
 SAMPLE_WIKI = Path(__file__).resolve().parent.parent / "sample-wiki"
 UNKNOWN = "what is the recipe for grandmother's plum dumplings?"

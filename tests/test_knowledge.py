@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from sqlalchemy import event
 
 
-from bot.knowledge import KnowledgeBase  # noqa: E402
-from connectors.access import CHANNEL, Audience  # noqa: E402
+from bot.knowledge import KnowledgeBase
+from connectors.access import CHANNEL, Audience
 
 READS = ("SELECT", "WITH", "SET", "SHOW", "BEGIN", "COMMIT", "ROLLBACK")
 

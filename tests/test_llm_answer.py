@@ -16,13 +16,13 @@ from datetime import datetime, timezone
 import pytest
 
 
-from openai_server import CHAT_PATH, FakeOpenAI  # noqa: E402
+from openai_server import CHAT_PATH, FakeOpenAI
 
-from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim  # noqa: E402
-from bot.llm import (  # noqa: E402
+from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim
+from bot.llm import (
     MAX_SECTION_CHARS, NOT_FOUND, SYSTEM_PROMPT, LLMClient, build_prompt, check_citations, says_not_found,
 )
-from indexing.retrieval import Hit  # noqa: E402
+from indexing.retrieval import Hit
 
 QUESTION = "How many days of annual leave do I get?"
 

@@ -11,13 +11,13 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 
-from slack_api_server import FakeSlack  # noqa: E402
+from slack_api_server import FakeSlack
 from slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
 
-from bot.serve import METRICS_PATH, metrics_app, serving_in_thread  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
+from connectors.markdown import MarkdownFolder
+from indexing import catalog
+from indexing.sync import sync_documents
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:

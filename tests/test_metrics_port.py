@@ -23,11 +23,11 @@ import httpx
 import pytest
 
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack  # noqa: E402
-from socket_mode_peer import SocketModePeer  # noqa: E402
+from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack
+from socket_mode_peer import SocketModePeer
 from slack_harness import SECRET
 
-from bot.serve import HEALTH_PATH, METRICS_PATH  # noqa: E402
+from bot.serve import HEALTH_PATH, METRICS_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "metrics-" + uuid.uuid4().hex

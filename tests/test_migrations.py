@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from indexing.migrations import migrate
 
 
-from conftest import scratch_database  # noqa: E402
+from conftest import scratch_database
 
 OLD_TABLES = [  # as the first releases created them: timestamps without a zone
     "CREATE TABLE documents (id VARCHAR PRIMARY KEY, updated_at TIMESTAMP, indexed_at TIMESTAMP)",

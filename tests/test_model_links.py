@@ -22,13 +22,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
-from openai_server import FakeOpenAI  # noqa: E402
+from openai_server import FakeOpenAI
 from slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
-from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text  # noqa: E402
-from bot.llm_stream import StreamCheck  # noqa: E402
-from bot.slack import blocks  # noqa: E402
-from bot.slack.streaming import WITHDRAWN  # noqa: E402
+from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
+from bot.llm_stream import StreamCheck
+from bot.slack import blocks
+from bot.slack.streaming import WITHDRAWN
 
 SITE = "https://wiki.acme.example"
 PAGE = f"{SITE}/quokka/feeding.md"

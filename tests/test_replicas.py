@@ -27,9 +27,9 @@ import pytest
 from sqlalchemy import text
 
 
-from conftest import SAMPLE_WIKI  # noqa: E402
+from conftest import SAMPLE_WIKI
 
-from indexing import keyword_versions  # noqa: E402
+from indexing import keyword_versions
 
 WORKER = Path(__file__).resolve().parent / "replica_worker.py"
 

@@ -21,14 +21,14 @@ from sqlmodel import select
 
 from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
-from bot import records  # noqa: E402
-from bot.slack.access import SlackAccess  # noqa: E402
-from bot.slack.dedupe import Delivery, Deduper  # noqa: E402
-from bot.housekeeping import start_housekeeping, tidy  # noqa: E402
-from bot.records import Feedback, QueryLog  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.slack.client import RATE_LIMIT_RETRIES, web_client  # noqa: E402
-from connectors.access import AccessConfig, ScopeRule  # noqa: E402
+from bot import records
+from bot.slack.access import SlackAccess
+from bot.slack.dedupe import Delivery, Deduper
+from bot.housekeeping import start_housekeeping, tidy
+from bot.records import Feedback, QueryLog
+from bot.settings import Settings
+from bot.slack.client import RATE_LIMIT_RETRIES, web_client
+from connectors.access import AccessConfig, ScopeRule
 
 
 # -- retries -----------------------------------------------------------------------------------
