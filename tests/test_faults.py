@@ -29,12 +29,11 @@ from sqlalchemy import create_engine, text
 from sqlmodel import select
 from typer.testing import CliRunner
 
-
 from conftest import SAMPLE_WIKI
 from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 from slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
-    query_rows, running_bot)
+    query_rows, running_bot, wait_until)
 
 from bot import records
 from bot.slack import blocks
@@ -415,6 +414,13 @@ def _clicker(sender: Bot, slack: FakeSlack, channel: str, answers: dict[str, Ans
                 return
 
 
+def _backends(index, application_name: str) -> int:
+    """Connections (server processes) of one client program still open on the session's Postgres."""
+    with index.engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"),
+                            {"name": application_name}).scalar_one()
+
+
 def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_half_rows(
         index, kb_home, slack, tmp_path):
     channel = new_channel()
@@ -425,7 +431,8 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
     (wiki / "drill.md").write_text("# Drill\n\nA page for the vote drill.\n")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "KB_SOURCES", "SLACK_APP_TOKEN")}
     env.update(KB_HOME=str(kb_home), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.api_url,
-               KB_WIKI=str(wiki), KB_SOURCE_NAME="faults_serve", KB_LOG_LEVEL="WARNING")
+               KB_WIKI=str(wiki), KB_SOURCE_NAME="faults_serve", KB_LOG_LEVEL="WARNING",
+               PGAPPNAME=f"docent-kill9-{uuid.uuid4().hex[:8]}")  # libpq's: the child's connections, by name
     log = tmp_path / "serve.log"
     child, url = _start_serve(env, tmp_path, log)
     stop = threading.Event()
@@ -440,6 +447,7 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
                 worker.start()
             clicks = [c for cs in pairs for c in cs]
             slack.wait_for(lambda: sum(c.confirmed(slack) for c in clicks) >= KILL_AFTER, timeout=60)
+            assert _backends(index, env["PGAPPNAME"]), "the server's connections are seen in pg_stat_activity"
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)
             stop.set()
@@ -449,7 +457,8 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
         if child.poll() is None:
             child.kill()
             child.wait(timeout=10)
-    time.sleep(0.5)  # a COMMIT already received by Postgres is still being applied
+    # A COMMIT Postgres already received is applied by its backend, which then sees the client gone and ends.
+    wait_until(lambda: not _backends(index, env["PGAPPNAME"]), timeout=30)
 
     confirmed = {c.n for c in clicks if c.confirmed(slack)}
     assert KILL_AFTER <= len(confirmed) < len(clicks), "the kill landed while votes were still being written"
