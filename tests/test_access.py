@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-
 from conftest import SAMPLE_WIKI
 from slack_api_server import FakeSlack
 from slack_harness import (

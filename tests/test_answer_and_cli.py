@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-
 from conftest import SAMPLE_WIKI
 from openai_server import FakeOpenAI
 

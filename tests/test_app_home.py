@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 import pytest
 from sqlmodel import select
 
-
 from gaps_wiki import isolated_index
 
 from slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot

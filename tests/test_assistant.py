@@ -13,7 +13,6 @@ import uuid
 
 import pytest
 
-
 from openai_server import FakeOpenAI
 
 from slack_harness import PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot

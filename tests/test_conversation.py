@@ -11,7 +11,6 @@ import uuid
 
 import pytest
 
-
 from slack_api_server import BOT_USER, TEAM
 from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
 

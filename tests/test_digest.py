@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-
 from gaps_wiki import isolated_index
 from slack_api_server import BOT_TOKEN
 from slack_harness import all_text, bot_settings

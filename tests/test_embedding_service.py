@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
 from conftest import SAMPLE_WIKI
 from embeddings_server import FakeEmbeddings
 

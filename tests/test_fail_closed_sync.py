@@ -47,7 +47,6 @@ from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.sync import recent_deletions
 
-
 from db_proxy import DbProxy, unix_socket_of
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-
 from slack_harness import (
     PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot)
 

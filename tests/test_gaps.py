@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-
 from gaps_wiki import isolated_index
 
 from bot import records

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-
 from slack_api_server import BOT_ID, BOT_USER
 from slack_harness import (
     ADMIN, PARENTAL, bot_settings, button, message, new_channel, posts_in, query_rows, running_bot,

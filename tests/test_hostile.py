@@ -31,7 +31,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import select
 
-
 import hostile_inputs as hi
 from openai_server import FakeOpenAI
 

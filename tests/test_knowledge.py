@@ -8,7 +8,6 @@ from contextlib import contextmanager
 
 from sqlalchemy import event
 
-
 from bot.knowledge import KnowledgeBase
 from connectors.access import CHANNEL, Audience
 

@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 
 import pytest
 
-
 from openai_server import CHAT_PATH, FakeOpenAI
 
 from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim

@@ -10,7 +10,6 @@ import uuid
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-
 from slack_api_server import FakeSlack
 from slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
 

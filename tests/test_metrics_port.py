@@ -22,7 +22,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-
 from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack
 from socket_mode_peer import SocketModePeer
 from slack_harness import SECRET

@@ -13,7 +13,6 @@ from sqlalchemy import create_engine, text
 
 from indexing.migrations import migrate
 
-
 from conftest import scratch_database
 
 OLD_TABLES = [  # as the first releases created them: timestamps without a zone

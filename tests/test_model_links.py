@@ -21,7 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-
 from openai_server import FakeOpenAI
 from slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 

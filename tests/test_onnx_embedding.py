@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
 from conftest import REPO, SAMPLE_WIKI
 
 from bot.evaluation import load_questions, run_eval

@@ -16,7 +16,6 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-
 from gaps_wiki import isolated_index
 
 from slack_harness import (

@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-
 from conftest import SAMPLE_WIKI
 
 from indexing import keyword_versions

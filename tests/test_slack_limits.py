@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
-
 from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
 from bot import records

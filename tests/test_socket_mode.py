@@ -14,7 +14,6 @@ from collections.abc import Iterator
 
 import pytest
 
-
 from slack_api_server import APP_TOKEN, BOT_TOKEN
 from socket_mode_peer import SocketModePeer
 from slack_harness import (

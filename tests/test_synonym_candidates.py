@@ -10,7 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-
 from gaps_wiki import isolated_index
 
 from bot import records
