@@ -3,7 +3,7 @@ pool — so Slack rate-limiting `chat.update` (HTTP 429 with `Retry-After`, whic
 sleeps through before retrying), or a database that stops answering, cannot hold `/kb`'s
 acknowledgement past Slack's 3 seconds.
 
-Real Bolt over signed HTTP (tests/test_slack.py's `running_bot`), the local Slack API answering
+Real Bolt over signed HTTP (`slack_harness.running_bot`), the local Slack API answering
 `chat.update` with 429s (tests/slack_api_server.py). The ack is timed from the HTTP request to its
 response, while every vote of the burst is waiting out its `Retry-After`.
 """

@@ -3,7 +3,7 @@ messages Docent answers remembered, and what Docent records kept only as long as
 
 The local Web API (`FakeSlack`) answers a scripted call as Slack does when a method's rate limit is
 hit — HTTP 429 with `Retry-After` — or with a 5xx; the app runs as `kb serve` runs it
-(`test_slack.running_bot`).
+(`slack_harness.running_bot`).
 """
 
 from __future__ import annotations
