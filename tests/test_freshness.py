@@ -87,6 +87,13 @@ def watched(index, wiki_copy):
     watcher.stop()
 
 
+def test_importing_the_watcher_does_not_load_watchdog():
+    """watchdog is loaded when a watcher starts (`kb serve`, `kb watch`), not with the module."""
+    code = "import sys, indexing.watcher; print('watchdog' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
+
+
 def _top_paths(index, source, question):
     return [h.path for h in retrieve(index, question, scopes=[source.name], top_k=5).hits]
 
