@@ -105,10 +105,13 @@ def own_index(index, folder: Path, prefix: str = "docent_own"):
     """An `Index` of its own on a scratch database of the session's server, with the session's
     loaded model (seconds, not a model load), closed and dropped afterwards.
 
-    For tests whose assertions depend on corpus-wide statistics: BM25's document frequencies and
-    average length, the gate's signals and outcomes, rank order — on the session's index they
-    move with whatever other modules synced before (a Chinese test failed when run after
-    tests/test_retrieval.py). `folder` holds its home directory."""
+    For tests whose assertions depend on what else the index holds: rank order, scores and the
+    gate's outcomes on a corpus, or counts of logged questions. On the session's index those move
+    with whatever other modules synced before (a Chinese test failed when run after
+    tests/test_retrieval.py, when BM25 still ranked with the whole index's statistics). The
+    keyword leg's statistics are per audience now, so a test searching only scopes of its own is
+    safe from other scopes' pages there; the vector leg's HNSW graph still holds every scope's
+    chunks. `folder` holds its home directory."""
     from indexing.config import IndexConfig
     from indexing.index import Index
 
