@@ -36,7 +36,6 @@ def main() -> None:
     from bot.llm import NOT_FOUND
 
     index = fresh_index()
-    records.create_tables(index)
     index.embedder.embed_unindexed(["warm up the model"])
     rng = random.Random(18)
     rows = []

@@ -428,8 +428,5 @@ def print_gaps(index: Index, days: int, as_json: bool, echo=print) -> None:
     """`kb gaps`: the report as text or JSON (the CLI's one call into this module)."""
     import json
 
-    from bot.records import create_tables
-
-    create_tables(index)
     report = gaps_report(index, days)
     echo(json.dumps(report.to_json(), ensure_ascii=False) if as_json else as_text(report))

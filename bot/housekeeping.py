@@ -1,6 +1,6 @@
 """What `kb serve` tidies up while it runs: old delivery claims, and questions past their retention.
 
-- `slack_deliveries` keeps a claim per answered message for `dedupe.KEEP` (Slack redelivers within
+- `slack_deliveries` keeps a claim per answered message for `bot.slack.store.KEEP` (Slack redelivers within
   minutes); older claims are deleted.
 - `query_log` holds people's questions — personal data — so rows older than `KB_QUERY_LOG_DAYS`
   are deleted, with the votes and 👎 reasons on those answers (0 keeps everything).
@@ -34,15 +34,14 @@ class Tidied:
 def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidied:
     """One housekeeping run; returns how many rows went."""
     from bot import records
-    from bot.slack import answer_messages
-    from bot.slack.dedupe import Deduper
+    from bot.slack import store
 
     now = now or datetime.now(timezone.utc)
-    deliveries = Deduper(index).prune(now=now)
+    deliveries = store.Deduper(index).prune(now=now)
     questions = votes = 0
     if query_log_days > 0:
         questions, votes = records.prune_query_log(index, before=now - timedelta(days=query_log_days))
-        answer_messages.prune(index, before=now - timedelta(days=query_log_days))
+        store.prune_answers(index, before=now - timedelta(days=query_log_days))
     if deliveries or questions or votes:
         log.info("housekeeping: %d delivery claims, %d logged questions and %d votes older than their "
                  "retention deleted", deliveries, questions, votes)

@@ -2,10 +2,13 @@
 
 The `kb` command line, the Slack app, `kb eval` and the benchmarks call this class, not the
 index's parts: the question of *who* reads an answer is an `Audience` (`connectors.access`),
-decided once by the caller and passed in, and everything below filters on it.
+decided once by the caller and passed in, and everything below filters on it. What else the
+Slack app shows of the wiki comes from here too, already narrowed to what it needs: `pages`
+(titles and scopes of cited pages), `page_titles` (the assistant's prompts), `source_pages`
+(the admins' App Home), `gaps` (the gaps report).
 
-Reading never writes: `ask` and `status` only read the index (the Slack app writes its query
-log itself, in `bot.records`). Only `sync` and `forget` change what is indexed, and both go
+Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
+query log itself, in `bot.records`). Only `sync` and `forget` change what is indexed, and both go
 through the one sync path (`indexing.runner`, `indexing.catalog`), which publishes the new
 keyword version.
 """
@@ -13,7 +16,8 @@ keyword version.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from bot.answer import Answer, answer_question
 from connectors.access import Audience
@@ -24,8 +28,34 @@ from indexing.runner import SyncRunner
 from indexing.status import IndexStatus, index_status
 from indexing.sync import SyncReport
 
+if TYPE_CHECKING:
+    from bot.gaps import GapsReport
+    from indexing.registry import SyncRun
+
 CONTEXT_CHARS = 500  # how much of an earlier question joins a follow-up's retrieval
 OPERATOR = Audience.operator()
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page as people see it named: its title (its path when it has none), link and access scope."""
+
+    id: str
+    title: str
+    url: str
+    access: str
+
+
+@dataclass
+class SourcePages:
+    """One configured source as the index holds it: pages by status, the failed and skipped pages
+    with why, its last sync run and its last refused one (None: never)."""
+
+    name: str
+    pages: dict[str, int] = field(default_factory=dict)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (status, document id, reason)
+    last_run: SyncRun | None = None
+    last_refused: SyncRun | None = None
 
 
 class KnowledgeBase:
@@ -96,6 +126,64 @@ class KnowledgeBase:
 
     def chunk_count(self) -> int:
         return self.index.chunk_count()
+
+    def pages(self, doc_ids: Sequence[str]) -> dict[str, Page]:
+        """The pages with these ids that are still indexed, by id."""
+        from sqlmodel import select
+
+        from indexing.registry import DocumentRecord
+
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        with self.index.session() as s:
+            rows = s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(ids))).all()
+        return {d.id: Page(id=d.id, title=d.title or d.path, url=d.url, access=d.access) for d in rows}
+
+    def page_titles(self, scopes: Sequence[str], limit: int) -> list[str]:
+        """Titles of up to `limit` indexed pages in `scopes`, the most recently changed first
+        (a title shared by several pages may come more than once)."""
+        from sqlmodel import select
+
+        from indexing.registry import DocumentRecord, Status
+
+        D = DocumentRecord
+        with self.index.session() as s:
+            return list(s.exec(select(D.title).where(D.access.in_(sorted(scopes)), D.status == Status.SUCCESS,
+                                                     D.title != "").order_by(D.updated_at.desc().nulls_last())
+                               .limit(limit)).all())
+
+    def source_pages(self, names: Sequence[str]) -> list[SourcePages]:
+        """Per source named: its pages by status, failed/skipped pages, the last and the last
+        refused sync (the admins' App Home)."""
+        from sqlalchemy import func
+        from sqlmodel import select
+
+        from indexing.registry import DocumentRecord, RunResult, Status, SyncRun
+
+        D, R, names = DocumentRecord, SyncRun, list(names)
+        with self.index.session() as s:
+            counts = s.exec(select(D.source, D.status, func.count()).where(D.source.in_(names))
+                            .group_by(D.source, D.status)).all()
+            problems = s.exec(select(D).where(D.source.in_(names), D.status.in_([Status.FAILED, Status.SKIPPED]))
+                              .order_by(D.id)).all()
+            last = {r.source: r for r in s.exec(select(R).where(R.id.in_(select(func.max(R.id)).group_by(R.source))))}
+            refused = {r.source: r for r in s.exec(select(R).where(R.id.in_(
+                select(func.max(R.id)).where(R.result == RunResult.REFUSED.value).group_by(R.source))))}
+        state = {name: SourcePages(name=name) for name in names}
+        for source, status, n in counts:
+            state[source].pages[getattr(status, "value", str(status))] = n
+        for doc in problems:
+            state[doc.source].problems.append((getattr(doc.status, "value", str(doc.status)), doc.id, doc.error or ""))
+        for name in names:
+            state[name].last_run, state[name].last_refused = last.get(name), refused.get(name)
+        return [state[name] for name in names]
+
+    def gaps(self, days: int = 7, *, scopes: list[str] | None = None) -> GapsReport:
+        """The gaps report of the last `days` (`bot.gaps`): page titles limited to `scopes` (None: all)."""
+        from bot.gaps import gaps_report
+
+        return gaps_report(self.index, days, scopes=scopes)
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -10,6 +10,9 @@
 - `feedback`: one vote per user per answer (voting again changes it), with the optional reason
   from the 👎 form.
 - `admin_actions`: who tried which admin command, when, whether it was allowed, and the result.
+
+The classes are the Python view of the tables; `indexing.migrations` creates and changes them
+(when the index opens), so a column added here needs a migration there.
 """
 
 from __future__ import annotations
@@ -17,17 +20,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Protocol
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
 from sqlalchemy.dialects.postgresql import insert
-from sqlmodel import Field, SQLModel, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, select
 
 from bot.answer import Answer, Source
-from indexing.index import Index
 from indexing.registry import timestamptz, utcnow
 
 UP, DOWN = "up", "down"
+
+
+class Database(Protocol):
+    """What the records need of the index: its Postgres engine and sessions on it (an `Index` is
+    one). The Slack listeners hold it as `Services.db` and only pass it to these functions and
+    `bot.slack.store`'s: what they read of the wiki itself comes through `KnowledgeBase`."""
+
+    engine: Engine
+
+    def session(self) -> Session: ...
 
 
 class ChannelKind(StrEnum):
@@ -103,30 +117,11 @@ class AdminAction(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_column=timestamptz())
 
 
-TABLES = [QueryLog, Feedback, AdminAction]
-
-
-def create_tables(index: Index) -> None:
-    """Create the tables and their indexes if missing (idempotent; safe from every process at start).
-
-    `create_all` creates a missing table with its indexes, but adds nothing to a table that exists:
-    indexes added to a model later (the thread lookup's) are created here on older databases."""
-    from sqlalchemy.exc import IntegrityError, ProgrammingError
-
-    SQLModel.metadata.create_all(index.engine, tables=[t.__table__ for t in TABLES])
-    for table in TABLES:
-        for table_index in table.__table__.indexes:
-            try:
-                table_index.create(index.engine, checkfirst=True)
-            except (IntegrityError, ProgrammingError):  # another process created it at the same moment
-                pass
-
-
 # -- query log -------------------------------------------------------------------------------
 
 
 def log_query(
-    index: Index,
+    index: Database,
     *,
     surface: str,
     user_id: str,
@@ -171,7 +166,7 @@ def log_query(
     return row
 
 
-def find_answer(index: Index, answer_id: str) -> QueryLog | None:
+def find_answer(index: Database, answer_id: str) -> QueryLog | None:
     with index.session() as s:
         return s.exec(select(QueryLog).where(QueryLog.answer_id == answer_id)).first()
 
@@ -192,7 +187,7 @@ def answer_from_log(row: QueryLog) -> Answer:
                   signals=row.signals, outcome=outcome, searched=(row.signals or {}).get("searched"))
 
 
-def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:
+def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     """The current access scope of each of these documents that is still indexed."""
     from indexing.registry import DocumentRecord
 
@@ -203,7 +198,7 @@ def document_access(index: Index, doc_ids: list[str]) -> dict[str, str]:
         return {doc_id: access for doc_id, access in rows}
 
 
-def prune_query_log(index: Index, before: datetime) -> tuple[int, int]:
+def prune_query_log(index: Database, before: datetime) -> tuple[int, int]:
     """Delete the questions logged before `before`, and the votes on their answers (a vote with
     its 👎 reason is about the question, and as personal); returns (questions, votes) deleted."""
     from sqlalchemy import delete
@@ -216,7 +211,7 @@ def prune_query_log(index: Index, before: datetime) -> tuple[int, int]:
     return questions, votes
 
 
-def thread_question(index: Index, channel_id: str, thread_ts: str) -> str | None:
+def thread_question(index: Database, channel_id: str, thread_ts: str) -> str | None:
     """The latest question the bot answered in this thread (or whose message started it), or None
     if the bot has no part in the thread."""
     with index.session() as s:
@@ -230,10 +225,39 @@ def thread_question(index: Index, channel_id: str, thread_ts: str) -> str | None
     return row.question if row else None
 
 
+def latest_question(index: Database, channel_id: str, user_id: str, since: datetime,
+                    other_than_ts: str) -> str | None:
+    """The latest question `user_id` asked in `channel_id` since `since` and was answered (or
+    refused), other than the message `other_than_ts` itself — what a DM follow-up follows."""
+    with index.session() as s:
+        row = s.exec(select(QueryLog).where(QueryLog.channel_id == channel_id, QueryLog.user_id == user_id,
+                                            QueryLog.created_at >= since, QueryLog.answer_id.is_not(None),
+                                            QueryLog.message_ts != other_than_ts)
+                     .order_by(QueryLog.created_at.desc()).limit(1)).first()
+    return row.question if row else None
+
+
+def answered_in_public(index: Database, surfaces: tuple[str, ...], limit: int) -> list[QueryLog]:
+    """The latest `limit` questions that were answered, asked in a public channel on one of
+    `surfaces` — where everyone could read them (the candidates for example questions)."""
+    with index.session() as s:
+        return list(s.exec(select(QueryLog).where(QueryLog.outcome == "answered", QueryLog.answer_id.is_not(None),
+                                                  QueryLog.channel_kind == ChannelKind.PUBLIC.value,
+                                                  QueryLog.surface.in_(surfaces))
+                           .order_by(QueryLog.created_at.desc()).limit(limit)).all())
+
+
+def questions_of(index: Database, user_id: str, limit: int) -> list[QueryLog]:
+    """`user_id`'s latest `limit` questions, newest first (failed ones too)."""
+    with index.session() as s:
+        return list(s.exec(select(QueryLog).where(QueryLog.user_id == user_id)
+                           .order_by(QueryLog.created_at.desc()).limit(limit)).all())
+
+
 # -- feedback --------------------------------------------------------------------------------
 
 
-def record_vote(index: Index, answer_id: str, user_id: str, vote: str) -> dict[str, int]:
+def record_vote(index: Database, answer_id: str, user_id: str, vote: str) -> dict[str, int]:
     """Store (or change) this user's vote on this answer; returns the answer's tally."""
     if vote not in (UP, DOWN):
         raise ValueError(f"unknown vote {vote!r}")
@@ -251,7 +275,7 @@ def record_vote(index: Index, answer_id: str, user_id: str, vote: str) -> dict[s
     return vote_counts(index, answer_id)
 
 
-def record_reason(index: Index, answer_id: str, user_id: str, reason: str | None) -> None:
+def record_reason(index: Database, answer_id: str, user_id: str, reason: str | None) -> None:
     """The text of the 👎 form, kept with that user's (down) vote."""
     now = utcnow()
     statement = insert(Feedback.__table__).values(
@@ -262,7 +286,7 @@ def record_reason(index: Index, answer_id: str, user_id: str, reason: str | None
         s.commit()
 
 
-def vote_counts(index: Index, answer_id: str) -> dict[str, int]:
+def vote_counts(index: Database, answer_id: str) -> dict[str, int]:
     with index.session() as s:
         rows = s.exec(
             select(Feedback.vote, func.count()).where(Feedback.answer_id == answer_id).group_by(Feedback.vote)
@@ -275,7 +299,7 @@ def vote_counts(index: Index, answer_id: str) -> dict[str, int]:
 # -- admin actions ---------------------------------------------------------------------------
 
 
-def log_admin_action(index: Index, user_id: str, action: str, argument: str, allowed: bool, result: str) -> int:
+def log_admin_action(index: Database, user_id: str, action: str, argument: str, allowed: bool, result: str) -> int:
     with index.session() as s:
         row = AdminAction(user_id=user_id, action=action, argument=argument, allowed=allowed, result=result)
         if not allowed:
@@ -286,7 +310,7 @@ def log_admin_action(index: Index, user_id: str, action: str, argument: str, all
         return row.id
 
 
-def finish_admin_action(index: Index, action_id: int, result: str) -> None:
+def finish_admin_action(index: Database, action_id: int, result: str) -> None:
     with index.session() as s:
         row = s.get(AdminAction, action_id)
         if row is not None:
@@ -314,7 +338,7 @@ class ReportRow:
     doc_ids: list[str] | None = None  # what was cited (vote) or the nearest pages (not found)
 
 
-def feedback_report(index: Index, limit: int = 20) -> list[ReportRow]:
+def feedback_report(index: Database, limit: int = 20) -> list[ReportRow]:
     """The `limit` latest votes and the `limit` latest not-found questions, newest first."""
     with index.session() as s:
         votes = s.exec(

@@ -39,7 +39,8 @@ from bot.slack.digest import digest_problem, schedule_digest
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
-from bot.slack.app import build_app
+from bot.slack.access import SlackAccess
+from bot.slack.app import build_app, slack_access
 from bot.slack.client import web_client
 from bot.slack.workers import Workers
 from indexing.index import Index
@@ -76,10 +77,11 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
     warm_up(index)
     runner = SyncRunner(index, sources)
     workers = Workers()
+    access = slack_access(settings, client)
     app = build_app(settings, index, client, settings.llm_client(), runner=runner, socket_mode=socket_mode,
-                    workers=workers)
+                    workers=workers, access=access)
     handler = connect_socket_mode(app, settings) if socket_mode else None
-    listener = start_listening(index)
+    listener = start_listening(index, access)
     stop_indexing = start_indexing(runner, sources, lambda scheduler: schedule_digest(scheduler, settings, index, client))
     stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
     stop_metrics = serve_in_background(metrics_app(index), metrics_sock, settings.kb_log_level)
@@ -142,18 +144,18 @@ def connect_socket_mode(app: App, settings: Settings):
     return handler
 
 
-def start_listening(index: Index):
+def start_listening(index: Index, access: SlackAccess | None = None):
     """Hear the other replicas on this database (`indexing.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
-    event one of them got drops the same cached details here. Returns the running listener."""
-    from bot.slack import access
+    event one of them got drops the same cached details from `access` (the Slack app's
+    `SlackAccess`), which in turn announces the events it gets to them. Returns the running listener."""
     from indexing.notify import Listener, notify_now
 
-    access.announce_with(lambda kind, key: notify_now(index.engine, "access", what=kind, key=key))
-    return Listener(index.url, {
-        "keyword": lambda notice: index.bm25.refresh(),
-        "access": lambda notice: access.forget_everywhere(str(notice.get("what")), str(notice.get("key"))),
-    }, on_reconnect=index.bm25.refresh).start()
+    handlers = {"keyword": lambda notice: index.bm25.refresh()}
+    if access is not None:
+        access.announce = lambda kind, key: notify_now(index.engine, "access", what=kind, key=key)
+        handlers["access"] = lambda notice: access.forget_cached(str(notice.get("what")), str(notice.get("key")))
+    return Listener(index.url, handlers, on_reconnect=index.bm25.refresh).start()
 
 
 def start_indexing(runner, sources: list, add_jobs=None):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session
 
-from indexing import registry
 from indexing.bm25 import Bm25Index
 from indexing.config import IndexConfig
 from indexing.database import connect, database_url, safe_url
@@ -38,8 +37,7 @@ class Index:
         config.home.mkdir(parents=True, exist_ok=True)
         self.url = database_url(config.database_url, config.home)
         self.engine = connect(self.url)
-        SQLModel.metadata.create_all(self.engine, tables=[m.__table__ for m in _TABLES])
-        migrate(self.engine)
+        migrate(self.engine)  # every Docent table, the bot's too (indexing.migrations)
         self.store = ChunkStore(self.engine, self.url)
         self.bm25 = Bm25Index(config.home, self.engine, self.store)
         self.embedder = embedder or make_embedder(config)
@@ -64,12 +62,3 @@ class Index:
         if self.rerank is not None:
             self.rerank.close()
 
-
-_TABLES = [
-    registry.DocumentRecord,
-    registry.ParentSection,
-    registry.EmbeddingCache,
-    registry.SyncRun,
-    registry.IndexState,
-    registry.SourceRecord,
-]

@@ -1,5 +1,7 @@
 """Docent's own tables (sqlmodel), in the same database as the vectors.
 
+These classes are the Python view of the tables; `indexing.migrations` creates and changes them.
+
 - `documents`: one row per source document — the registry that makes sync incremental.
 - `parent_sections`: the parents' text (our docstore): what answers read and cite.
 - `embedding_cache`: vectors by hash of (model, text), so identical text is never re-embedded.
@@ -117,8 +119,8 @@ class SourceRecord(SQLModel, table=True):
     location: str = ""
     origin: str = "config"
     settings: dict = Field(default_factory=dict, sa_column=Column(JSON))  # include, exclude, access, ...
-    first_synced_at: datetime = Field(default_factory=utcnow)
-    last_synced_at: datetime = Field(default_factory=utcnow)
+    first_synced_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+    last_synced_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
 
 
 class IndexState(SQLModel, table=True):

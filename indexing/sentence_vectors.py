@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Column, Integer, LargeBinary, MetaData, String, Table, delete, exists, insert, select
+from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, exists, insert, select
 from sqlalchemy.orm import Session
 
 from indexing.chunking import Parent
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 MAX_SENTENCES = 1_000
 BACKFILL_DOCUMENTS = 50  # documents read, embedded and written per transaction when backfilling
 
-# Created by migration 12 (indexing.migrations); described here for the queries.
+# Created by indexing.migrations (m003_sentence_vectors); described here for the queries.
 TABLE = Table(
     "sentence_vectors", MetaData(),
     Column("parent_id", String, primary_key=True),
@@ -60,8 +60,9 @@ TABLE = Table(
     Column("dim", Integer, primary_key=True),  # the vector's length
     Column("position", Integer, primary_key=True),  # order in the section
     Column("doc_id", String, nullable=False),
-    Column("text_md5", String, nullable=False),  # md5 of the text as embedded (in_context)
+    Column("text_md5", String(32), nullable=False),  # md5 of the text as embedded (in_context)
     Column("vector", LargeBinary, nullable=False),  # float32, native byte order (as embedding_cache)
+    Index("sentence_vectors_doc_idx", "doc_id", "model"),
 )
 
 

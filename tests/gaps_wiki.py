@@ -51,11 +51,8 @@ def isolated_index(index, folder: Path):
     from connectors.sources import load_sources
     from indexing.runner import SyncRunner
 
-    from bot import records
-
     path = sources_file(folder)
     with own_index(index, folder / "home", "docent_gaps") as own:
-        records.create_tables(own)
         runner = SyncRunner(own, load_sources(path))
         for name in runner.sources:
             runner.sync(name, trigger="cli")

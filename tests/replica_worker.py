@@ -40,7 +40,7 @@ def main() -> None:
     home, slack_url = Path(sys.argv[1]), sys.argv[2]
     index = Index(IndexConfig(home=home, database_url=os.environ["DATABASE_URL"]))
     access = SlackAccess(AccessConfig(), WebClient(token="xoxb-test", base_url=slack_url))
-    listener = start_listening(index)
+    listener = start_listening(index, access)
     listener.connected.wait(10)
 
     def reply(payload: dict) -> None:

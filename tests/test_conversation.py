@@ -14,7 +14,7 @@ import pytest
 from slack_api_server import BOT_USER, TEAM
 from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
 
-from bot.slack.answer_messages import answered
+from bot.slack.store import answer_to
 from bot.slack.questions import EMPTY_MENTION
 
 VPN = "how do I connect to the VPN?"
@@ -29,7 +29,7 @@ def thread_with_question(slack, channel: str, question: str, *, author: dict | N
 
 def answer_of(index, channel: str, question: dict) -> str:
     """The ts of Docent's answer to `question`, once it is posted and remembered."""
-    return wait_until(lambda: answered(index, channel, question["ts"])).answer_ts
+    return wait_until(lambda: answer_to(index, channel, question["ts"])).answer_ts
 
 
 def edited(channel: str, original: dict, text: str) -> dict:
@@ -192,7 +192,7 @@ def test_housekeeping_forgets_answer_messages_with_the_questions(bot, slack, ind
         conn.execute(text("UPDATE answer_messages SET created_at = now() - interval '31 days' "
                           "WHERE channel_id = :c AND question_ts = :t"), {"c": channel, "t": original["ts"]})
     tidy(index, query_log_days=30)
-    assert answered(index, channel, original["ts"]) is None and answered(index, channel, kept["ts"]) is not None
+    assert answer_to(index, channel, original["ts"]) is None and answer_to(index, channel, kept["ts"]) is not None
 
 
 assert TEAM  # imported for readers: events carry the workspace's id

@@ -384,7 +384,6 @@ def _vote_plan(answers: list[Answer]) -> dict[tuple[str, str], list[Click]]:
 
 def _logged_answers(index: Index, channel: str) -> list[Answer]:
     """Answers the bot "gave" (rows in its query log), for the votes to be about."""
-    records.create_tables(index)  # as the bot does at start
     answers = []
     for i in range(ANSWERS):
         answer = Answer(question=f"fault drill question {i}", found=True, text=f"Fault drill answer {i}.", sources=[],

@@ -156,11 +156,11 @@ def test_kb_channel_shows_an_admin_the_channels_settings_and_refuses_others(help
 
 def test_a_hand_over_is_claimed_in_postgres_once_per_thread_and_per_channel_hour(index):
     """What a restart or a second replica relies on: the claim is the database's, not a process's."""
-    from bot.slack.handover import claim
+    from bot.slack.store import claim_handover
 
     channel = new_channel()
-    assert claim(index, channel, "1.000001", "q", per_hour=2) == "claimed"
-    assert claim(index, channel, "1.000001", "q", per_hour=2) == "already"
-    assert claim(index, channel, "1.000002", "q", per_hour=2) == "claimed"
-    assert claim(index, channel, "1.000003", "q", per_hour=2) == "capped"
-    assert claim(index, new_channel(), "1.000003", "q", per_hour=2) == "claimed"  # the cap is per channel
+    assert claim_handover(index, channel, "1.000001", "q", per_hour=2) == "claimed"
+    assert claim_handover(index, channel, "1.000001", "q", per_hour=2) == "already"
+    assert claim_handover(index, channel, "1.000002", "q", per_hour=2) == "claimed"
+    assert claim_handover(index, channel, "1.000003", "q", per_hour=2) == "capped"
+    assert claim_handover(index, new_channel(), "1.000003", "q", per_hour=2) == "claimed"  # the cap is per channel

@@ -29,7 +29,7 @@ from slack_harness import (
 
 from bot.slack import blocks
 from bot.answer import Answer, Source
-from bot.slack.dedupe import Delivery
+from bot.slack.store import DeliveryClaim
 from bot.records import AdminAction, feedback_report
 from bot.serve import StartupError, serve
 
@@ -274,7 +274,7 @@ def test_forged_or_stale_signature_gets_401_and_nothing_is_processed(bot, slack,
     assert not [c for c in slack.calls if c.params.get("channel") == channel]
     assert not query_rows(index, channel_id=channel)
     with index.session() as s:
-        assert s.get(Delivery, f"message:{channel}:{event['ts']}") is None
+        assert s.get(DeliveryClaim, f"message:{channel}:{event['ts']}") is None
 
 
 def test_the_same_event_delivered_twice_gets_one_answer(bot, slack, index):

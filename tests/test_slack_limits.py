@@ -22,7 +22,7 @@ from slack_harness import PARENTAL, bot_settings, mention, message, new_channel,
 
 from bot import records
 from bot.slack.access import SlackAccess
-from bot.slack.dedupe import Delivery, Deduper
+from bot.slack.store import Deduper, DeliveryClaim
 from bot.housekeeping import start_housekeeping, tidy
 from bot.records import Feedback, QueryLog
 from bot.settings import Settings
@@ -105,7 +105,7 @@ def test_a_lookup_still_rate_limited_after_the_retries_refuses_and_logs_why(slac
 
 def claims_in(index, channel: str) -> list[str]:
     with index.session() as s:
-        return sorted(s.exec(select(Delivery.key).where(Delivery.key.contains(channel))))
+        return sorted(s.exec(select(DeliveryClaim.key).where(DeliveryClaim.key.contains(channel))))
 
 
 def test_only_the_messages_docent_answers_are_claimed(bot, slack, index):
@@ -128,7 +128,7 @@ def _old_rows(index, channel: str, now: datetime) -> None:
     """Two delivery claims, two logged questions with a vote each: one of each past its retention."""
     with index.session() as s:
         for age, tag in ((timedelta(days=4), "old"), (timedelta(hours=1), "new")):
-            s.add(Delivery(key=f"message:{channel}:{tag}", seen_at=now - age))
+            s.add(DeliveryClaim(key=f"message:{channel}:{tag}", seen_at=now - age))
         for age, tag in ((timedelta(days=31), "old"), (timedelta(days=29), "new")):
             answer_id = f"{channel}-{tag}"
             s.add(QueryLog(created_at=now - age, answer_id=answer_id, surface="mention", user_id="U1",
@@ -146,8 +146,6 @@ def _left(index, channel: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def test_housekeeping_deletes_claims_and_questions_past_their_retention(index):
-    records.create_tables(index)
-    Deduper(index)
     channel, now = new_channel(), datetime.now(timezone.utc)
     _old_rows(index, channel, now)
 
@@ -158,8 +156,6 @@ def test_housekeeping_deletes_claims_and_questions_past_their_retention(index):
 
 
 def test_query_log_days_zero_keeps_every_question(index):
-    records.create_tables(index)
-    Deduper(index)
     channel, now = new_channel(), datetime.now(timezone.utc)
     _old_rows(index, channel, now)
 
@@ -173,8 +169,6 @@ def test_housekeeping_runs_at_start_and_then_on_its_schedule(index):
     """`kb serve` starts it: the first run is at once, the next one `every` later — not only at start."""
     import time
 
-    records.create_tables(index)
-    Deduper(index)
     channel = new_channel()
     _old_rows(index, channel, datetime.now(timezone.utc))
     stop = start_housekeeping(index, query_log_days=30, every=timedelta(seconds=1))
@@ -184,7 +178,7 @@ def test_housekeeping_runs_at_start_and_then_on_its_schedule(index):
             assert time.monotonic() < deadline, "the first run did not happen"
             time.sleep(0.05)
         with index.session() as s:  # a claim that goes stale later: the scheduled run removes it
-            s.add(Delivery(key=f"message:{channel}:later", seen_at=datetime.now(timezone.utc) - timedelta(days=5)))
+            s.add(DeliveryClaim(key=f"message:{channel}:later", seen_at=datetime.now(timezone.utc) - timedelta(days=5)))
             s.commit()
         while f"message:{channel}:later" in claims_in(index, channel):
             assert time.monotonic() < deadline, "no scheduled run after the first"
@@ -228,18 +222,21 @@ def _thread_lookup_plan(index, channel: str, thread_ts: str) -> str:
 
 
 def test_the_thread_lookup_behind_follow_ups_uses_an_index(index):
-    records.create_tables(index)
     plan = _thread_lookup_plan(index, new_channel(), new_ts())
     assert "Seq Scan" not in plan and re.search(r"Index Scan (using|on) ix_query_log_channel_(thread|message)", plan), plan
 
 
 def test_the_thread_indexes_are_added_to_an_existing_query_log(index):
-    records.create_tables(index)
+    """A query log from before the thread indexes, in a database from before named migrations
+    (no migrations table): the migrations add them when the index opens."""
+    from indexing.migrations import migrate
+
     with index.engine.begin() as conn:
         conn.execute(text("DROP INDEX IF EXISTS ix_query_log_channel_thread"))
         conn.execute(text("DROP INDEX IF EXISTS ix_query_log_channel_message"))
+        conn.execute(text("DROP TABLE _docent_migrations"))
 
-    records.create_tables(index)  # as every Docent process does at start
+    migrate(index.engine)  # as every Docent process does when it opens the index
 
     with index.engine.connect() as conn:
         names = set(conn.execute(text("SELECT indexname FROM pg_indexes WHERE tablename = 'query_log'")).scalars())

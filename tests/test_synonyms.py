@@ -192,7 +192,6 @@ def test_the_slack_reply_and_the_query_log_say_what_was_searched(index, sample_s
     answer = KnowledgeBase(index, []).ask(README_QUESTION, SAMPLE)
     shown = "_Searched for “how many vacation days do I get? (synonyms: vacation → annual leave)”_"
     assert shown in json.dumps(answer_blocks(answer), ensure_ascii=False)
-    records.create_tables(index)
     row = records.log_query(index, surface="mention", user_id="USYN", question=README_QUESTION, answer=answer)
     assert row.question == README_QUESTION and row.signals["searched"] == answer.searched
     again = records.answer_from_log(records.find_answer(index, answer.id))  # re-rendered after a vote

@@ -59,11 +59,10 @@ def feedback(
     """Recent 👍/👎 votes (with reasons) and questions the knowledge base could not answer."""
     from dataclasses import asdict
 
-    from bot.records import create_tables, feedback_report
+    from bot.records import feedback_report
 
     settings = common.settings()
     index = common.open_index(settings)
-    create_tables(index)
     rows = feedback_report(index, limit)
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))

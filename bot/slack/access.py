@@ -14,7 +14,8 @@ about that conversation, `subteam_members_changed` / `subteam_updated` what is c
 group, so the next question there is decided on fresh details (Slack sends the channel events
 only for channels Docent is a member of; elsewhere the cache runs out within `CACHE_SECONDS`).
 Slack sends an event to one process only: with several `kb serve` replicas, the one that gets it
-tells the others through Postgres (`announce_with`, `forget_everywhere`; `indexing.notify`).
+tells the others through Postgres (`SlackAccess.announce`, set by `bot.serve.start_listening`,
+which also passes their notices to `forget_cached`; `indexing.notify`).
 
 The same `conversations.info` says what kind of conversation a question came from (`kind_of`:
 public channel, private channel or group DM, direct message, shared), which the query log keeps so
@@ -36,7 +37,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,24 +53,6 @@ FAILURE_SECONDS = 10.0  # how long a failed lookup is remembered before it is tr
 
 NOT_HERE = ("I don't answer questions in conversations shared with other organisations (Slack Connect). "
             "Ask me in one of your organisation's own channels, or in a direct message.")
-
-
-# Every SlackAccess of this process, and how to tell other processes that an event dropped an
-# entry (set by `kb serve`): a module-level hook, so the Slack app's wiring stays as it is.
-_ALL: weakref.WeakSet = weakref.WeakSet()
-_announce: Callable[[str, str], None] | None = None
-
-
-def announce_with(announce: Callable[[str, str], None] | None) -> None:
-    """Call `announce(kind, key)` whenever an event here drops a cached entry."""
-    global _announce
-    _announce = announce
-
-
-def forget_everywhere(kind: str, key: str) -> None:
-    """Drop an entry from every SlackAccess of this process (another replica got the event)."""
-    for access in list(_ALL):
-        access._forget(kind, key)
 
 
 @dataclass(frozen=True)
@@ -111,7 +93,10 @@ def shared_with_other_organisations(info: dict) -> bool:
 
 
 class SlackAccess:
-    """The audience of a question asked in Slack: where, by whom, and so which scopes it may search."""
+    """The audience of a question asked in Slack: where, by whom, and so which scopes it may search.
+
+    `announce(kind, key)`, when set (`kb serve`: `bot.serve.start_listening`), tells the other
+    replicas that a Slack event dropped a cached entry here; they drop theirs (`forget_cached`)."""
 
     def __init__(self, config: AccessConfig, client, ttl: float = CACHE_SECONDS,
                  clock: Callable[[], float] = time.monotonic, channels: ChannelsConfig | None = None) -> None:
@@ -123,7 +108,7 @@ class SlackAccess:
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
         self._forgotten: dict[tuple[str, str], int] = {}  # times each entry was dropped by an event
         self._lock = threading.Lock()
-        _ALL.add(self)
+        self.announce: Callable[[str, str], None] | None = None
 
     @property
     def only_public(self) -> bool:
@@ -181,14 +166,29 @@ class SlackAccess:
     def forget_conversation(self, channel: str) -> None:
         """Slack said the conversation's sharing changed: look it up afresh next time, here and
         in every other replica."""
-        self._forget("conversation", channel)
-        _tell_others("conversation", channel)
+        self.forget_cached("conversation", channel)
+        self._tell_others("conversation", channel)
 
     def forget_group(self, group: str) -> None:
         """Slack said the user group's members changed: read them afresh next time, here and in
         every other replica."""
-        self._forget("usergroup", group)
-        _tell_others("usergroup", group)
+        self.forget_cached("usergroup", group)
+        self._tell_others("usergroup", group)
+
+    def forget_cached(self, kind: str, key: str) -> None:
+        """Drop one cached entry ("conversation" or "usergroup") here only: another replica got
+        the Slack event and announced it."""
+        with self._lock:
+            self._cache.pop((kind, key), None)
+            self._forgotten[(kind, key)] = self._forgotten.get((kind, key), 0) + 1
+
+    def _tell_others(self, kind: str, key: str) -> None:
+        if self.announce is None:
+            return
+        try:
+            self.announce(kind, key)
+        except Exception as exc:  # the others' entries then run out within CACHE_SECONDS
+            log.warning("could not tell the other replicas to drop cached %s %s (%s)", kind, key, _reason(exc))
 
     # -- Slack lookups --------------------------------------------------------------------------
 
@@ -230,20 +230,6 @@ class SlackAccess:
             if self._forgotten.get((kind, key), 0) == forgotten:
                 self._cache[(kind, key)] = (now + (self.ttl if ok else min(self.ttl, FAILURE_SECONDS)), value)
         return value
-
-    def _forget(self, kind: str, key: str) -> None:
-        with self._lock:
-            self._cache.pop((kind, key), None)
-            self._forgotten[(kind, key)] = self._forgotten.get((kind, key), 0) + 1
-
-
-def _tell_others(kind: str, key: str) -> None:
-    if _announce is None:
-        return
-    try:
-        _announce(kind, key)
-    except Exception as exc:  # the others' entries then run out within CACHE_SECONDS
-        log.warning("could not tell the other replicas to drop cached %s %s (%s)", kind, key, _reason(exc))
 
 
 def _reason(exc: Exception) -> str:

@@ -6,10 +6,7 @@ Postgres, in every other replica), so the next question there is decided on fres
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
+from bot.slack.services import Services
 
 
 def register(app, services: Services) -> None:

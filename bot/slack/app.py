@@ -7,27 +7,27 @@ first, so `conversation`'s edit and deletion listeners come before `questions`' 
 Listeners are small functions taking Bolt's injected arguments by name (`ack`, `body`,
 `client`, `respond`, ...), ack first, and hand slow work — retrieval, the LLM, the reply — to one named
 place: the answers pool (`Services.answers`, see `bot.slack.workers`).
+
+What the listeners use is `bot.slack.services.Services`, built here: the listener modules import
+that module, this one imports them, and none of them imports this one.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot import records
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, answer_messages, assistant, commands, conversation, errors, feedback,
-                       help_channels, home, questions)
+from bot.slack import (access_events, assistant, commands, conversation, errors, feedback, help_channels, home,
+                       questions)
 from bot.slack.access import SlackAccess
-from connectors.channels import ChannelsConfig
-from bot.slack.dedupe import Deduper
-from bot.slack.questions import RecentThreads
 from bot.slack.resync import Resyncs
-from bot.slack.workers import CountingPool, Workers
+from bot.slack.services import Services
+from bot.slack.store import Deduper
+from bot.slack.workers import Workers
 from indexing.index import Index
 from indexing.runner import SyncRunner
 
@@ -37,19 +37,9 @@ log = logging.getLogger(__name__)
 LISTENERS = (conversation, help_channels, questions, access_events, commands, feedback, home, assistant, errors)
 
 
-@dataclass
-class Services:
-    """What every listener uses: the knowledge base, who sees what (`access`), the once-only
-    claims (`deduper`), admin resyncs, the threads answered here, and the answers pool."""
-
-    settings: Settings
-    kb: KnowledgeBase
-    access: SlackAccess
-    deduper: Deduper
-    resyncs: Resyncs
-    answers: CountingPool
-    threads: RecentThreads = field(default_factory=RecentThreads)
-    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
+def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:
+    """Who sees what in Slack, as the sources file's `[scopes.*]` and `[channels.*]` say."""
+    return SlackAccess(settings.access_config(), client, channels=settings.channel_settings())
 
 
 def build_app(
@@ -61,24 +51,24 @@ def build_app(
     runner: SyncRunner | None = None,
     socket_mode: bool = False,
     workers: Workers | None = None,
+    access: SlackAccess | None = None,
 ) -> App:
     """The Bolt app with every listener registered. Calls `auth.test` (Bolt checks the token).
 
     `runner` syncs the configured sources for `/kb resync` (shared with the watcher and the
     scheduler when `kb serve` runs them); by default one over `settings.sources()`. `workers`:
     Bolt's listener pool and the answers pool (`bot.slack.workers`); new ones by default — pass
-    them to wait for the answers in flight at shutdown.
+    them to wait for the answers in flight at shutdown. `access`: who sees what (`slack_access`);
+    pass it to have the other replicas told of access events (`bot.serve.start_listening`).
     """
-    records.create_tables(index)
-    answer_messages.create_tables(index)
     kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
-    channels = settings.channel_settings()
-    access = SlackAccess(settings.access_config(), client, channels=channels)
+    access = access or slack_access(settings, client)
     warn_unconfigured_scopes(access, kb.configured)
     # Messages are answered on a pool of their own (see bot.slack.workers): Bolt acks events before
     # running listeners, but slash commands, buttons and forms are acked *by* their listener.
     workers = workers or Workers()
-    services = Services(settings, kb, access, Deduper(index), Resyncs(kb), workers.answers, channels=channels)
+    services = Services(settings, kb, index, access, Deduper(index), Resyncs(kb), workers.answers,
+                        channels=access.channels)
     logging.getLogger("slack_bolt.App").addFilter(_drop_client_token_warning)
     app = App(
         name="docent",

@@ -15,12 +15,9 @@ Workspaces without the AI-app feature never send these events; nothing else depe
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from sqlmodel import select
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
+from bot.slack.home import example_questions, visible_in_dm
+from bot.slack.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -54,19 +51,10 @@ def start_thread(services: Services, client, thread: dict) -> None:
 
 def suggested_prompts(services: Services, user: str) -> list[dict[str, str]]:
     """Prompts for `user`, from what is visible in their direct message with Docent only."""
-    from bot.slack.home import example_questions, visible_in_dm
-    from indexing.registry import DocumentRecord, Status
-
     visible = visible_in_dm(services, user)
-    index = services.kb.index
-    prompts = [{"title": _clip(q), "message": q} for q in example_questions(index, visible, MAX_PROMPTS)]
+    prompts = [{"title": _clip(q), "message": q} for q in example_questions(services.db, visible, MAX_PROMPTS)]
     if len(prompts) < MAX_PROMPTS:
-        with index.session() as s:
-            pages = s.exec(select(DocumentRecord.title).where(
-                DocumentRecord.access.in_(sorted(visible)), DocumentRecord.status == Status.SUCCESS,
-                DocumentRecord.title != "").order_by(DocumentRecord.updated_at.desc().nulls_last())
-                .limit(MAX_PROMPTS * 3)).all()
-        for title in dict.fromkeys(pages):
+        for title in dict.fromkeys(services.kb.page_titles(visible, MAX_PROMPTS * 3)):
             if len(prompts) >= MAX_PROMPTS:
                 break
             prompts.append({"title": _clip(f"About {title}"), "message": f"What does the wiki say about {title}?"})

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.slack.mrkdwn import escape
+from bot.slack.services import Services
 
 if TYPE_CHECKING:
-    from bot.slack.app import Services
     from connectors.channels import ChannelSettings
 
 

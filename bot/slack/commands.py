@@ -2,14 +2,14 @@
 
 Slack allows 3 seconds for the acknowledgement, so every branch acks first; answering runs on
 the answers pool and replies through the response URL. `/kb ask` answers privately, with a
-"Share in channel" button (`bot.slack.feedback`); `/kb resync` lives in `bot.slack.resync`. A new
+"Share in channel" button (`bot.slack.feedback`); `/kb resync` lives in `bot.slack.resync_command`
+and `/kb channel` in `bot.slack.channel_command`. A new
 subcommand is one entry in `SUBCOMMANDS`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from bot import records
 from bot.slack import blocks
@@ -17,11 +17,9 @@ from bot.slack.access import NOT_HERE
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
-from bot.slack.resync import resync
+from bot.slack.resync_command import resync
+from bot.slack.services import Services
 from indexing.status import IndexStatus
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
 
 COMMAND = "/kb"
 
@@ -66,10 +64,10 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
     """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
     channel, user = command.get("channel_id"), command["user_id"]
     details = dict(surface="command", user_id=user, channel_id=channel)
-    index = services.kb.index
+    db = services.db
 
     def apologise(ref: str) -> None:
-        quietly(records.log_query, index, question=question or "(empty)", error_ref=ref, **details)
+        quietly(records.log_query, db, question=question or "(empty)", error_ref=ref, **details)
         respond(text=apology(ref), response_type="ephemeral", replace_original=True)
 
     def unavailable() -> None:
@@ -83,7 +81,7 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
         details["channel_kind"] = services.access.kind_of(channel)
         answer = services.kb.ask(question, audience)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-        quietly(records.log_query, index, question=question, answer=answer, context_question=None,
+        quietly(records.log_query, db, question=question, answer=answer, context_question=None,
                 timings_ms=timings, **details)
         respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
                 response_type="ephemeral", replace_original=True)

@@ -5,11 +5,11 @@
   is the question (`question_in_context`, called by `bot.slack.questions.answer`).
 - **Follow-ups.** In a thread, a later message is searched together with the thread's earlier
   question. A direct message follows the same rule: a reply in the thread of Docent's answer
-  (found through `bot.slack.answer_messages`), or a top-level message that opens like a
+  (found through `bot.slack.store`), or a top-level message that opens like a
   follow-up ("and for part-timers?", "what about…") within `FOLLOW_UP_MINUTES` of the previous
   question there, is searched with that previous question (`earlier_question`).
 - **Edits and deletions.** Every answer Docent posts is remembered by its question's message
-  (`bot.slack.answer_messages`). A question edited (`message_changed`) within `EDIT_MINUTES` of
+  (`bot.slack.store.remember_answer`). A question edited (`message_changed`) within `EDIT_MINUTES` of
   being asked is answered again, in place (`chat.update` of the same answer message); a deleted
   question (`message_deleted`) deletes Docent's answer to it. These two listeners are registered
   before `bot.slack.questions`' general `message` listener: Bolt runs the first that matches.
@@ -21,19 +21,15 @@ import logging
 import re
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
-
-from sqlmodel import select
 
 from bot import records
-from bot.slack import answer_messages, blocks
+from bot.records import Database
+from bot.slack import blocks, store
+from bot.slack.asked import Asked
 from bot.slack.errors import apology, apology_on_error, quietly
 from bot.slack.mrkdwn import slack_to_plain
+from bot.slack.services import Services
 from indexing.registry import utcnow
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
-    from bot.slack.questions import Asked
 
 log = logging.getLogger(__name__)
 
@@ -81,22 +77,17 @@ def question_in_context(client, asked: Asked, question: str) -> str:
     return slack_to_plain(parent.get("text") or "", asked.bot_user) or question
 
 
-def earlier_question(index, asked: Asked, context_thread: str | None) -> str | None:
+def earlier_question(db: Database, asked: Asked, context_thread: str | None) -> str | None:
     """The earlier question a message follows up (see the module docstring), or None."""
     if context_thread:
-        earlier = records.thread_question(index, asked.channel, context_thread)
+        earlier = records.thread_question(db, asked.channel, context_thread)
         if earlier is None:  # a reply under Docent's answer, posted outside the question's thread (a DM)
-            earlier = answer_messages.question_answered_by(index, asked.channel, context_thread)
+            earlier = store.question_answered_by(db, asked.channel, context_thread)
         return earlier
     if not asked.is_dm or not _FOLLOW_UP.match(slack_to_plain(asked.text)):
         return None
     since = utcnow() - timedelta(minutes=FOLLOW_UP_MINUTES)
-    Q = records.QueryLog
-    with index.session() as s:
-        row = s.exec(select(Q).where(Q.channel_id == asked.channel, Q.user_id == asked.user, Q.created_at >= since,
-                                     Q.answer_id.is_not(None), Q.message_ts != asked.ts)
-                     .order_by(Q.created_at.desc()).limit(1)).first()
-    return row.question if row else None
+    return records.latest_question(db, asked.channel, asked.user, since, other_than_ts=asked.ts)
 
 
 # -- edits and deletions -------------------------------------------------------------------------
@@ -104,15 +95,13 @@ def earlier_question(index, asked: Asked, context_thread: str | None) -> str | N
 
 def on_edited(services: Services, client, event: dict, bot_user: str | None) -> None:
     """A question edited within `EDIT_MINUTES`: answered again in its answer's place."""
-    from bot.slack.questions import Asked
-
     message, channel = event.get("message") or {}, event.get("channel") or ""
     if message.get("bot_id") or not message.get("user") or not message.get("ts"):
         return  # our own answers being updated, other bots
     if not message.get("edited") or message.get("text") == (event.get("previous_message") or {}).get("text"):
         return  # Slack also says "changed" when a reply, an unfurl or a reaction count changes: not an edit
-    index = services.kb.index
-    row = answer_messages.answered(index, channel, message["ts"])
+    db = services.db
+    row = store.answer_to(db, channel, message["ts"])
     if row is None:
         return
     if time.time() - float(message["ts"]) > EDIT_MINUTES * 60:
@@ -134,15 +123,15 @@ def on_edited(services: Services, client, event: dict, bot_user: str | None) -> 
         if not question:
             return
         audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm)
-        earlier = earlier_question(index, asked, row.thread_ts if row.surface == "thread" else None)
+        earlier = earlier_question(db, asked, row.thread_ts if row.surface == "thread" else None)
         answer = services.kb.ask(question, audience, follows=earlier)
-        quietly(records.log_query, index, question=question, answer=answer, context_question=earlier, timings_ms={},
+        quietly(records.log_query, db, question=question, answer=answer, context_question=earlier, timings_ms={},
                 surface=row.surface, user_id=asked.user, channel_id=channel, thread_ts=row.thread_ts,
                 message_ts=asked.ts, channel_kind=services.access.kind_of(channel, is_dm=asked.is_dm))
         client.chat_update(channel=channel, ts=row.answer_ts, text=blocks.fallback_text(answer),
                            blocks=blocks.answer_blocks(answer))
-        answer_messages.remember(index, channel, asked.ts, row.answer_ts, surface=row.surface,
-                                 thread_ts=row.thread_ts, user=asked.user, answer_id=answer.id)
+        store.remember_answer(db, channel, asked.ts, row.answer_ts, surface=row.surface,
+                              thread_ts=row.thread_ts, user=asked.user, answer_id=answer.id)
 
 
 def on_deleted(services: Services, client, event: dict) -> None:
@@ -150,7 +139,7 @@ def on_deleted(services: Services, client, event: dict) -> None:
     channel, ts = event.get("channel") or "", event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
     if not ts:
         return
-    row = answer_messages.answered(services.kb.index, channel, ts)
+    row = store.answer_to(services.db, channel, ts)
     if row is None:
         return
     try:
@@ -158,4 +147,4 @@ def on_deleted(services: Services, client, event: dict) -> None:
     except Exception as exc:
         log.warning("could not delete the answer %s to the deleted question %s/%s: %s", row.answer_ts, channel, ts, exc)
         return
-    answer_messages.forget(services.kb.index, channel, ts)
+    store.forget_answer(services.db, channel, ts)

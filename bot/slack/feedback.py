@@ -19,23 +19,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import records
+from bot.records import Database
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.client import post
 from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, reference_id
 from bot.slack.mrkdwn import escape
+from bot.slack.services import Services
 from connectors.access import Audience
 from indexing.database import is_unreachable
-from indexing.index import Index
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +111,11 @@ def vote(services: Services, click: Click, client: WebClient, respond, choice: s
     with apology_on_error("recording a vote", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
-        votes = records.record_vote(services.kb.index, click.answer_id, click.user, choice)
-        show_votes(services.kb.index, click, votes, client, respond)
+        votes = records.record_vote(services.db, click.answer_id, click.user, choice)
+        show_votes(services.db, click, votes, client, respond)
 
 
-def show_votes(index: Index, click: Click, votes: dict, client: WebClient, respond) -> None:
+def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respond) -> None:
     """Refresh the answer with its tally: `chat.update` for a posted message; the response URL for
     a private one (ephemeral messages cannot be updated through the Web API).
 
@@ -129,12 +126,12 @@ def show_votes(index: Index, click: Click, votes: dict, client: WebClient, respo
         for _ in range(TALLY_ROUNDS):
             client.chat_update(channel=click.channel, ts=click.message_ts, text=click.message_text,
                                blocks=blocks.with_votes(click.message_blocks, votes))
-            latest = records.vote_counts(index, click.answer_id)
+            latest = records.vote_counts(db, click.answer_id)
             if latest == votes:
                 return
             votes = latest
         return
-    row = records.find_answer(index, click.answer_id)
+    row = records.find_answer(db, click.answer_id)
     if row is None:
         respond(text="Thanks — your vote was recorded.", response_type="ephemeral", replace_original=False)
         return
@@ -147,17 +144,17 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
     """Post a private answer publicly in the channel, then remove the private copy — only if every
     page it cites (or lists as nearest) is visible in that channel now; otherwise refuse."""
     user, answer_id, channel = click.user, click.answer_id, click.channel
-    index = services.kb.index
+    db = services.db
     with apology_on_error("sharing an answer", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=UNAVAILABLE, response_type="ephemeral", replace_original=False)):
-        row = records.find_answer(index, answer_id)
+        row = records.find_answer(db, answer_id)
         if row is None:
             respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
                     response_type="ephemeral", replace_original=False)
             return
         audience = services.access.audience(channel, user)
-        if audience.sees_nothing or not shareable(index, row.doc_ids, audience):
+        if audience.sees_nothing or not shareable(db, row.doc_ids, audience):
             log.info("refused to share answer %s in %s: it uses pages not visible there", answer_id, channel)
             respond(text=NOT_HERE if audience.sees_nothing else SHARE_REFUSED, response_type="ephemeral",
                     replace_original=False)
@@ -175,10 +172,10 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
         respond(delete_original=True)
 
 
-def shareable(index: Index, doc_ids: list[str], audience: Audience) -> bool:
+def shareable(db: Database, doc_ids: list[str], audience: Audience) -> bool:
     """Whether every document an answer used is, now, in a scope `audience` sees (a document that is
     no longer indexed cannot be checked, so it is not shareable)."""
-    access = records.document_access(index, doc_ids)
+    access = records.document_access(db, doc_ids)
     return all(doc_id in access and audience.sees_all([access[doc_id]]) for doc_id in doc_ids)
 
 
@@ -186,7 +183,7 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
     """The 👎 form's text, stored with the vote. The form has closed by now: if storing fails, the
     user is told in a direct message from Docent, with what they wrote, so it is not lost."""
     try:
-        records.record_reason(services.kb.index, reason.answer_id, reason.user, reason.text)
+        records.record_reason(services.db, reason.answer_id, reason.user, reason.text)
         return
     except Exception as exc:
         ref = reference_id()

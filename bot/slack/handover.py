@@ -6,10 +6,10 @@ Docent asks the people named there, once, in the question's thread:
 
 with the nearest pages the channel may see (the answer's own sources: retrieval searched only the
 channel's scopes). At most one hand-over per thread and at most `KB_HANDOVERS_PER_HOUR` per
-channel in any rolling hour — both decided in Postgres (`handovers`, created by migration in
-`indexing.migrations`) under a per-channel advisory lock, so a restart, a redelivered event or a
-second replica never pings the group twice for one thread, and a burst of unanswerable
-questions cannot page a team a hundred times.
+channel in any rolling hour — both decided in Postgres (`bot.slack.store.claim_handover`: the
+`handovers` table, created by migration in `indexing.migrations`) under a per-channel advisory
+lock, so a restart, a redelivered event or a second replica never pings the group twice for one
+thread, and a burst of unanswerable questions cannot page a team a hundred times.
 """
 
 from __future__ import annotations
@@ -17,47 +17,29 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
-
 from bot.metrics import HANDOVERS
+from bot.records import Database
 from bot.slack import blocks
+from bot.slack.store import claim_handover
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
     from bot.answer import Answer
     from connectors.channels import ChannelSettings
-    from indexing.index import Index
 
 log = logging.getLogger(__name__)
 
 NEAREST = 3  # nearest pages shown with a hand-over
 
 
-def claim(index: Index, channel: str, thread_ts: str, question: str, per_hour: int) -> str:
-    """Record a hand-over for this thread if none was made and the channel's hourly cap allows:
-    "claimed", "already" (this thread had one) or "capped"."""
-    with index.engine.begin() as conn:
-        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"docent:handover:{channel}"})
-        if conn.execute(text("SELECT 1 FROM handovers WHERE channel = :c AND thread_ts = :t"),
-                        {"c": channel, "t": thread_ts}).first():
-            return "already"
-        recent = conn.execute(text("SELECT count(*) FROM handovers WHERE channel = :c "
-                                   "AND created_at > now() - interval '1 hour'"), {"c": channel}).scalar_one()
-        if recent >= per_hour:
-            return "capped"
-        conn.execute(text("INSERT INTO handovers (channel, thread_ts, question) VALUES (:c, :t, :q)"),
-                     {"c": channel, "t": thread_ts, "q": question[:2000]})
-    return "claimed"
-
-
-def hand_over(index: Index, client: WebClient, settings: ChannelSettings, thread_ts: str, answer: Answer,
+def hand_over(db: Database, client: WebClient, settings: ChannelSettings, thread_ts: str, answer: Answer,
               per_hour: int) -> bool:
     """Ask the channel's `escalate` people in the thread, unless the thread already had a hand-over
     or the hourly cap is reached; True when the message was posted."""
     if not settings.escalate:
         return False
-    outcome = claim(index, settings.channel, thread_ts, answer.question, per_hour)
+    outcome = claim_handover(db, settings.channel, thread_ts, answer.question, per_hour)
     HANDOVERS.labels(outcome).inc()
     if outcome != "claimed":
         log.info("no hand-over in %s/%s: %s", settings.channel, thread_ts,

@@ -11,7 +11,7 @@ question posted there is answered without a mention — but only when the wiki a
 - Never in a Slack Connect channel (the audience kind `shared`): people of another organisation
   did not ask for a bot. Access as everywhere: only the scopes visible in the channel, narrowed by
   the channel's `sources`.
-- Never twice: the message is claimed (`bot.slack.dedupe`) under the same key as a mention of it.
+- Never twice: the message is claimed (`bot.slack.store.Deduper`) under the same key as a mention of it.
 
 Registered before `questions` in `bot.slack.app.LISTENERS`; Bolt runs the first listener whose
 matcher accepts an event, and this one's accepts only top-level messages in help channels, so
@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING
 from bot import records
 from bot.metrics import UNPROMPTED
 from bot.question_detector import is_question
-from bot.slack import answer_messages, blocks
+from bot.slack import blocks, store
+from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
-from bot.slack.questions import Asked, asked_from, is_human_message
-from bot.slack.streaming import Delivery
+from bot.slack.questions import is_human_message
+from bot.slack.services import Services
+from bot.slack.streaming import AnswerDelivery
 from connectors.access import SHARED
 from indexing.retrieval import ANSWERED
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
-
-    from bot.slack.app import Services
 
 log = logging.getLogger(__name__)
 
@@ -82,22 +82,22 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     except Exception:  # unprompted: nobody asked Docent, so no apology in their channel
         log.exception("could not answer %s/%s unprompted", channel, ts)
         return
-    index = services.kb.index
+    db = services.db
     details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     if reply.outcome != ANSWERED:
         settings = services.channels.get(channel)
-        if hand_over(index, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
+        if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
             # logged without its thread or message: people answer there, and Docent must not take their
             # replies for follow-ups to it (`records.thread_question` finds threads by those two)
-            quietly(records.log_query, index, question=question, answer=reply, context_question=None,
+            quietly(records.log_query, db, question=question, answer=reply, context_question=None,
                     timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
         return
-    answer_ts = Delivery(client, channel, ts, user=asked.user, team=asked.team).finish(
+    answer_ts = AnswerDelivery(client, channel, ts, user=asked.user, team=asked.team).finish(
         blocks.fallback_text(reply), blocks.answer_blocks(reply))
     UNPROMPTED.inc()
     services.threads.add(channel, ts)
-    quietly(records.log_query, index, question=question, answer=reply, context_question=None, timings_ms=timings,
+    quietly(records.log_query, db, question=question, answer=reply, context_question=None, timings_ms=timings,
             **details)
-    quietly(answer_messages.remember, index, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
+    quietly(store.remember_answer, db, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
             answer_id=reply.id)

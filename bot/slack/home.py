@@ -23,18 +23,15 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING
-
-from sqlalchemy import func
-from sqlmodel import select
 
 from bot import records
-from bot.gaps import gaps_report, normalised
+from bot.gaps import normalised
+from bot.knowledge import KnowledgeBase, SourcePages
+from bot.records import Database
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
+from bot.slack.resync import summary
+from bot.slack.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +76,13 @@ def publish_home(services: Services, client, user: str, note: str | None = None)
 
 
 def home_data(services: Services, user: str, note: str | None = None) -> HomeData:
-    index = services.kb.index
     is_admin = user in services.settings.admin_users
     visible = visible_in_dm(services, user)
-    data = HomeData(user=user, is_admin=is_admin, examples=example_questions(index, visible),
-                    mine=own_questions(index, user, visible), note=note)
+    data = HomeData(user=user, is_admin=is_admin, examples=example_questions(services.db, visible),
+                    mine=own_questions(services.db, services.kb, user, visible), note=note)
     if is_admin:
-        data.sources = source_health(index, services.resyncs.names)
-        data.gaps = gaps_report(index, 7)
+        data.sources = [source_health(pages) for pages in services.kb.source_pages(services.resyncs.names)]
+        data.gaps = services.kb.gaps(7)
     return data
 
 
@@ -96,16 +92,11 @@ def visible_in_dm(services: Services, user: str) -> set[str]:
     return set(services.access.audience(None, user, is_dm=True).scopes or ())
 
 
-def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[str]:
+def example_questions(db: Database, visible: set[str], limit: int = EXAMPLES) -> list[str]:
     """The most asked answered questions, asked in public channels, whose cited pages are all
     visible (see the docstring). Shown to everyone: the App Home, the assistant's prompts."""
-    Q = records.QueryLog
-    with index.session() as s:
-        rows = s.exec(select(Q).where(Q.outcome == "answered", Q.answer_id.is_not(None),
-                                      Q.channel_kind == records.ChannelKind.PUBLIC.value,
-                                      Q.surface.in_(EXAMPLE_SURFACES))
-                      .order_by(Q.created_at.desc()).limit(EXAMPLE_ROWS)).all()
-    access = records.document_access(index, sorted({d for r in rows for d in r.doc_ids}))
+    rows = records.answered_in_public(db, EXAMPLE_SURFACES, EXAMPLE_ROWS)
+    access = records.document_access(db, sorted({d for r in rows for d in r.doc_ids}))
     askers: dict[str, set[str]] = defaultdict(set)
     wording: dict[str, str] = {}
     for row in rows:
@@ -117,15 +108,11 @@ def example_questions(index, visible: set[str], limit: int = EXAMPLES) -> list[s
     return [wording[k] for k in popular[:limit]]
 
 
-def own_questions(index, user: str, visible: set[str], limit: int = MINE) -> list[AskedQuestion]:
+def own_questions(db: Database, kb: KnowledgeBase, user: str, visible: set[str],
+                  limit: int = MINE) -> list[AskedQuestion]:
     """The user's last questions, newest first, each with the first cited page they may see now."""
-    from indexing.registry import DocumentRecord
-
-    Q = records.QueryLog
-    with index.session() as s:
-        rows = s.exec(select(Q).where(Q.user_id == user).order_by(Q.created_at.desc()).limit(limit)).all()
-        ids = sorted({d for r in rows for d in r.doc_ids})
-        docs = {d.id: d for d in s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(ids)))} if ids else {}
+    rows = records.questions_of(db, user, limit)
+    docs = kb.pages([d for r in rows for d in r.doc_ids])
     mine = []
     for row in rows:
         outcome = "failed" if row.answer_id is None else (row.outcome or ("answered" if row.found else "not_found"))
@@ -133,35 +120,19 @@ def own_questions(index, user: str, visible: set[str], limit: int = MINE) -> lis
         if outcome in ("answered", "uncertain"):
             page = next((docs[d] for d in row.doc_ids if d in docs and docs[d].access in visible), None)
             if page is not None:
-                asked.page_title, asked.page_url = page.title or page.path, page.url
+                asked.page_title, asked.page_url = page.title, page.url
         mine.append(asked)
     return mine
 
 
-def source_health(index, names: list[str]) -> list[SourceHealth]:
-    """Per configured source: pages by status, failed/skipped pages, the last and the last refused sync."""
-    from indexing.registry import DocumentRecord, RunResult, Status, SyncRun
-
-    D, R = DocumentRecord, SyncRun
-    with index.session() as s:
-        counts = s.exec(select(D.source, D.status, func.count()).where(D.source.in_(names)).group_by(D.source, D.status)).all()
-        problems = s.exec(select(D).where(D.source.in_(names), D.status.in_([Status.FAILED, Status.SKIPPED]))
-                          .order_by(D.id)).all()
-        last = {r.source: r for r in s.exec(select(R).where(R.id.in_(select(func.max(R.id)).group_by(R.source))))}
-        refused = {r.source: r for r in s.exec(select(R).where(R.id.in_(
-            select(func.max(R.id)).where(R.result == RunResult.REFUSED.value).group_by(R.source))))}
-    health = {name: SourceHealth(name=name, pages={}, last_sync="Never synced.", refused=None) for name in names}
-    for source, status, n in counts:
-        health[source].pages[getattr(status, "value", str(status))] = n
-    for doc in problems:
-        health[doc.source].problems.append((getattr(doc.status, "value", str(doc.status)), doc.id, doc.error or ""))
-    for name, run in last.items():
-        if name in health:
-            health[name].last_sync = run_line(run)
-    for name, run in refused.items():
-        if name in health:
-            health[name].refused = f"{run.started_at:%Y-%m-%d %H:%M} UTC: {run.reason or 'no reason recorded'}"
-    return [health[name] for name in names]
+def source_health(pages: SourcePages) -> SourceHealth:
+    """A source's state as the admins' Home tab shows it: counts, problems, the last and the last refused sync."""
+    refused = pages.last_refused
+    return SourceHealth(
+        name=pages.name, pages=dict(pages.pages), problems=list(pages.problems),
+        last_sync=run_line(pages.last_run) if pages.last_run is not None else "Never synced.",
+        refused=None if refused is None else
+        f"{refused.started_at:%Y-%m-%d %H:%M} UTC: {refused.reason or 'no reason recorded'}")
 
 
 def run_line(run) -> str:
@@ -181,17 +152,15 @@ def start_resync(services: Services, client, user: str, name: str) -> None:
 
 def resync_from_home(services: Services, client, user: str, name: str) -> None:
     """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
-    from bot.slack.resync import summary
-
-    index = services.kb.index
+    db = services.db
     if user not in services.settings.admin_users:
-        records.log_admin_action(index, user, "resync", name, allowed=False,
+        records.log_admin_action(db, user, "resync", name, allowed=False,
                                  result="refused: not in KB_ADMIN_USERS (App Home)")
         return
     if name not in services.resyncs.names:
         publish_home(services, client, user, note=f"There is no source `{name[:80]}` any more.")
         return
-    action_id = records.log_admin_action(index, user, "resync", name, allowed=True, result="started (App Home)")
+    action_id = records.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
 
     def finished(report, error) -> None:
         if report is None and error is None:
@@ -202,11 +171,11 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
             result = f"refused: {report.refused}"
         else:
             result = summary(report)
-        records.finish_admin_action(index, action_id, result)
+        records.finish_admin_action(db, action_id, result)
         publish_home(services, client, user, note=f"Resync of `{name}`: {result}")
 
     if services.resyncs.start(name, lambda done, total: None, finished):
         publish_home(services, client, user, note=f"🔄 Resync of `{name}` started…")
     else:
-        records.finish_admin_action(index, action_id, "refused: already running")
+        records.finish_admin_action(db, action_id, "refused: already running")
         publish_home(services, client, user, note=f"A resync of `{name}` is already running.")

@@ -3,7 +3,7 @@
 - @mention in a channel → 👀 at once, then one reply in the question's thread. In a thread the
   bot has answered, later messages are answered without a mention, with the thread's earlier
   question as retrieval context. Direct messages are answered the same way.
-- Never twice: a question is claimed (`bot.slack.dedupe`, by its channel and message ts) before
+- Never twice: a question is claimed (`bot.slack.store.Deduper`, by its channel and message ts) before
   it is answered, so a redelivered event (`X-Slack-Retry-Num`) and the second event for one
   message are dropped; only messages Docent answers are claimed. The bot's own messages and
   other bots' are ignored.
@@ -12,35 +12,30 @@
 - Which question, with which context: a bare mention in a thread asks the thread's question, a
   DM follow-up carries the previous one (`bot.slack.conversation`). The answer is delivered by
   `bot.slack.streaming` (an LLM's text streamed as it is written) and remembered by its question
-  message (`bot.slack.answer_messages`), so an edit or a deletion of the question follows it.
+  message (`bot.slack.store.remember_answer`), so an edit or a deletion of the question follows it.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import records
-from bot.slack import answer_messages, blocks
+from bot.slack import blocks, store
 from bot.slack.access import NOT_HERE
+from bot.slack.asked import Asked, asked_from
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.handover import hand_over
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
-from bot.slack.streaming import Delivery
+from bot.slack.services import Services
+from bot.slack.streaming import AnswerDelivery
 from indexing.database import is_unreachable
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
 
 log = logging.getLogger(__name__)
 
@@ -50,50 +45,6 @@ _SMALL_TALK = re.compile(
     r"👍|🙏|:\+1:|:pray:|:thumbsup:)[\s!.]*$", re.IGNORECASE,
 )
 EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
-RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
-
-
-class RecentThreads:
-    """The threads this process has answered in, newest last, bounded.
-
-    The durable record of the bot's threads is the query log (`records.thread_question`); this is
-    consulted only when the database cannot be reached, so that a follow-up in a thread the bot
-    is part of gets "temporarily unavailable" rather than silence — while other people's threads,
-    which the bot cannot tell apart without the database, are still left alone."""
-
-    def __init__(self, limit: int = RECENT_THREADS) -> None:
-        self.limit = limit
-        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, channel: str, thread_ts: str) -> None:
-        with self._lock:
-            self._threads[(channel, thread_ts)] = None
-            self._threads.move_to_end((channel, thread_ts))
-            if len(self._threads) > self.limit:
-                self._threads.popitem(last=False)
-
-    def __contains__(self, key: tuple[str, str]) -> bool:
-        with self._lock:
-            return key in self._threads
-
-
-@dataclass(frozen=True)
-class Asked:
-    """One message to answer: where it was asked, where the reply goes, and what shapes its audience."""
-
-    surface: str  # "mention" | "dm" | "thread" (the query log's `surface`)
-    channel: str
-    user: str
-    ts: str
-    text: str
-    bot_user: str | None
-    reply_thread: str | None  # the thread the answer goes to (None: the DM itself)
-    context_thread: str | None  # the thread whose earlier question joins retrieval
-    is_dm: bool | None = None  # None: `conversations.info` decides
-    said_shared: bool = False  # the event envelope said the channel is shared with another organisation
-    team: str | None = None  # the asker's workspace (a channel stream names its recipient)
-    channel_type: str | None = None  # a message event's "channel" / "group" / "im" / "mpim" (mentions have none)
 
 
 def register(app, services: Services) -> None:
@@ -120,13 +71,6 @@ def register(app, services: Services) -> None:
                 event, body, context, surface="thread", reply_thread=thread, context_thread=thread))
 
 
-def asked_from(event: dict, body: dict | None, context, **where) -> Asked:
-    """The `Asked` value of a message event (mentions, DMs, follow-ups, help channels: one reading)."""
-    return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
-                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),
-                 team=event.get("team"), channel_type=event.get("channel_type"), **where)
-
-
 def is_human_message(event: dict) -> bool:
     """A person's new message — not a bot's (ours or another), not an edit, join or deletion."""
     return (
@@ -149,7 +93,7 @@ def is_follow_up_candidate(event: dict, bot_user: str | None) -> bool:
 def answer_follow_up(services: Services, client: WebClient, asked: Asked) -> None:
     """Answer a thread reply only if the thread is one Docent answered in (the query log says so)."""
     try:
-        earlier = records.thread_question(services.kb.index, asked.channel, asked.context_thread)
+        earlier = records.thread_question(services.db, asked.channel, asked.context_thread)
     except Exception as exc:
         if not is_unreachable(exc):
             log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
@@ -182,7 +126,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
     question = ""
 
     def apologise(ref: str) -> None:
-        quietly(records.log_query, services.kb.index, question=question or asked.text or "(empty)", error_ref=ref,
+        quietly(records.log_query, services.db, question=question or asked.text or "(empty)", error_ref=ref,
                 **details)
         post(client, channel, reply_thread, apology(ref))
 
@@ -201,9 +145,9 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             return
         details["channel_kind"] = services.access.kind_of(channel, is_dm=asked.is_dm, said_shared=asked.said_shared,
                                                           channel_type=asked.channel_type)
-        index = services.kb.index
-        earlier = earlier_question(index, asked, asked.context_thread)
-        delivery = Delivery(client, channel, reply_thread, user=asked.user, team=asked.team,
+        db = services.db
+        earlier = earlier_question(db, asked, asked.context_thread)
+        delivery = AnswerDelivery(client, channel, reply_thread, user=asked.user, team=asked.team,
                             status_thread=reply_thread if asked.is_dm and reply_thread else None)  # an assistant thread
         try:
             reply = services.kb.ask(question, audience, follows=earlier, on_text=delivery.append)
@@ -211,15 +155,15 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             delivery.abandon()  # the apology is the one reply, not beside half an answer
             raise
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-        quietly(records.log_query, index, question=question, answer=reply, context_question=earlier,
+        quietly(records.log_query, db, question=question, answer=reply, context_question=earlier,
                 timings_ms=timings, **details)
         answer_ts = delivery.finish(blocks.fallback_text(reply), blocks.answer_blocks(reply))
         if reply_thread:
             services.threads.add(channel, reply_thread)  # before any more database work: see RecentThreads
-        answer_messages.remember(index, channel, ts, answer_ts, surface=asked.surface, thread_ts=reply_thread,
-                                 user=asked.user, answer_id=reply.id)
+        store.remember_answer(db, channel, ts, answer_ts, surface=asked.surface, thread_ts=reply_thread,
+                              user=asked.user, answer_id=reply.id)
         if not reply.found and reply_thread and not asked.is_dm:  # the channel's `escalate` people, if any
-            hand_over(index, client, services.channels.get(channel), reply_thread, reply,
+            hand_over(db, client, services.channels.get(channel), reply_thread, reply,
                       services.settings.kb_handovers_per_hour)
 
 

@@ -1,6 +1,5 @@
-"""`/kb resync`: a real sync of a configured source, started from Slack, run in the background.
-
-Admins only (KB_ADMIN_USERS), and every attempt is recorded (`records.log_admin_action`).
+"""Resyncs started from Slack (`/kb resync`, `bot.slack.resync_command`; the App Home's buttons,
+`bot.slack.home`): a real sync of a configured source, run in the background.
 
 The sync goes through `indexing.runner.SyncRunner` — the same path as `kb sync`, the watcher
 and the scheduler — so "one sync per source at a time" holds across all of them and across
@@ -16,17 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from bot import records
 from bot.knowledge import KnowledgeBase
-from bot.slack.errors import apology, apology_on_error, quietly, reference_id
-from bot.slack.mrkdwn import escape, neutralise
+from bot.slack.errors import quietly
 from connectors.connector import open_connector
 from indexing.sync import SyncReport
-
-if TYPE_CHECKING:
-    from bot.slack.app import Services
 
 log = logging.getLogger(__name__)
 
@@ -104,71 +97,3 @@ def summary(report: SyncReport) -> str:
     failures = "".join(f"\n• failed: {error}" for error in report.errors[:5])
     more = f"\n…and {len(report.errors) - 5} more (see `kb status`)" if len(report.errors) > 5 else ""
     return line + failures + more
-
-
-def resync(services: Services, ack, command: dict, respond, text: str) -> None:
-    """Admins only: a real sync in the background; progress and a summary through the response URL.
-    `--allow-deletes` after the source name lets a deliberate mass deletion through the guard."""
-    user = command["user_id"]
-    words = text.split()
-    allow_deletes = "--allow-deletes" in words
-    source = " ".join(w for w in words if w != "--allow-deletes")
-    index = services.kb.index
-    if user not in services.settings.admin_users:
-        ack(text="Sorry, `/kb resync` is for Docent admins only. Ask one of them, or a wiki owner, to run it.",
-            response_type="ephemeral")
-        _record_admin(index, user, source, allowed=False, result="refused: not in KB_ADMIN_USERS")
-        return
-    configured = services.resyncs.names
-    names = ", ".join(f"`{escape(n)}`" for n in configured)
-    name = source or (configured[0] if len(configured) == 1 else "")
-    if not name:
-        ack(text=f"Which source? `/kb resync <source>`, with one of: {names}.", response_type="ephemeral")
-        return
-    if name not in configured:
-        ack(text=f"There is no source `{neutralise(escape(name[:80]))}`. Known sources: {names}.", response_type="ephemeral")
-        _record_admin(index, user, name, allowed=True, result="refused: unknown source")
-        return
-    ack(text=f"🔄 Starting a resync of `{escape(name)}`" + (" (deletions allowed)" if allow_deletes else "") + "…",
-        response_type="ephemeral")
-    action_id = _record_admin(index, user, name + (" --allow-deletes" if allow_deletes else ""),
-                              allowed=True, result="started")
-
-    def progress(done: int, total: int) -> None:
-        respond(text=f"🔄 Resync of `{escape(name)}`: {done} of {total} documents so far…", response_type="ephemeral",
-                replace_original=False)
-
-    def finished(report, error) -> None:
-        if report is None and error is None:
-            result = "refused: another sync of this source was running"
-            respond(text=f"Another sync of `{escape(name)}` is running right now (the watcher, the schedule or "
-                         f"another admin); its changes will be indexed when it ends.",
-                    response_type="ephemeral", replace_original=False)
-        elif error is None and report.refused:
-            result = f"refused: {report.refused}"
-            respond(text=f"⚠️ The resync of `{escape(name)}` deleted nothing: {neutralise(escape(report.refused))}. "
-                         f"If those pages are meant to go, run `/kb resync {escape(name)} --allow-deletes`.",
-                    response_type="ephemeral", replace_original=False)
-        elif error is not None:
-            ref = reference_id()
-            log.error("resync of %s failed [ref %s]: %s", name, ref, error)
-            result = f"failed [ref {ref}]: {type(error).__name__}: {error}"
-            respond(text=f"❌ The resync of `{escape(name)}` failed. {apology(ref)}", response_type="ephemeral",
-                    replace_original=False)
-        else:
-            result = summary(report)
-            respond(text=f"✅ Resync finished — {neutralise(escape(result))}", response_type="ephemeral",
-                    replace_original=False)
-        if action_id is not None:
-            quietly(records.finish_admin_action, index, action_id, result)
-
-    with apology_on_error("/kb resync", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
-        if not services.resyncs.start(name, progress, finished, allow_deletes=allow_deletes):
-            respond(text=f"A resync of `{escape(name)}` is already running; you will see its summary when it ends.",
-                    response_type="ephemeral", replace_original=False)
-            if action_id is not None:
-                quietly(records.finish_admin_action, index, action_id, "refused: already running")
-
-
-def _record_admin(index, user: str, argument: str, allowed: bool, result: str) -> int | None:
-    return quietly(records.log_admin_action, index, user, "resync", argument, allowed, result)

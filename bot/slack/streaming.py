@@ -1,6 +1,6 @@
 """Delivering one answer into Slack while the LLM writes it: stream, else update in steps, else post once.
 
-`Delivery` is made before the answer is written and `finish`ed with the final message:
+`AnswerDelivery` is made before the answer is written and `finish`ed with the final message:
 
 1. **Streaming** — Slack's `chat.startStream` / `chat.appendStream` / `chat.stopStream` (through
    slack_sdk's `ChatStream`, which buffers text into fewer calls). Streams are replies, so this
@@ -52,7 +52,7 @@ UNAVAILABLE = {"unknown_method", "not_allowed_token_type", "method_not_supported
 STREAM, UPDATES, ONE_POST = "stream", "updates", "one post"
 
 
-class Delivery:
+class AnswerDelivery:
     """One answer's way into Slack (see the module docstring); `mode` says which way it took."""
 
     def __init__(self, client, channel: str, thread_ts: str | None, *, user: str | None = None,

@@ -1,0 +1,33 @@
+"""A message to answer (`Asked`): where it was asked, where the reply goes, and what shapes its
+audience — read from a message event once (`asked_from`) for mentions, direct messages, thread
+follow-ups (`bot.slack.questions`), help channels (`bot.slack.help_channels`) and edits
+(`bot.slack.conversation`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One message to answer: where it was asked, where the reply goes, and what shapes its audience."""
+
+    surface: str  # "mention" | "dm" | "thread" (the query log's `surface`)
+    channel: str
+    user: str
+    ts: str
+    text: str
+    bot_user: str | None
+    reply_thread: str | None  # the thread the answer goes to (None: the DM itself)
+    context_thread: str | None  # the thread whose earlier question joins retrieval
+    is_dm: bool | None = None  # None: `conversations.info` decides
+    said_shared: bool = False  # the event envelope said the channel is shared with another organisation
+    team: str | None = None  # the asker's workspace (a channel stream names its recipient)
+    channel_type: str | None = None  # a message event's "channel" / "group" / "im" / "mpim" (mentions have none)
+
+
+def asked_from(event: dict, body: dict | None, context, **where) -> Asked:
+    """The `Asked` value of a message event (mentions, DMs, follow-ups, help channels: one reading)."""
+    return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
+                 bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),
+                 team=event.get("team"), channel_type=event.get("channel_type"), **where)

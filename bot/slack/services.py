@@ -1,0 +1,68 @@
+"""What every Slack listener may use (`Services`), built once by `bot.slack.app.build_app`.
+
+Listener modules import this module; `bot.slack.app` imports them; this module imports no
+listener module — so imports point one way. A listener reads the wiki through `kb`
+(`KnowledgeBase`: answers, status, page titles, source health, the gaps report), the query log,
+votes and admin actions through `bot.records` and Slack's own tables through `bot.slack.store`,
+both with `db`; it never reaches into the index or runs SQL itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from bot.knowledge import KnowledgeBase
+from bot.records import Database
+from bot.settings import Settings
+from bot.slack.access import SlackAccess
+from bot.slack.resync import Resyncs
+from bot.slack.store import Deduper
+from bot.slack.workers import CountingPool
+from connectors.channels import ChannelsConfig
+
+RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
+
+
+class RecentThreads:
+    """The threads this process has answered in, newest last, bounded.
+
+    The durable record of the bot's threads is the query log (`records.thread_question`); this is
+    consulted only when the database cannot be reached, so that a follow-up in a thread the bot
+    is part of gets "temporarily unavailable" rather than silence — while other people's threads,
+    which the bot cannot tell apart without the database, are still left alone."""
+
+    def __init__(self, limit: int = RECENT_THREADS) -> None:
+        self.limit = limit
+        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, channel: str, thread_ts: str) -> None:
+        with self._lock:
+            self._threads[(channel, thread_ts)] = None
+            self._threads.move_to_end((channel, thread_ts))
+            if len(self._threads) > self.limit:
+                self._threads.popitem(last=False)
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            return key in self._threads
+
+
+@dataclass
+class Services:
+    """What every listener uses: the knowledge base (`kb`), the database of the records and of
+    Slack's own tables (`db`: only ever passed to `bot.records` and `bot.slack.store` functions),
+    who sees what (`access`), the once-only claims (`deduper`), admin resyncs, the threads
+    answered here, and the answers pool."""
+
+    settings: Settings
+    kb: KnowledgeBase
+    db: Database
+    access: SlackAccess
+    deduper: Deduper
+    resyncs: Resyncs
+    answers: CountingPool
+    threads: RecentThreads = field(default_factory=RecentThreads)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)

@@ -1,0 +1,196 @@
+"""Slack's own tables, and every query on them: delivery claims, answer messages, hand-overs.
+
+The listeners call these functions (and `bot.records` for the query log, votes and admin actions)
+with the database (`Services.db`); nothing else in `bot.slack` runs SQL.
+
+**Delivery claims** (`slack_deliveries`, `Deduper`): once-only handling of Slack deliveries,
+durable across restarts and processes. Slack redelivers an event when it thinks we missed it
+(`X-Slack-Retry-Num`: after a slow ack, a restart, a deploy), and one channel message can arrive
+as two events (`app_mention` and `message`). Each would become a second answer. So before
+answering a message the bot *claims* its key — `message:<channel>:<ts>`, the same for every
+delivery of it, whatever the event — in the database (a primary-key insert, so two processes
+racing for it cannot both win), and any later claim of the same key is refused. Only messages
+Docent answers are claimed: the chatter of a busy channel (every message there arrives as an
+event) is never written down. If the database cannot be reached, claims fall back to this
+process's memory: a duplicate answer is better than the silence of dropping every question while
+the database is down.
+
+**Answer messages** (`answer_messages`): which Slack message is Docent's answer to which question
+message. Every answer Docent posts in reply to a message is remembered (`remember_answer`), by
+the question's channel and ts, so that an edited question is answered again in the same message
+and a deleted question takes its answer with it (`bot.slack.conversation`), and a reply under a
+DM answer finds the question it follows. Rows are kept as long as the query log keeps questions
+(`prune_answers`, run by `bot.housekeeping`).
+
+**Hand-overs** (`handovers`, created by migration in `indexing.migrations`; `claim_handover`):
+at most one per thread and at most `KB_HANDOVERS_PER_HOUR` per channel in any rolling hour,
+decided under a per-channel advisory lock (`bot.slack.handover` posts them).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Field, Session, SQLModel, select
+
+from bot.records import Database
+from indexing.registry import timestamptz, utcnow
+
+log = logging.getLogger(__name__)
+
+MEMORY_KEYS = 10_000
+KEEP = timedelta(days=3)  # Slack retries within minutes; older claims are pruned
+
+
+# -- delivery claims -----------------------------------------------------------------------------
+
+
+class DeliveryClaim(SQLModel, table=True):
+    """A Slack delivery this process or another has claimed (answered, or is answering). The table
+    is made by `indexing.migrations` (m005_slack_tables)."""
+
+    __tablename__ = "slack_deliveries"
+
+    key: str = Field(primary_key=True)  # "message:C123:1700000000.000100"
+    seen_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
+
+
+class Deduper:
+    """`claim(key)` is True exactly once per key."""
+
+    def __init__(self, db: Database) -> None:
+        self.engine = db.engine
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def claim(self, key: str) -> bool:
+        with self._lock:  # the cheap check first: most duplicates hit the same process
+            if key in self._recent:
+                return False
+            self._recent[key] = None
+            if len(self._recent) > MEMORY_KEYS:
+                self._recent.popitem(last=False)
+        try:
+            with Session(self.engine) as s:
+                inserted = s.execute(insert(DeliveryClaim.__table__).values(key=key, seen_at=utcnow())
+                                     .on_conflict_do_nothing(index_elements=["key"]))
+                s.commit()
+            return inserted.rowcount == 1
+        except SQLAlchemyError as exc:
+            log.warning("could not record delivery %s in the database (%s); deduplicating in memory only",
+                        key, type(exc).__name__)
+            return True
+
+    def prune(self, keep: timedelta = KEEP, now: datetime | None = None) -> int:
+        """Forget claims older than `keep`; returns how many (run daily by `bot.housekeeping`)."""
+        try:
+            with Session(self.engine) as s:
+                result = s.execute(delete(DeliveryClaim).where(DeliveryClaim.seen_at < (now or utcnow()) - keep))
+                s.commit()
+            return result.rowcount or 0
+        except SQLAlchemyError:
+            log.warning("could not prune old Slack deliveries", exc_info=True)
+            return 0
+
+
+# -- answer messages -----------------------------------------------------------------------------
+
+
+class AnswerMessage(SQLModel, table=True):
+    """Which message is Docent's answer to which question (for edits, deletions, DM threads).
+    The table is made by `indexing.migrations` (m005_slack_tables)."""
+
+    __tablename__ = "answer_messages"
+
+    channel_id: str = Field(primary_key=True)
+    question_ts: str = Field(primary_key=True)
+    answer_ts: str = Field(index=True)
+    thread_ts: str | None = None
+    surface: str = ""
+    user_id: str = ""
+    answer_id: str = ""
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+
+
+def remember_answer(db: Database, channel: str, question_ts: str, answer_ts: str, *, surface: str,
+                    thread_ts: str | None, user: str | None, answer_id: str) -> None:
+    """Record (or re-point) the answer to one question; a failure is one log line — the answer is
+    delivered, only its later edit or deletion will not follow."""
+    values = dict(channel_id=channel, question_ts=question_ts, answer_ts=answer_ts, thread_ts=thread_ts,
+                  surface=surface, user_id=user or "", answer_id=answer_id, created_at=utcnow())
+    statement = insert(AnswerMessage.__table__).values(**values).on_conflict_do_update(
+        index_elements=["channel_id", "question_ts"], set_={k: v for k, v in values.items()
+                                                            if k not in ("channel_id", "question_ts")})
+    try:
+        with db.session() as s:
+            s.execute(statement)
+            s.commit()
+    except Exception as exc:
+        from indexing.database import is_unreachable
+
+        if is_unreachable(exc):
+            log.warning("could not remember answer %s for %s/%s: the database cannot be reached", answer_ts,
+                        channel, question_ts)
+        else:
+            log.exception("could not remember answer %s for %s/%s", answer_ts, channel, question_ts)
+
+
+def answer_to(db: Database, channel: str, question_ts: str) -> AnswerMessage | None:
+    """Docent's answer to the question message `channel`/`question_ts`, if it posted one."""
+    with db.session() as s:
+        return s.get(AnswerMessage, (channel, question_ts))
+
+
+def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | None:
+    """The question whose answer is the message `channel`/`answer_ts` (a reply under a DM answer)."""
+    from bot.records import QueryLog
+
+    with db.session() as s:
+        row = s.exec(select(AnswerMessage).where(AnswerMessage.channel_id == channel,
+                                                 AnswerMessage.answer_ts == answer_ts)).first()
+        if row is None:
+            return None
+        asked = s.exec(select(QueryLog).where(QueryLog.answer_id == row.answer_id)).first()
+    return asked.question if asked else None
+
+
+def forget_answer(db: Database, channel: str, question_ts: str) -> None:
+    with db.session() as s:
+        gone = s.get(AnswerMessage, (channel, question_ts))
+        if gone is not None:
+            s.delete(gone)
+            s.commit()
+
+
+def prune_answers(db: Database, before: datetime) -> int:
+    """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
+    with db.session() as s:
+        gone = s.execute(delete(AnswerMessage).where(AnswerMessage.created_at < before)).rowcount or 0
+        s.commit()
+    return gone
+
+
+# -- hand-overs ----------------------------------------------------------------------------------
+
+
+def claim_handover(db: Database, channel: str, thread_ts: str, question: str, per_hour: int) -> str:
+    """Record a hand-over for this thread if none was made and the channel's hourly cap allows:
+    "claimed", "already" (this thread had one) or "capped"."""
+    with db.engine.begin() as conn:
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"docent:handover:{channel}"})
+        if conn.execute(text("SELECT 1 FROM handovers WHERE channel = :c AND thread_ts = :t"),
+                        {"c": channel, "t": thread_ts}).first():
+            return "already"
+        recent = conn.execute(text("SELECT count(*) FROM handovers WHERE channel = :c "
+                                   "AND created_at > now() - interval '1 hour'"), {"c": channel}).scalar_one()
+        if recent >= per_hour:
+            return "capped"
+        conn.execute(text("INSERT INTO handovers (channel, thread_ts, question) VALUES (:c, :t, :q)"),
+                     {"c": channel, "t": thread_ts, "q": question[:2000]})
+    return "claimed"
