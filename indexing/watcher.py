@@ -10,6 +10,10 @@ Saves the source would not index start nothing: other extensions, excluded paths
 and backup files (`foo.md~`, `.#foo.md`, `.foo.md.swp`, vim's `4913` probe), build output such
 as MkDocs' `site/` — no sync, no keyword-index rebuild, no `sync_runs` row. Every sync the
 watcher starts obeys the source's deletion guard, like any other.
+
+watchdog is imported when a watcher starts, not with this module: `kb --help` and commands that
+watch nothing do not load it. `wait_idle` tells a caller (tests, tools) when the saves the
+watcher has been told of are dealt with.
 """
 
 from __future__ import annotations
@@ -45,11 +49,16 @@ class Watcher:
         self.max_delay = max_delay
         self._pending: dict[str, _QuietPeriod] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # an event handled, a sync started or finished
+        self._syncing = False
+        self.events_seen = 0  # file-system events handled (noted or ignored), for `wait_idle`
         self._stop = threading.Event()
         self._observer = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> "Watcher":
+        """Watch the sources. Returns with the watches in place (watchdog's observer adds them in
+        its `start`), so a save made after this returns is seen."""
         from watchdog.observers import Observer
 
         self._observer = Observer()
@@ -68,6 +77,24 @@ class Watcher:
             self._observer.join(timeout=5)
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+    def wait_idle(self, timeout: float = 30.0, events_after: int | None = None) -> bool:
+        """Wait until the watcher holds no change waiting for its quiet period and runs no sync,
+        so every save it has been told of is searchable (or its failure logged); True if so
+        within `timeout`. `events_after`: first wait until more file-system events than that
+        were handled (`events_seen` read before the save) — an event the OS has not delivered
+        yet is one the watcher cannot know it is waiting for."""
+        def idle() -> bool:
+            seen = events_after is None or self.events_seen > events_after
+            return seen and not self._pending and not self._syncing
+
+        with self._changed:
+            return self._changed.wait_for(idle, timeout)
+
+    def _handled(self) -> None:
+        with self._changed:
+            self.events_seen += 1
+            self._changed.notify_all()
 
     def note(self, source: SourceConfig, path: str | None, folder: bool = False) -> None:
         """Record a change: a relative path (`folder`: a directory moved or deleted), or None for
@@ -88,37 +115,46 @@ class Watcher:
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._stop.wait(0.05)
-            for name, pending in self._due():
-                try:
-                    if pending.full:
-                        report = self.runner.sync(name, trigger="watcher")
-                    else:
-                        report = self.runner.sync_paths(name, pending.paths, trigger="watcher", folders=pending.folders)
-                        if report is not None:
-                            log.info("watcher synced %d path(s) of %s: %s", len(pending.paths), name, report)
-                    if report is not None and report.refused:
-                        log.error("watcher: sync of %s refused, nothing deleted: %s (run `kb sync --source %s "
-                                  "--allow-deletes` if the pages are meant to go)", name, report.refused, name)
-                except Exception:  # a failed sync must not kill the watcher
-                    log.exception("watcher sync of %s failed", name)
+            try:
+                self._sync_due()
+            finally:
+                with self._changed:
+                    self._syncing = False
+                    self._changed.notify_all()
+
+    def _sync_due(self) -> None:
+        for name, pending in self._due():
+            try:
+                if pending.full:
+                    report = self.runner.sync(name, trigger="watcher")
+                else:
+                    report = self.runner.sync_paths(name, pending.paths, trigger="watcher", folders=pending.folders)
+                    if report is not None:
+                        log.info("watcher synced %d path(s) of %s: %s", len(pending.paths), name, report)
+                if report is not None and report.refused:
+                    log.error("watcher: sync of %s refused, nothing deleted: %s (run `kb sync --source %s "
+                              "--allow-deletes` if the pages are meant to go)", name, report.refused, name)
+            except Exception:  # a failed sync must not kill the watcher
+                log.exception("watcher sync of %s failed", name)
 
     def _due(self) -> list[tuple[str, _QuietPeriod]]:
+        """The sources whose quiet period is over, taken out of `_pending` and marked as syncing in
+        one step (`wait_idle` never sees a change that is in neither)."""
         now = time.monotonic()
         due = []
         with self._lock:
             for name, pending in list(self._pending.items()):
                 if now - pending.last >= self.debounce or now - pending.first >= self.max_delay:
                     due.append((name, self._pending.pop(name)))
+            self._syncing = bool(due)
         return due
 
 
-def _handler_base():
-    from watchdog.events import FileSystemEventHandler
+class _Handler:
+    """One source's events. watchdog's observer calls `dispatch(event)` on a handler; this one
+    implements that method rather than subclassing `FileSystemEventHandler`, whose import would
+    load watchdog with this module."""
 
-    return FileSystemEventHandler
-
-
-class _Handler(_handler_base()):
     def __init__(self, watcher: Watcher, source: SourceConfig) -> None:
         from connectors.connector import IncrementalConnector, open_connector
 
@@ -128,6 +164,12 @@ class _Handler(_handler_base()):
         connector = open_connector(source)
         # None: a connector that reads its folder whole
         self.wants = connector.wants if isinstance(connector, IncrementalConnector) else None
+
+    def dispatch(self, event) -> None:
+        try:
+            self.on_any_event(event)
+        finally:
+            self.watcher._handled()  # after the change is noted: `wait_idle` then waits for its sync
 
     def on_any_event(self, event) -> None:
         if event.event_type in ("opened", "closed_no_write"):

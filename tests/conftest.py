@@ -2,7 +2,14 @@
 
 Tests keep out of each other's way by syncing into sources of their own names (a source's
 sync only prunes its own documents), each with an access scope of the same name that their
-questions are limited to, and by using temporary folders for anything they edit.
+questions are limited to, and by using temporary folders for anything they edit. A test whose
+assertion depends on what else is in the index (rank order, scores, the gate's outcomes, counts
+of logged questions) opens an index of its own on a scratch database: `own_index`.
+
+Slack: `slack` (a local Web API, one per module) and `bot` (the app on the sample wiki, one per
+module); what Slack sends and how to read the results are in tests/slack_harness.py. Helper
+modules here (slack_harness, slack_api_server, db_proxy, gaps_wiki…) are imported by name:
+tests/ is not a package, and pytest's default import mode puts it on sys.path.
 """
 
 from __future__ import annotations
@@ -91,3 +98,74 @@ def wiki_copy(tmp_path) -> Path:
     target = tmp_path / "wiki"
     shutil.copytree(SAMPLE_WIKI, target, ignore=shutil.ignore_patterns("*.jsonl"))
     return target
+
+
+@contextmanager
+def own_index(index, folder: Path, prefix: str = "docent_own"):
+    """An `Index` of its own on a scratch database of the session's server, with the session's
+    loaded model (seconds, not a model load), closed and dropped afterwards.
+
+    For tests whose assertions depend on what else the index holds: rank order, scores and the
+    gate's outcomes on a corpus, or counts of logged questions. On the session's index those move
+    with whatever other modules synced before (a Chinese test failed when run after
+    tests/test_retrieval.py, when BM25 still ranked with the whole index's statistics). The
+    keyword leg's statistics are per audience now, so a test searching only scopes of its own is
+    safe from other scopes' pages there; the vector leg's HNSW graph still holds every scope's
+    chunks. `folder` holds its home directory."""
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+
+    with scratch_database(index, prefix) as url:
+        own = Index(IndexConfig(home=folder, database_url=url.render_as_string(hide_password=False)),
+                    embedder=index.embedder)
+        try:
+            yield own
+        finally:
+            own.close()
+
+
+# -- Slack (tests/slack_harness.py) ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slack():
+    """A local Slack Web API (tests/slack_api_server.py), one per module."""
+    from slack_api_server import FakeSlack
+
+    server = FakeSlack().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def bot(slack, index, sample_synced):
+    """The app as `kb serve` runs it, on the session's index, the sample wiki visible everywhere."""
+    from slack_harness import bot_settings, running_bot
+
+    with running_bot(bot_settings(slack), index) as running:
+        yield running
+
+
+# -- the database lost on purpose (tests/db_proxy.py) ---------------------------------------------
+
+
+@pytest.fixture
+def db_proxy(index):
+    from db_proxy import DbProxy, unix_socket_of
+
+    proxy = DbProxy(unix_socket_of(index.url), database=index.url.database or "postgres").start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def proxied_index(index, kb_home, db_proxy):
+    """The session's index, opened a second time through the proxy (same data, same BM25 files,
+    same loaded model), so cutting the proxy loses the database for this Index alone."""
+    from indexing.config import IndexConfig
+    from indexing.index import Index
+
+    proxied = Index(IndexConfig(home=kb_home, database_url=db_proxy.url), embedder=index.embedder)
+    assert db_proxy.connections >= 1, "the index really connects through the proxy"
+    yield proxied
+    proxied.close()

@@ -2,7 +2,7 @@
 
 Those tests count every question in the query log, so they cannot share the session's index
 (other modules log questions there): each gets a scratch database on the session's Postgres
-(`conftest.scratch_database`), with the session's loaded model, and this three-page wiki synced
+(`conftest.own_index`), with the session's loaded model, and this three-page wiki synced
 into it — one page last changed in 2019 (stale), one recently, one restricted to scope "hr", and one empty (skipped).
 """
 
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conftest import scratch_database
+from conftest import own_index
 
 PAGES = {
     "leave.md": "---\nupdated: 2019-03-01\n---\n# Leave policy\n\n## Annual leave\n\nEveryone gets 25 days of annual "
@@ -49,18 +49,11 @@ def sources_file(folder: Path) -> Path:
 def isolated_index(index, folder: Path):
     """An Index on a scratch database with the wiki synced (through the real runner); yields (index, sources file)."""
     from connectors.sources import load_sources
-    from indexing.config import IndexConfig
-    from indexing.index import Index
     from indexing.runner import SyncRunner
 
     path = sources_file(folder)
-    with scratch_database(index, "docent_gaps") as url:
-        own = Index(IndexConfig(home=folder / "home", database_url=url.render_as_string(hide_password=False)),
-                    embedder=index.embedder)
-        try:
-            runner = SyncRunner(own, load_sources(path))
-            for name in runner.sources:
-                runner.sync(name, trigger="cli")
-            yield own, path
-        finally:
-            own.close()
+    with own_index(index, folder / "home", "docent_gaps") as own:
+        runner = SyncRunner(own, load_sources(path))
+        for name in runner.sources:
+            runner.sync(name, trigger="cli")
+        yield own, path

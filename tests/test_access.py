@@ -22,41 +22,27 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
+from slack_api_server import FakeSlack
+from slack_harness import (
+    all_text, bot_settings, button, click, envelope, mention, message, new_channel, new_ts, posts_in, query_rows,
+    running_bot, wait_until)
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    all_text,
-    bot_settings,
-    button,
-    click,
-    envelope,
-    mention,
-    message,
-    new_channel,
-    new_ts,
-    posts_in,
-    query_rows,
-    running_bot,
-    wait_until,
-)
-
-from bot.slack import blocks  # noqa: E402
-from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations  # noqa: E402
-from bot.records import document_access  # noqa: E402
-from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
-from connectors.access import AccessConfig, ScopeRule, visible_scopes  # noqa: E402
-from connectors.connector import SpaceScoped, open_connector  # noqa: E402
-from connectors.sources import (  # noqa: E402
+from bot.slack import blocks
+from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations
+from bot.records import document_access
+from bot.slack.feedback import SHARE_REFUSED
+from connectors.access import AccessConfig, ScopeRule, visible_scopes
+from connectors.connector import SpaceScoped, open_connector
+from connectors.sources import (
     SourceConfig,
     SourcesError,
     load_access,
     load_sources,
     read_sources_file,
 )
-from indexing import catalog  # noqa: E402
-from indexing.runner import SyncRunner  # noqa: E402
+from indexing import catalog
+from indexing.runner import SyncRunner
 
 SCOPE = "hr-private"
 SOURCE = "access-test-hr"

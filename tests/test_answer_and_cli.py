@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
+from openai_server import FakeOpenAI
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from openai_server import FakeOpenAI  # noqa: E402
-
-from bot.slack import blocks  # noqa: E402
-from bot.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question  # noqa: E402
-from bot.llm import LLMClient  # noqa: E402
+from bot.slack import blocks
+from bot.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question
+from bot.llm import LLMClient
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,22 +10,18 @@ that only channel CHR sees.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gaps_wiki import isolated_index
 
-from gaps_wiki import isolated_index  # noqa: E402
+from slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
 
-from test_slack import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot, slack  # noqa: E402
-
-from bot.gaps import GapsReport, Period, QuestionGroup  # noqa: E402
-from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view  # noqa: E402
+from bot.gaps import GapsReport, Period, QuestionGroup
+from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view
 
 ANNUAL = "how many days of annual leave do I get?"
 SALARY = "when are the engineering salary bands reviewed?"

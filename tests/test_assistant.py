@@ -9,24 +9,19 @@ the local Web API (tests/slack_api_server.py), which keeps every message as it s
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from openai_server import FakeOpenAI
 
-from openai_server import FakeOpenAI  # noqa: E402
+from slack_harness import PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
-from test_slack import (  # noqa: E402
-    PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot, slack)
-
-from bot.slack import blocks  # noqa: E402
-from bot.llm import LLMClient  # noqa: E402
-from bot.llm import allowed_links  # noqa: E402
-from bot.llm_stream import StreamCheck  # noqa: E402
-from bot.slack.streaming import STATUS  # noqa: E402
+from bot.slack import blocks
+from bot.llm import LLMClient
+from bot.llm import allowed_links
+from bot.llm_stream import StreamCheck
+from bot.slack.streaming import STATUS
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "
          "8 weeks [1, 7], to be taken within the first year. Tell your manager at least two months before the "

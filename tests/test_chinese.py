@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import own_index
 from connectors.markdown import MarkdownFolder
 from indexing.bm25 import analyze, tokens
 from indexing.retrieval import retrieve
@@ -39,22 +40,15 @@ def test_a_question_worded_differently_from_the_page_still_finds_it(index, tmp_p
 
 @pytest.fixture(scope="module")
 def zh_handbook(index, tmp_path_factory):
-    """(an index holding only the handbook, its questions). Its own database: BM25 ranks with the
-    whole index's statistics, and the session's index holds the other tests' pages — MindSpore's
-    Chinese ones among them, after tests/test_retrieval.py — which moved the gate test's outcomes."""
-    from conftest import scratch_database
-    from indexing.config import IndexConfig
-    from indexing.index import Index
-
-    with scratch_database(index, "docent_zhh") as url:
-        own = Index(IndexConfig(home=tmp_path_factory.mktemp("zhh"), database_url=url.render_as_string(hide_password=False)),
-                    embedder=index.embedder)
-        try:
-            report = sync_documents(own, MarkdownFolder(ZH_HANDBOOK / "pages", source="zhh", access="zhh").documents(), "zhh")
-            assert report.failed == 0 and report.added == 10
-            yield own, [json.loads(line) for line in (ZH_HANDBOOK / "QUESTIONS.jsonl").read_text().splitlines() if line]
-        finally:
-            own.close()
+    """(an index holding only the handbook, its questions). Its own database (`conftest.own_index`):
+    when BM25 ranked with the whole index's statistics, the session's index held the other tests'
+    pages — MindSpore's Chinese ones among them, after tests/test_retrieval.py — which moved the
+    gate test's outcomes; the keyword leg's statistics are per audience now, the vector leg's HNSW
+    graph is still shared by every scope."""
+    with own_index(index, tmp_path_factory.mktemp("zhh"), "docent_zhh") as own:
+        report = sync_documents(own, MarkdownFolder(ZH_HANDBOOK / "pages", source="zhh", access="zhh").documents(), "zhh")
+        assert report.failed == 0 and report.added == 10
+        yield own, [json.loads(line) for line in (ZH_HANDBOOK / "QUESTIONS.jsonl").read_text().splitlines() if line]
 
 
 def _first_page(index, question, mode):

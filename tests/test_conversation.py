@@ -6,23 +6,17 @@ and `/kb ask` replaces its "Looking that up…" with the answer.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slack_api_server import BOT_USER, TEAM
+from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
 
-from slack_api_server import BOT_USER, TEAM  # noqa: E402
-from test_slack import (  # noqa: E402
-    PARENTAL, all_text, bot, mention, message, new_channel, new_ts, posts_in, query_rows, slack, wait_until)
+from bot.slack.store import answer_to
+from bot.slack.questions import EMPTY_MENTION
 
-from bot.slack.store import answer_to  # noqa: E402
-from bot.slack.questions import EMPTY_MENTION  # noqa: E402
-
-assert bot and slack  # the module-scoped fixtures of tests/test_slack.py, used here by name
 VPN = "how do I connect to the VPN?"
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,33 +23,21 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
+from slack_api_server import FakeSlack
+from slack_harness import (
+    ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, running_bot)
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    ADMIN,
-    all_text,
-    bot_settings,
-    button,
-    click,
-    mention,
-    message,
-    new_channel,
-    posts_in,
-    running_bot,
-)
-
-from bot.slack import blocks  # noqa: E402
-from bot.cli import app as kb_cli  # noqa: E402
-from bot.slack.feedback import SHARE_REFUSED  # noqa: E402
-from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.registry import DocumentRecord, Status, SyncRun  # noqa: E402
-from indexing.retrieval import retrieve  # noqa: E402
-from indexing.runner import SyncRunner  # noqa: E402
-from indexing.scheduler import start_scheduler, stop_scheduler  # noqa: E402
-from indexing.watcher import Watcher  # noqa: E402
+from bot.slack import blocks
+from bot.cli import app as kb_cli
+from bot.slack.feedback import SHARE_REFUSED
+from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
+from indexing import catalog
+from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing.retrieval import retrieve
+from indexing.runner import SyncRunner
+from indexing.scheduler import start_scheduler, stop_scheduler
+from indexing.watcher import Watcher
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -213,15 +200,12 @@ def test_the_watcher_and_the_schedule_refuse_the_same_way(index, tmp_path):
     source = SourceConfig(name=name, location=folder, kind="markdown", schedule="every 1s")
     runner = SyncRunner(index, [source])
     assert runner.sync(name).added == 12
-    watcher = Watcher(runner, [source], debounce=0.2).start()
+    watcher = Watcher(runner, [source], debounce=0.2).start()  # returns with the watches in place
     try:
-        time.sleep(0.3)
+        seen = watcher.events_seen
         for path in folder.glob("*.md"):  # a `git checkout` of an empty branch, or rm by mistake
             path.unlink()
-        deadline = time.monotonic() + 20
-        while not [r for r in runs(index, name) if r.trigger == "watcher" and r.finished_at]:
-            assert time.monotonic() < deadline, "the watcher ran no sync"
-            time.sleep(0.1)
+        assert watcher.wait_idle(timeout=20, events_after=seen), "the watcher did not finish"
     finally:
         watcher.stop()
     watched = [r for r in runs(index, name) if r.trigger == "watcher"]
@@ -504,9 +488,9 @@ def test_saves_of_files_no_source_indexes_start_no_sync(index, wiki_copy):
     runner = SyncRunner(index, [source])
     runner.sync(name)
     before, version = len(runs(index, name)), published_keyword_version(index)
-    watcher = Watcher(runner, [source], debounce=0.1).start()
+    watcher = Watcher(runner, [source], debounce=0.1).start()  # returns with the watches in place
     try:
-        time.sleep(0.3)
+        seen = watcher.events_seen
         (wiki_copy / "site").mkdir()
         (wiki_copy / "drafts").mkdir()
         for n in range(20):  # a burst of saves
@@ -519,16 +503,19 @@ def test_saves_of_files_no_source_indexes_start_no_sync(index, wiki_copy):
             (wiki_copy / "drafts" / "wip.md").write_text(f"# WIP {n}\n\nexcluded\n")
         (wiki_copy / "4913").unlink()
         shutil.rmtree(wiki_copy / "site")  # MkDocs rebuilding its output
-        time.sleep(1.5)  # well past the debounce
+        assert watcher.wait_idle(timeout=15, events_after=seen)  # the burst handled, any sync it started done
         assert len(runs(index, name)) == before and published_keyword_version(index) == version
         (wiki_copy / "people" / "noise.md").write_text("# Noise\n\nA real page, saved once.\n")
         deadline = time.monotonic() + 15
         while len(runs(index, name)) == before:  # the watcher is alive: a real page does sync
             assert time.monotonic() < deadline
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling the database, not waiting for the watcher
+        assert watcher.wait_idle(timeout=15)  # a late noise event's sync, if any, is counted below
     finally:
         watcher.stop()
     assert "people/noise.md" in pages(index, name)
     with index.session() as s:
         assert s.execute(select(func.count()).select_from(SyncRun).where(SyncRun.source == name)).scalar_one() == before + 1
+    last = runs(index, name)[-1]  # the real page alone: no noise path read with it
+    assert (last.trigger, last.added, last.updated, last.deleted, last.failed, last.skipped) == ("watcher", 1, 0, 0, 0, 0)
     catalog.forget(index, name)

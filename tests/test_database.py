@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from conftest import scratch_database
 from indexing.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))  # tests/ is not a package
-
-from conftest import scratch_database  # noqa: E402
 KB = [sys.executable, "-m", "bot.cli"]  # this checkout's code, whichever checkout the venv was installed from
 
 

@@ -16,16 +16,14 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gaps_wiki import isolated_index
+from slack_api_server import BOT_TOKEN
+from slack_harness import all_text, bot_settings
 
-from gaps_wiki import isolated_index  # noqa: E402
-from slack_api_server import BOT_TOKEN  # noqa: E402
-from test_slack import all_text, bot_settings, slack  # noqa: E402
-
-from bot import records  # noqa: E402
-from bot.answer import answer_question  # noqa: E402
-from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest  # noqa: E402
-from indexing.locks import LeaderLock  # noqa: E402
+from bot import records
+from bot.answer import answer_question
+from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest
+from indexing.locks import LeaderLock
 
 REPO = Path(__file__).resolve().parents[1]
 ADMINS = "CADMINS"

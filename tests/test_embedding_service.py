@@ -5,7 +5,6 @@ same `kb eval` numbers as the local path; batches in flight together; 429 (with 
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -13,19 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
+from embeddings_server import FakeEmbeddings
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from embeddings_server import FakeEmbeddings  # noqa: E402
-
-from bot.evaluation import load_questions, run_eval  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.config import IndexConfig  # noqa: E402
-from indexing.embedding import EMBED_DIM  # noqa: E402
-from indexing.embedding_service import EmbeddingDimensionError, EmbeddingServiceError, ServiceEmbedder  # noqa: E402
-from indexing.index import Index  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot.evaluation import load_questions, run_eval
+from connectors.markdown import MarkdownFolder
+from indexing import catalog
+from indexing.config import IndexConfig
+from indexing.embedding import EMBED_DIM
+from indexing.embedding_service import EmbeddingDimensionError, EmbeddingServiceError, ServiceEmbedder
+from indexing.index import Index
+from indexing.sync import sync_documents
 
 
 @pytest.fixture

@@ -47,9 +47,7 @@ from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.sync import recent_deletions
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
-
-from db_proxy import DbProxy, unix_socket_of  # noqa: E402
+from db_proxy import DbProxy, unix_socket_of
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -29,72 +29,32 @@ from sqlalchemy import create_engine, text
 from sqlmodel import select
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
+from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from slack_harness import (
+    PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
+    query_rows, running_bot, wait_until)
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from db_proxy import DbProxy, unix_socket_of  # noqa: E402
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack  # noqa: E402
-from test_slack import (  # noqa: E402
-    PARENTAL,
-    SECRET,
-    Bot,
-    all_text,
-    bot_settings,
-    button,
-    click,
-    mention,
-    message,
-    new_channel,
-    new_ts,
-    posts_in,
-    query_rows,
-    running_bot,
-)
-
-from bot import records  # noqa: E402
-from bot.slack import blocks  # noqa: E402
-from bot.answer import Answer  # noqa: E402
-from bot.cli import app as kb_cli  # noqa: E402
-from bot.records import Feedback  # noqa: E402
-from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing.config import IndexConfig  # noqa: E402
-from indexing.database import is_unreachable  # noqa: E402
-from indexing.embedding import TorchEmbedder  # noqa: E402
-from indexing.index import Index  # noqa: E402
-from indexing.registry import DocumentRecord, Status  # noqa: E402
-from indexing.retrieval import retrieve  # noqa: E402
-from indexing.status import index_status  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot import records
+from bot.slack import blocks
+from bot.answer import Answer
+from bot.cli import app as kb_cli
+from bot.records import Feedback
+from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
+from connectors.markdown import MarkdownFolder
+from indexing.config import IndexConfig
+from indexing.database import is_unreachable
+from indexing.embedding import TorchEmbedder
+from indexing.index import Index
+from indexing.registry import DocumentRecord, Status
+from indexing.retrieval import retrieve
+from indexing.status import index_status
+from indexing.sync import sync_documents
 
 KB = str(Path(sys.executable).parent / "kb")
 
 
-@pytest.fixture(scope="module")
-def slack() -> Iterator[FakeSlack]:
-    server = FakeSlack().start()
-    yield server
-    server.stop()
-
-
 # -- the database lost while serving ---------------------------------------------------------
-
-
-@pytest.fixture
-def db_proxy(index) -> Iterator[DbProxy]:
-    proxy = DbProxy(unix_socket_of(index.url), database=index.url.database or "postgres").start()
-    yield proxy
-    proxy.stop()
-
-
-@pytest.fixture
-def proxied_index(index, kb_home, db_proxy) -> Iterator[Index]:
-    """The session's index, opened a second time through the proxy (same data, same BM25 files,
-    same loaded model), so cutting the proxy loses the database for this Index alone."""
-    proxied = Index(IndexConfig(home=kb_home, database_url=db_proxy.url), embedder=index.embedder)
-    assert db_proxy.connections >= 1, "the index really connects through the proxy"
-    yield proxied
-    proxied.close()
 
 
 def _replies(slack: FakeSlack, channel: str) -> list[str]:
@@ -453,6 +413,13 @@ def _clicker(sender: Bot, slack: FakeSlack, channel: str, answers: dict[str, Ans
                 return
 
 
+def _backends(index, application_name: str) -> int:
+    """Connections (server processes) of one client program still open on the session's Postgres."""
+    with index.engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"),
+                            {"name": application_name}).scalar_one()
+
+
 def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_half_rows(
         index, kb_home, slack, tmp_path):
     channel = new_channel()
@@ -463,7 +430,8 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
     (wiki / "drill.md").write_text("# Drill\n\nA page for the vote drill.\n")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "KB_SOURCES", "SLACK_APP_TOKEN")}
     env.update(KB_HOME=str(kb_home), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.api_url,
-               KB_WIKI=str(wiki), KB_SOURCE_NAME="faults_serve", KB_LOG_LEVEL="WARNING")
+               KB_WIKI=str(wiki), KB_SOURCE_NAME="faults_serve", KB_LOG_LEVEL="WARNING",
+               PGAPPNAME=f"docent-kill9-{uuid.uuid4().hex[:8]}")  # libpq's: the child's connections, by name
     log = tmp_path / "serve.log"
     child, url = _start_serve(env, tmp_path, log)
     stop = threading.Event()
@@ -478,6 +446,7 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
                 worker.start()
             clicks = [c for cs in pairs for c in cs]
             slack.wait_for(lambda: sum(c.confirmed(slack) for c in clicks) >= KILL_AFTER, timeout=60)
+            assert _backends(index, env["PGAPPNAME"]), "the server's connections are seen in pg_stat_activity"
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)
             stop.set()
@@ -487,7 +456,8 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
         if child.poll() is None:
             child.kill()
             child.wait(timeout=10)
-    time.sleep(0.5)  # a COMMIT already received by Postgres is still being applied
+    # A COMMIT Postgres already received is applied by its backend, which then sees the client gone and ends.
+    wait_until(lambda: not _backends(index, env["PGAPPNAME"]), timeout=30)
 
     confirmed = {c.n for c in clicks if c.confirmed(slack)}
     assert KILL_AFTER <= len(confirmed) < len(clicks), "the kill landed while votes were still being written"

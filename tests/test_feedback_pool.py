@@ -3,31 +3,25 @@ pool — so Slack rate-limiting `chat.update` (HTTP 429 with `Retry-After`, whic
 sleeps through before retrying), or a database that stops answering, cannot hold `/kb`'s
 acknowledgement past Slack's 3 seconds.
 
-Real Bolt over signed HTTP (tests/test_slack.py's `running_bot`), the local Slack API answering
+Real Bolt over signed HTTP (`slack_harness.running_bot`), the local Slack API answering
 `chat.update` with 429s (tests/slack_api_server.py). The ack is timed from the HTTP request to its
 response, while every vote of the burst is waiting out its `Retry-After`.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slack_harness import (
+    PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot)
 
-from test_faults import db_proxy, proxied_index  # noqa: E402,F401 (fixtures: the session's index through a proxy)
-from test_slack import (  # noqa: E402
-    PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot,
-    slack)
-
-from bot.slack import blocks  # noqa: E402
-from bot.slack.client import RATE_LIMIT_RETRIES  # noqa: E402
+from bot.slack import blocks
+from bot.slack.client import RATE_LIMIT_RETRIES
 
 VOTERS = [f"UBURST{i}" for i in range(10)]
 RETRY_AFTER = 3  # seconds; Bolt's listener pool (5 threads) sleeping this long would hold /kb's ack as long

@@ -82,10 +82,16 @@ def watched(index, wiki_copy):
     source = SourceConfig(name=name, location=wiki_copy, kind="markdown", access=name)
     runner = SyncRunner(index, [source])
     runner.sync(name)
-    watcher = Watcher(runner, [source], debounce=0.2).start()
-    time.sleep(0.3)  # let the observer settle before the test writes
+    watcher = Watcher(runner, [source], debounce=0.2).start()  # returns with the watches in place
     yield source, watcher
     watcher.stop()
+
+
+def test_importing_the_watcher_does_not_load_watchdog():
+    """watchdog is loaded when a watcher starts (`kb serve`, `kb watch`), not with the module."""
+    code = "import sys, indexing.watcher; print('watchdog' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
 
 
 def _top_paths(index, source, question):
@@ -123,7 +129,7 @@ def _bm25_docs(index, source, question):
 
 
 def test_burst_of_100_writes_is_one_sync_of_exactly_those_files(index, watched):
-    source, _ = watched
+    source, watcher = watched
     before = _runs(index, source.name, "watcher")
     folder = source.location / "burst"
     folder.mkdir()
@@ -131,7 +137,7 @@ def test_burst_of_100_writes_is_one_sync_of_exactly_those_files(index, watched):
         (folder / f"page-{n:03}.md").write_text(f"# Burst page {n}\n\nBurst fact number {n} is zq{n}x.\n")
     wait_for(lambda: _count_docs(index, source.name, "burst/") == 100, timeout=120)
     runs = wait_for(lambda: _finished_watcher_runs(index, source.name)[before:] or None, timeout=60)
-    time.sleep(1.0)  # a second run, if the burst were split, would have started by now
+    assert watcher.wait_idle(), "a second run, if the burst were split, is waiting or running"
     runs = _finished_watcher_runs(index, source.name)[before:]
     assert _runs(index, source.name, "watcher") == before + 1
     assert [(r.added, r.updated, r.unchanged) for r in runs] == [(100, 0, 0)]  # only the changed files were read

@@ -17,13 +17,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gaps_wiki import isolated_index
 
-from gaps_wiki import isolated_index  # noqa: E402
-
-from bot import records  # noqa: E402
-from bot.answer import answer_question  # noqa: E402
-from bot.gaps import cluster, gaps_report  # noqa: E402
+from bot import records
+from bot.answer import answer_question
+from bot.gaps import cluster, gaps_report
 
 REPO = Path(__file__).resolve().parents[1]
 ANNUAL = "how many days of annual leave do I get?"

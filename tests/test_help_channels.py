@@ -6,19 +6,16 @@ the channel's hourly cap; `/kb channel` shows an admin the channel's settings.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slack_api_server import BOT_ID, BOT_USER
+from slack_harness import (
+    ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows,
+    running_bot, sources_heading)
 
-from slack_api_server import BOT_ID, BOT_USER  # noqa: E402
-from test_slack import (  # noqa: E402
-    ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows, running_bot,
-    sources_heading, wait_until)
-
-from bot.slack import blocks  # noqa: E402
+from bot.slack import blocks
 
 SAMPLE_WIKI = Path(__file__).resolve().parent.parent / "sample-wiki"
 UNKNOWN = "what is the recipe for grandmother's plum dumplings?"
@@ -28,15 +25,6 @@ HR_OWNERS = new_channel()  # a channel that sees the hr scope, for the digest
 CAP = 2
 ASKER, ANSWERER = "U0ASKER1", "U0BOB1"
 ANSWER = "It's in the facilities cookbook, page 12: <https://cookbook.example/plums|the cookbook> has it"
-
-
-@pytest.fixture(scope="module")
-def slack():
-    from slack_api_server import FakeSlack
-
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +94,8 @@ def test_an_answered_question_gets_the_threaded_answer_without_a_mention(helpbot
 @pytest.mark.parametrize("event", [
     message("thanks, that worked", QUIET),
     message("lunch anyone?", QUIET),
-    message(f"<@U0ALICE1> can you tell me how many weeks of parental leave we get?", QUIET),
-    message(f"<!subteam^S0OTHER1> how many weeks of parental leave do we get?", QUIET),
+    message("<@U0ALICE1> can you tell me how many weeks of parental leave we get?", QUIET),
+    message("<!subteam^S0OTHER1> how many weeks of parental leave do we get?", QUIET),
     message(PARENTAL, QUIET, user=None, bot_id="BOTHER", subtype="bot_message"),
     message(PARENTAL, QUIET, user=BOT_USER, bot_id=BOT_ID),
     message(PARENTAL, QUIET, thread_ts="1700000000.000100"),  # a reply in someone else's thread

@@ -27,28 +27,26 @@ import pytest
 # Hypothesis keeps a cache even without its example database: outside the repository, please.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "docent-hypothesis"))
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from sqlmodel import select  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlmodel import select
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+import hostile_inputs as hi
+from openai_server import FakeOpenAI
 
-import hostile_inputs as hi  # noqa: E402
-from openai_server import FakeOpenAI  # noqa: E402
-
-from connectors.confluence_common import (  # noqa: E402
+from connectors.confluence_common import (
     MAX_DEPTH,
     MAX_TAGS,
     ExportError,
     PageLimitExceeded,
 )
-from connectors.confluence_storage import storage_to_markdown  # noqa: E402
-from connectors.confluence_html import ConfluenceHtmlExport  # noqa: E402
-from connectors.confluence_xml import ConfluenceXmlExport  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing.chunking import MAX_HEADING_CHARS, chunk_document  # noqa: E402
-from indexing.registry import DocumentRecord, Status, SyncRun  # noqa: E402
-from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents  # noqa: E402
+from connectors.confluence_storage import storage_to_markdown
+from connectors.confluence_html import ConfluenceHtmlExport
+from connectors.confluence_xml import ConfluenceXmlExport
+from connectors.markdown import MarkdownFolder
+from indexing.chunking import MAX_HEADING_CHARS, chunk_document
+from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"
 FUZZ = settings(

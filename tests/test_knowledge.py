@@ -3,17 +3,13 @@ answering and status read only, and an audience limits what both show."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from sqlalchemy import event
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
-
-from bot.knowledge import KnowledgeBase  # noqa: E402
-from connectors.access import CHANNEL, Audience  # noqa: E402
+from bot.knowledge import KnowledgeBase
+from connectors.access import CHANNEL, Audience
 
 READS = ("SELECT", "WITH", "SET", "SHOW", "BEGIN", "COMMIT", "ROLLBACK")
 

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import random
 import socket
-import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from openai_server import CHAT_PATH, FakeOpenAI
 
-from openai_server import CHAT_PATH, FakeOpenAI  # noqa: E402
-
-from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim  # noqa: E402
-from bot.llm import (  # noqa: E402
+from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim
+from bot.llm import (
     MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, build_prompt, check_citations, says_not_found,
 )
-from indexing.retrieval import Hit  # noqa: E402
+from indexing.retrieval import Hit
 
 QUESTION = "How many days of annual leave do I get?"
 

@@ -5,22 +5,18 @@ served and who may read it is tests/test_metrics_port.py's."""
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from slack_api_server import FakeSlack
+from slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
 
-from slack_api_server import FakeSlack  # noqa: E402
-from test_slack import bot_settings, mention, new_channel, posts_in, running_bot  # noqa: E402
-
-from bot.serve import METRICS_PATH, metrics_app, serving_in_thread  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
+from connectors.markdown import MarkdownFolder
+from indexing import catalog
+from indexing.sync import sync_documents
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:

@@ -22,13 +22,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack
+from socket_mode_peer import SocketModePeer
+from slack_harness import SECRET
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack  # noqa: E402
-from socket_mode_peer import SocketModePeer  # noqa: E402
-from test_slack import SECRET  # noqa: E402
-
-from bot.serve import HEALTH_PATH, METRICS_PATH  # noqa: E402
+from bot.serve import HEALTH_PATH, METRICS_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "metrics-" + uuid.uuid4().hex
@@ -39,13 +37,6 @@ def free_port(host: str) -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[FakeSlack]:
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @contextmanager

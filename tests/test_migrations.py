@@ -19,14 +19,11 @@ import pytest
 from sqlalchemy import MetaData, create_engine, text
 from sqlalchemy.engine import Engine
 
+from conftest import scratch_database
 from indexing import migrations
 from indexing.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))  # tests/ is not a package
-
-from conftest import scratch_database  # noqa: E402
-
 DUMPS = sorted((REPO / "tests" / "data" / "schemas").glob("*.sql"))
 OWN_TABLES = "data\\_%"  # PGVectorStore's chunk table (and its sequence): LlamaIndex makes and shapes it
 

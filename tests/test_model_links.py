@@ -15,23 +15,19 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from openai_server import FakeOpenAI
+from slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
-from openai_server import FakeOpenAI  # noqa: E402
-from test_slack import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot  # noqa: E402
-
-from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text  # noqa: E402
-from bot.llm_stream import StreamCheck  # noqa: E402
-from bot.slack import blocks  # noqa: E402
-from bot.slack.streaming import WITHDRAWN  # noqa: E402
+from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
+from bot.llm_stream import StreamCheck
+from bot.slack import blocks
+from bot.slack.streaming import WITHDRAWN
 
 SITE = "https://wiki.acme.example"
 PAGE = f"{SITE}/quokka/feeding.md"
@@ -148,15 +144,6 @@ def model():
     server = FakeOpenAI().start()
     server.reply(HOSTILE_REPLY)
     server.stream_pieces = [HOSTILE_REPLY[i:i + 3] for i in range(0, len(HOSTILE_REPLY), 3)]
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def slack():
-    from slack_api_server import FakeSlack
-
-    server = FakeSlack().start()
     yield server
     server.stop()
 

@@ -16,18 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import REPO, SAMPLE_WIKI
 
-from conftest import REPO, SAMPLE_WIKI  # noqa: E402
-
-from bot.evaluation import load_questions, run_eval  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.chunking import chunk_document  # noqa: E402
-from indexing.config import IndexConfig  # noqa: E402
-from indexing.index import Index  # noqa: E402
-from indexing.onnx_embedding import OnnxBackendError, OnnxEmbedder, export_key  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot.evaluation import load_questions, run_eval
+from connectors.markdown import MarkdownFolder
+from indexing import catalog
+from indexing.chunking import chunk_document
+from indexing.config import IndexConfig
+from indexing.index import Index
+from indexing.onnx_embedding import OnnxBackendError, OnnxEmbedder, export_key
+from indexing.sync import sync_documents
 
 
 @pytest.fixture(scope="module")

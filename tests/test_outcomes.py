@@ -7,13 +7,14 @@ import json
 from sqlalchemy import inspect, text
 
 from bot import records
-from bot.answer import Answer
+from bot.answer import Answer, uncertain_line
 from indexing.migrations import migrate
 
 
 def _answer(outcome: str) -> Answer:
-    return Answer(question="q?", text="I'm not sure this answers it — check [1].\n\nx",
-                  sources=[], timings_ms={}, outcome=outcome)
+    """As `answer_question` makes them: only an uncertain answer's text starts with the "not sure" line."""
+    text = (uncertain_line(1) + "\n\n" if outcome == "uncertain" else "") + "Everyone gets 25 days [1]."
+    return Answer(question="q?", text=text, sources=[], timings_ms={}, outcome=outcome)
 
 
 def test_the_query_log_keeps_the_outcome_and_found(index):
@@ -58,9 +59,18 @@ def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
     assert records.find_answer(index, row.answer_id).outcome == "uncertain"
 
 
-def test_print_answer_shows_the_uncertain_line_first(capsys):
+def test_print_answer_shows_the_uncertain_line_first_in_yellow_apart_from_the_answer(capsys, monkeypatch):
+    """The line itself is the answer's first paragraph (`answer_question` writes it); what
+    `print_answer` adds is showing it on its own, in yellow, before the Markdown of the rest."""
     from bot.cli.asking import print_answer
 
+    monkeypatch.setenv("FORCE_COLOR", "1")  # Rich's colours, as in a terminal
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
     print_answer(_answer("uncertain"))
-    out = capsys.readouterr().out
-    assert out.startswith("I'm not sure this answers it — check [1].")
+    uncertain = capsys.readouterr().out.splitlines()
+    print_answer(_answer("answered"))
+    answered = capsys.readouterr().out
+    assert uncertain[0] == f"\x1b[33m{uncertain_line(1)}\x1b[0m"
+    assert uncertain[1].strip() == "Everyone gets 25 days [1]."
+    assert answered.splitlines()[0].strip() == "Everyone gets 25 days [1]." and "\x1b[33m" not in answered

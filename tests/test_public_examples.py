@@ -10,24 +10,20 @@ existed are of unknown kind and never qualify.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gaps_wiki import isolated_index
 
-from gaps_wiki import isolated_index  # noqa: E402
+from slack_harness import (
+    all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot)
 
-from test_slack import (  # noqa: E402
-    all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot, slack)
-
-from bot import records  # noqa: E402
-from bot.records import ChannelKind  # noqa: E402
-from bot.slack.home import example_questions  # noqa: E402
+from bot import records
+from bot.records import ChannelKind
+from bot.slack.home import example_questions
 
 PUBLIC_Q = "how many days of annual leave do I get?"
 PRIVATE_Q = "how many paid sick days do I get a year?"

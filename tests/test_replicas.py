@@ -26,12 +26,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from conftest import SAMPLE_WIKI
 
-from conftest import SAMPLE_WIKI  # noqa: E402
-from test_slack import slack  # noqa: E402,F401 (the module's local Slack Web API fixture)
-
-from indexing import keyword_versions  # noqa: E402
+from indexing import keyword_versions
 
 WORKER = Path(__file__).resolve().parent / "replica_worker.py"
 

@@ -11,28 +11,25 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from rerank_models import tiny_cross_encoder
+from rerank_server import COHERE_PATH, TEI_PATH, FakeRerank
+from test_answer_and_cli import _kb
 
-from rerank_models import tiny_cross_encoder  # noqa: E402
-from rerank_server import COHERE_PATH, TEI_PATH, FakeRerank  # noqa: E402
-from test_answer_and_cli import _kb  # noqa: E402
-
-from bot.answer import answer_question  # noqa: E402
-from bot.metrics import REGISTRY  # noqa: E402
-from connectors.markdown import MarkdownFolder  # noqa: E402
-from indexing import catalog  # noqa: E402
-from indexing.config import IndexConfig, RerankConfig  # noqa: E402
-from indexing.rerank import CrossEncoderReranker, RerankStage, make_reranker, open_stage, section_text  # noqa: E402
-from indexing.rerank_service import RerankServiceError, ServiceReranker  # noqa: E402
-from indexing.retrieval import retrieve  # noqa: E402
-from indexing.sync import sync_documents  # noqa: E402
+from bot.answer import answer_question
+from bot.metrics import REGISTRY
+from connectors.markdown import MarkdownFolder
+from indexing import catalog
+from indexing.config import IndexConfig, RerankConfig
+from indexing.rerank import CrossEncoderReranker, RerankStage, make_reranker, open_stage, section_text
+from indexing.rerank_service import RerankServiceError, ServiceReranker
+from indexing.retrieval import retrieve
+from indexing.sync import sync_documents
 
 VACATION = "how many vacation days do I get?"
 PAGES = {

@@ -3,37 +3,31 @@ messages Docent answers remembered, and what Docent records kept only as long as
 
 The local Web API (`FakeSlack`) answers a scripted call as Slack does when a method's rate limit is
 hit — HTTP 429 with `Retry-After` — or with a 5xx; the app runs as `kb serve` runs it
-(`test_slack.running_bot`).
+(`slack_harness.running_bot`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import sys
 import uuid
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
-from test_slack import (  # noqa: E402, F401 (slack, bot: the module's local Web API and app)
-    PARENTAL, bot, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, slack,
-)
-
-from bot import records  # noqa: E402
-from bot.slack.access import SlackAccess  # noqa: E402
-from bot.slack.store import DeliveryClaim  # noqa: E402
-from bot.housekeeping import start_housekeeping, tidy  # noqa: E402
-from bot.records import Feedback, QueryLog  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.slack.client import RATE_LIMIT_RETRIES, web_client  # noqa: E402
-from connectors.access import AccessConfig, ScopeRule  # noqa: E402
+from bot import records
+from bot.slack.access import SlackAccess
+from bot.slack.store import DeliveryClaim
+from bot.housekeeping import start_housekeeping, tidy
+from bot.records import Feedback, QueryLog
+from bot.settings import Settings
+from bot.slack.client import RATE_LIMIT_RETRIES, web_client
+from connectors.access import AccessConfig, ScopeRule
 
 
 # -- retries -----------------------------------------------------------------------------------

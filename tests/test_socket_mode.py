@@ -10,24 +10,19 @@ response URLs as in HTTP mode.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ is not a package
+from slack_api_server import APP_TOKEN, BOT_TOKEN
+from socket_mode_peer import SocketModePeer
+from slack_harness import (
+    PARENTAL, bot_settings, envelope, mention, new_channel, posts_in, query_rows, sources_heading, wait_until)
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN  # noqa: E402
-from socket_mode_peer import SocketModePeer  # noqa: E402
-from test_slack import (  # noqa: E402, F401 (slack: the local Web API fixture, one per module)
-    PARENTAL, bot_settings, envelope, mention, new_channel, posts_in, query_rows, slack, sources_heading, wait_until,
-)
-
-from bot.serve import StartupError, connect_socket_mode  # noqa: E402
-from bot.slack.app import build_app  # noqa: E402
-from bot.slack.client import web_client  # noqa: E402
-from bot.slack.workers import Workers  # noqa: E402
+from bot.serve import StartupError, connect_socket_mode
+from bot.slack.app import build_app
+from bot.slack.client import web_client
+from bot.slack.workers import Workers
 
 
 @pytest.fixture(scope="module")

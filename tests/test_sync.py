@@ -30,12 +30,36 @@ def _chunk_rows(index, doc_id):
         return s.execute(select(table.node_id).where(table.metadata_["ref_doc_id"].astext == doc_id)).all()
 
 
-def test_resync_of_unchanged_wiki_embeds_nothing(index, wiki_copy):
+def _texts_asked_for_vectors(monkeypatch) -> list[str]:
+    """Every text a sync asks a vector for, whether the vector cache has it or the model makes it.
+
+    `report.embedded` counts only the model's share, and the session's cache already holds every
+    text of the sample wiki (other tests synced it): a sync that re-embedded unchanged pages would
+    still report 0."""
+    from indexing import embedding
+
+    asked: list[str] = []
+    original = embedding.embed_with_cache
+
+    def spy(session, embedder, texts):
+        asked.extend(texts)
+        return original(session, embedder, texts)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "embed_with_cache", None) is original:  # every module that imported it
+            monkeypatch.setattr(module, "embed_with_cache", spy)
+    return asked
+
+
+def test_resync_of_unchanged_wiki_embeds_nothing(index, wiki_copy, monkeypatch):
+    asked = _texts_asked_for_vectors(monkeypatch)
     first = _sync(index, wiki_copy, "inc-unchanged")
     assert first.added == 16 and first.failed == 0 and first.chunks > 50
+    assert len(asked) >= first.chunks  # children and the lead's sentences
+    asked.clear()
     second = _sync(index, wiki_copy, "inc-unchanged")
     assert (second.added, second.updated, second.deleted, second.unchanged) == (0, 0, 0, 16)
-    assert second.embedded == 0
+    assert second.embedded == 0 and asked == []  # no vector asked for, not even from the cache
 
 
 def test_a_new_chunker_re_indexes_every_page_on_the_next_sync(index, wiki_copy, monkeypatch):

@@ -6,21 +6,17 @@ of scope "hr")."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gaps_wiki import isolated_index
 
-from gaps_wiki import isolated_index  # noqa: E402
-
-from bot import records  # noqa: E402
-from bot.answer import answer_question  # noqa: E402
-from bot.gaps import as_text, gaps_report  # noqa: E402
-from bot.slack.home_view import gaps_blocks  # noqa: E402
-from indexing.synonyms import Synonyms  # noqa: E402
+from bot import records
+from bot.answer import answer_question
+from bot.gaps import as_text, gaps_report
+from bot.slack.home_view import gaps_blocks
+from indexing.synonyms import Synonyms
 
 VACATION = ["how many vacation days do I get?", "can I take my vacations in december?"]
 DOG = "can I bring my dog to the office?"
