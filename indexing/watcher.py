@@ -24,8 +24,14 @@ import threading
 import time
 from pathlib import Path, PurePosixPath
 
+from typing import TYPE_CHECKING, cast
+
 from connectors.sources import SourceConfig
 from indexing.runner import SyncRunner
+
+if TYPE_CHECKING:  # for the annotation only: watchdog itself is imported in start()
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers.api import BaseObserver
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +59,20 @@ class Watcher:
         self._syncing = False
         self.events_seen = 0  # file-system events handled (noted or ignored), for `wait_idle`
         self._stop = threading.Event()
-        self._observer = None
+        self._observer: BaseObserver | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         """Watch the sources. Returns with the watches in place (watchdog's observer adds them in
         its `start`), so a save made after this returns is seen."""
         from watchdog.observers import Observer
 
-        self._observer = Observer()
+        observer = self._observer = Observer()
         for source in self.sources:
-            self._observer.schedule(_Handler(self, source), str(source.location), recursive=True)
-        self._observer.start()
+            # the observer only ever calls `dispatch(event)`, which _Handler has (see its docstring)
+            handler = cast("FileSystemEventHandler", _Handler(self, source))
+            observer.schedule(handler, str(source.location), recursive=True)
+        observer.start()
         self._thread = threading.Thread(target=self._loop, name="docent-watcher", daemon=True)
         self._thread.start()
         log.info("watching %s", ", ".join(f"{s.name} ({s.location})" for s in self.sources) or "nothing")
