@@ -245,7 +245,8 @@ def answered_in_public(index: Database, surfaces: tuple[str, ...], limit: int) -
     """The latest `limit` questions that were answered, asked in a public channel on one of
     `surfaces` — where everyone could read them (the candidates for example questions)."""
     with index.session() as s:
-        return list(s.exec(select(QueryLog).where(QueryLog.outcome == Outcome.ANSWERED.value, col(QueryLog.answer_id).is_not(None),
+        return list(s.exec(select(QueryLog).where(QueryLog.outcome == Outcome.ANSWERED.value,
+                                                  col(QueryLog.answer_id).is_not(None),
                                                   QueryLog.channel_kind == ChannelKind.PUBLIC.value,
                                                   col(QueryLog.surface).in_(surfaces))
                            .order_by(col(QueryLog.created_at).desc()).limit(limit)).all())
