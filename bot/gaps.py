@@ -14,10 +14,17 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
 - synonym candidates: words of questions that were not answered or voted 👎 which the visible
   wiki never uses but the dictionary knows (so typo repair leaves them alone) — "vacation" where
   the wiki says "annual leave" — counted, with the questions they came from: what a wiki owner
-  adds to the sources file's `[synonyms]` (`indexing.synonyms`), or to a page.
+  adds to the sources file's `[synonyms]` (`indexing.synonyms`), or to a page;
+- answered by people, missing from the wiki: questions Docent handed over that a person then
+  answered in the thread, added with "Add to the wiki's gaps" (`bot.slack.answered_gaps`,
+  `bot.records.AnsweredGap`) — the question, the answer as said in that channel, who answered,
+  the thread link; `kb gaps --drafts DIR` writes each as a draft page (`bot.gap_drafts`).
 
 `scopes` limits the page titles to documents of those access scopes (the digest passes the scopes
-visible in its channel); questions are shown whatever their channel, so the report is for admins.
+visible in its channel), and the answers by people to those whose channel's scopes are all among
+them (what was said in an HR channel is shown only where HR's scope is visible; the App Home
+limits them to the admin's own scopes, `GapsReport.answers_visible_in`); the questions of the
+query log are shown whatever their channel, so the report is for admins.
 """
 
 from __future__ import annotations
@@ -112,6 +119,24 @@ class SynonymCandidate:
 
 
 @dataclass
+class AnsweredByPeople:
+    """A question the wiki had no answer to, answered by a person in a handed-over thread: only
+    what was said in that channel, and where."""
+
+    question: str
+    answer: str
+    answered_by: str  # Slack user ids
+    asked_by: str
+    added_by: str
+    channel: str
+    thread_ts: str
+    permalink: str
+    answered_at: datetime
+    added_at: datetime
+    scopes: list[str]  # visible in that channel when it was added: it is shown only where all are
+
+
+@dataclass
 class GapsReport:
     generated_at: datetime
     days: int
@@ -122,9 +147,16 @@ class GapsReport:
     down_voted: list[DownVoted] = field(default_factory=list)
     stale_pages: list[StalePage] = field(default_factory=list)
     synonym_candidates: list[SynonymCandidate] = field(default_factory=list)
+    answered_by_people: list[AnsweredByPeople] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return _jsonable(asdict(self))
+
+    def answers_visible_in(self, scopes) -> GapsReport:
+        """The report with only the answers by people whose channel's scopes are all in `scopes`."""
+        from dataclasses import replace
+
+        return replace(self, answered_by_people=[a for a in self.answered_by_people if _shown(a.scopes, scopes)])
 
 
 def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, scopes: list[str] | None = None,
@@ -149,7 +181,24 @@ def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, sco
         down_voted=_down_voted(index, votes, start, access, visible)[:top],
         stale_pages=_stale(current_rows, access, visible, now, stale_days)[:top],
         synonym_candidates=synonym_candidates(index, current_rows, votes, start, scopes)[:top],
+        answered_by_people=[a for a in answered_by_people(index, start, now) if _shown(a.scopes, scopes)],
     )
+
+
+def _shown(channel_scopes: list[str], scopes) -> bool:
+    """What was said in a channel seeing `channel_scopes` may be shown where `scopes` are visible
+    (None: everywhere, the operator's terminal)."""
+    return scopes is None or set(channel_scopes) <= set(scopes)
+
+
+def answered_by_people(index: Index, since: datetime, until: datetime) -> list[AnsweredByPeople]:
+    """The gaps people answered, added in [since, until), newest first (`kb gaps --drafts` too)."""
+    from bot.records import answered_gaps
+
+    return [AnsweredByPeople(question=g.question, answer=g.answer, answered_by=g.answered_by, asked_by=g.asked_by,
+                             added_by=g.added_by, channel=g.channel_id, thread_ts=g.thread_ts, permalink=g.permalink,
+                             answered_at=g.answered_at, added_at=g.added_at, scopes=list(g.scopes or []))
+            for g in answered_gaps(index, since, until)]
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -417,7 +466,20 @@ def as_text(report: GapsReport) -> str:
         lines += [f"       – {q}" for q in c.examples]
     if not report.synonym_candidates:
         lines.append("  none")
+    lines += ["", "Answered by people, missing from the wiki (`kb gaps --drafts DIR` writes draft pages):"]
+    for a in report.answered_by_people:
+        lines.append(f"  {a.added_at:%Y-%m-%d} {' '.join(a.question.split())}")
+        lines.append(f"       – {a.answered_by} in {a.channel}: {_clip(a.answer, 200)}")
+        if a.permalink:
+            lines.append(f"       {a.permalink}")
+    if not report.answered_by_people:
+        lines.append("  none")
     return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def candidate_outcomes(candidate: SynonymCandidate) -> str:

@@ -3,7 +3,9 @@
 - `slack_deliveries` keeps a claim per answered message for `bot.slack.store.KEEP` (Slack redelivers within
   minutes); older claims are deleted.
 - `query_log` holds people's questions — personal data — so rows older than `KB_QUERY_LOG_DAYS`
-  are deleted, with the votes and 👎 reasons on those answers (0 keeps everything).
+  are deleted, with the votes and 👎 reasons on those answers (0 keeps everything); so are
+  hand-overs (their questions, and the answers people gave in their threads) and the gaps people
+  answered (`answered_gaps`, by when they were added).
 
 Both run at start and then every `EVERY`, on one background thread (apscheduler, as the
 re-syncs). Every process may run them: deleting rows that another process already deleted is
@@ -42,6 +44,8 @@ def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidi
     if query_log_days > 0:
         questions, votes = records.prune_query_log(index, before=now - timedelta(days=query_log_days))
         store.prune_answers(index, before=now - timedelta(days=query_log_days))
+        store.prune_handovers(index, before=now - timedelta(days=query_log_days))
+        records.prune_answered_gaps(index, before=now - timedelta(days=query_log_days))
     if deliveries or questions or votes:
         log.info("housekeeping: %d delivery claims, %d logged questions and %d votes older than their "
                  "retention deleted", deliveries, questions, votes)

@@ -59,7 +59,10 @@ class SourcePages:
 
 
 class KnowledgeBase:
-    """An index, the sources that feed it, and the LLM (None: extractive answers)."""
+    """An index, the sources that feed it, and the LLM (None: extractive answers).
+
+    Built by the composition root (`bot.wiring.Root.knowledge_base`) for `kb` and `kb serve`;
+    tests and benchmarks build one over an index of their own."""
 
     def __init__(self, index: Index, sources: Sequence[SourceConfig] = (), llm=None, *,
                  runner: SyncRunner | None = None) -> None:
@@ -68,12 +71,6 @@ class KnowledgeBase:
         self.index = index
         self.llm = llm
         self.runner = runner or SyncRunner(index, list(sources))
-
-    @classmethod
-    def open(cls, settings, *, llm: bool = True) -> KnowledgeBase:
-        """The configured index, sources and (unless `llm` is off) LLM. Raises what opening raises:
-        `DatabaseUnavailable`, `SourcesError`, or ValueError for a setting that cannot work."""
-        return cls(Index(settings.index_config()), settings.sources(), settings.llm_client() if llm else None)
 
     @property
     def configured(self) -> list[SourceConfig]:
@@ -203,3 +200,14 @@ class KnowledgeBase:
 
     def close(self) -> None:
         self.index.close()
+
+
+def sync_counts(counts, *, zero_skipped: bool = True) -> str:
+    """"N added, N updated, N unchanged, N deleted, N failed, N skipped": what one sync did, as
+    every report of a sync says it (`kb sync`, `kb status`, Slack's `/kb status`, `/kb resync`,
+    the App Home). `counts`: a `SyncReport`, or a `sync_runs` row (the same six fields).
+    `zero_skipped` off leaves out "0 skipped": a sync's own summary names skips only when there
+    were some, a status line lists every count."""
+    skipped = f", {counts.skipped} skipped" if counts.skipped or zero_skipped else ""
+    return (f"{counts.added} added, {counts.updated} updated, {counts.unchanged} unchanged, "
+            f"{counts.deleted} deleted, {counts.failed} failed{skipped}")

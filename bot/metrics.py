@@ -121,3 +121,5 @@ UNPROMPTED = Counter("docent_unprompted_answers", "Questions in help channels (r
                      "without a mention", registry=REGISTRY)
 HANDOVERS = Counter("docent_handovers", "Hand-overs to a channel's escalate people, by result (claimed: posted; "
                     "already: the thread had one; capped: the channel's hourly cap)", ["result"], registry=REGISTRY)
+GAPS_ADDED = Counter("docent_gaps_added", "Questions people answered in a handed-over thread, added to the wiki's "
+                     "gaps with the \"Add to the wiki's gaps\" button (bot.slack.answered_gaps)", registry=REGISTRY)

@@ -10,6 +10,11 @@
 - `feedback`: one vote per user per answer (voting again changes it), with the optional reason
   from the 👎 form.
 - `admin_actions`: who tried which admin command, when, whether it was allowed, and the result.
+- `answered_gaps`: questions the wiki had no answer to that a person answered in a handed-over
+  thread, added by the asker or the answerer with "Add to the wiki's gaps"
+  (`bot.slack.answered_gaps`): the question, the answer as written in that channel, who answered,
+  where (channel, thread, permalink), when, and the access scopes visible in that channel, which
+  limit where it is shown (`bot.gaps`).
 
 The classes are the Python view of the tables; `indexing.migrations` creates and changes them
 (when the index opens), so a column added here needs a migration there.
@@ -324,6 +329,66 @@ def finish_admin_action(index: Database, action_id: int, result: str) -> None:
             row.finished_at = utcnow()
             s.add(row)
             s.commit()
+
+
+# -- answered by people, missing from the wiki --------------------------------------------------
+
+
+class AnsweredGap(SQLModel, table=True):
+    """A question a person answered in a handed-over thread, added to the wiki's gaps (one per thread)."""
+
+    __tablename__ = "answered_gaps"
+
+    channel_id: str = Field(primary_key=True)
+    thread_ts: str = Field(primary_key=True)
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    answer: str = Field(sa_column=Column(Text, nullable=False))  # as said in the channel, Slack markup made plain
+    answered_by: str
+    asked_by: str
+    answer_ts: str
+    permalink: str = ""  # the answer in its thread ("" when Slack would not give one)
+    scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # visible in that channel when added
+    answered_at: datetime = Field(sa_column=timestamptz(nullable=False))
+    added_by: str
+    added_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))
+
+
+def add_answered_gap(index: Database, gap: AnsweredGap) -> AnsweredGap | None:
+    """Record `gap` unless its thread's gap is recorded already: the new row, or None (the first
+    click wins; the gap stays as it was first added)."""
+    values = {c.name: getattr(gap, c.name) for c in AnsweredGap.__table__.columns}
+    with index.session() as s:
+        inserted = s.execute(insert(AnsweredGap.__table__).values(**values)
+                             .on_conflict_do_nothing(index_elements=["channel_id", "thread_ts"]))
+        s.commit()
+    from indexing.database import affected
+
+    return gap if affected(inserted) == 1 else None
+
+
+def answered_gap(index: Database, channel_id: str, thread_ts: str) -> AnsweredGap | None:
+    with index.session() as s:
+        return s.get(AnsweredGap, (channel_id, thread_ts))
+
+
+def answered_gaps(index: Database, since: datetime, until: datetime) -> list[AnsweredGap]:
+    """Gaps added in [since, until), newest first."""
+    with index.session() as s:
+        return list(s.exec(select(AnsweredGap).where(AnsweredGap.added_at >= since, AnsweredGap.added_at < until)
+                           .order_by(AnsweredGap.added_at.desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
+
+
+def prune_answered_gaps(index: Database, before: datetime) -> int:
+    """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
+    from sqlalchemy import delete
+    from sqlmodel import col
+
+    from indexing.database import affected
+
+    with index.session() as s:
+        gone = affected(s.execute(delete(AnsweredGap).where(col(AnsweredGap.added_at) < before)))
+        s.commit()
+    return gone
 
 
 # -- the wiki owners' report -----------------------------------------------------------------

@@ -14,7 +14,8 @@
 
 Configuration mistakes are found before anything starts and reported as one line
 (`StartupError`): a missing or rejected token, a missing signing secret, an unreachable
-database, a port in use.
+database, a port in use. The index, the sources, the knowledge base, the watcher and the
+scheduler come from the composition root (`bot.wiring`), which also stops everything in order.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from bot.slack.access import SlackAccess
 from bot.slack.app import build_app, slack_access
 from bot.slack.client import web_client
 from bot.slack.workers import Workers
+from bot.wiring import ConfigurationError, Root
 from indexing.index import Index
 
 log = logging.getLogger(__name__)
@@ -54,57 +56,59 @@ LIVE_PATH = "/livez"  # alive: the process answers HTTP (a database outage is no
 SHUTDOWN_SECONDS = 30  # how long a stopping `kb serve` lets the answers being written finish
 
 
-class StartupError(RuntimeError):
-    """A configuration problem the operator must fix; the message is one line, safe to print."""
+StartupError = ConfigurationError  # what `kb serve` raises: the composition root's one-line error, and its own
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None:
     """Check the configuration, open the index, start the indexing services (watcher, scheduled
-    re-syncs), then answer Slack until interrupted."""
-    from indexing.runner import SyncRunner
+    re-syncs), then answer Slack until interrupted.
 
+    The parts come from the composition root (`bot.wiring.Root`), and everything started here is
+    handed to it in dependency order, so it stops the other way round (on SIGTERM too): the
+    metrics server, the Socket Mode connection (no new questions), the answers in flight, then
+    housekeeping, the watcher and scheduler, the listener, the index, and the two sockets."""
     socket_mode = check_settings(settings)
-    sources = configured_sources(settings)
-    client = check_slack(settings)
-    if socket_mode:
-        check_app_token(settings)
-    if settings.kb_metrics_port and settings.kb_metrics_port == port:
-        raise StartupError(f"KB_METRICS_PORT {port} is also the events port (--port): metrics need a port of their own")
-    sock = bind(host, port)
-    metrics_sock = bind(host, settings.kb_metrics_port, setting="KB_METRICS_PORT")
-    index = open_index(settings)
-    warn_unconfigured_sources(index, sources)
-    warm_up(index)
-    runner = SyncRunner(index, sources)
-    workers = Workers()
-    access = slack_access(settings, client)
-    app = build_app(settings, index, client, settings.llm_client(), runner=runner, socket_mode=socket_mode,
-                    workers=workers, access=access)
-    handler = connect_socket_mode(app, settings) if socket_mode else None
-    listener = start_listening(index, access)
-    stop_indexing = start_indexing(runner, sources, lambda scheduler: schedule_digest(scheduler, settings, index, client))
-    stop_housekeeping = start_housekeeping(index, settings.kb_query_log_days)
-    stop_metrics = serve_in_background(metrics_app(index), metrics_sock, settings.kb_log_level)
-    log.warning("Prometheus metrics on http://%s:%d%s", host, metrics_sock.getsockname()[1], METRICS_PATH)
-    try:
-        if handler is not None:
+    with Root(settings).running() as root:
+        sources = root.sources
+        client = check_slack(settings)
+        if socket_mode:
+            check_app_token(settings)
+        if settings.kb_metrics_port and settings.kb_metrics_port == port:
+            raise StartupError(f"KB_METRICS_PORT {port} is also the events port (--port): metrics need a port of their own")
+        sock = bind(host, port)
+        root.on_close(sock.close, "the events socket")
+        metrics_sock = bind(host, settings.kb_metrics_port, setting="KB_METRICS_PORT")
+        root.on_close(metrics_sock.close, "the metrics socket")
+        index = root.index
+        warn_unconfigured_sources(index, sources)
+        warm_up(index)
+        workers = Workers()
+        access = slack_access(settings, client)
+        app = build_app(settings, index, client, kb=root.knowledge_base(llm=True), socket_mode=socket_mode,
+                        workers=workers, access=access)
+        listener = start_listening(index, access)
+        root.on_close(listener.stop, "the listener")
+        root.start_indexing(lambda scheduler: schedule_digest(scheduler, settings, index, client))
+        root.on_close(start_housekeeping(index, settings.kb_query_log_days), "housekeeping")
+        root.on_close(lambda: drain(workers), "the answers in flight")  # questions arrive from here on
+        if socket_mode:
+            root.on_close(connect_socket_mode(app, settings).close, "the Socket Mode connection")  # no new questions
+        root.on_close(serve_in_background(metrics_app(index), metrics_sock, settings.kb_log_level), "the metrics server")
+        log.warning("Prometheus metrics on http://%s:%d%s", host, metrics_sock.getsockname()[1], METRICS_PATH)
+        if socket_mode:
             log.warning("Docent is connected to Slack (Socket Mode); health check on http://%s:%d%s",
                         host, port, HEALTH_PATH)
             run_http(web_app(None, index), sock, settings.kb_log_level)
         else:
             log.warning("Docent is listening on http://%s:%d%s", host, port, EVENTS_PATH)
             run_http(web_app(app, index, metrics_token=secret(settings.kb_metrics_token)), sock, settings.kb_log_level)
-    finally:
-        stop_metrics()
-        if handler is not None:
-            handler.close()  # no new questions from here on
-        if not workers.wait_idle(timeout=SHUTDOWN_SECONDS):
-            log.warning("stopping with questions still being answered (waited %d s)", SHUTDOWN_SECONDS)
-        workers.shutdown(wait=False)
-        stop_housekeeping()
-        stop_indexing()
-        listener.stop()
-        index.close()
+
+
+def drain(workers: Workers) -> None:
+    """Let the questions being answered finish (up to `SHUTDOWN_SECONDS`), then let the pools go."""
+    if not workers.wait_idle(timeout=SHUTDOWN_SECONDS):
+        log.warning("stopping with questions still being answered (waited %d s)", SHUTDOWN_SECONDS)
+    workers.shutdown(wait=False)
 
 
 def warn_unconfigured_sources(index, sources: list) -> list[str]:
@@ -119,15 +123,6 @@ def warn_unconfigured_sources(index, sources: list) -> list[str]:
         log.warning("source %r is in the index but not in the configuration: its pages still answer; "
                     "`kb forget %s` removes them", name, name)
     return names
-
-
-def configured_sources(settings: Settings) -> list:
-    from connectors.sources import SourcesError
-
-    try:
-        return settings.sources()
-    except SourcesError as exc:
-        raise StartupError(str(exc)) from None
 
 
 def connect_socket_mode(app: App, settings: Settings):
@@ -156,24 +151,6 @@ def start_listening(index: Index, access: SlackAccess | None = None):
         access.announce = lambda kind, key: notify_now(index.engine, "access", what=kind, key=key)
         handlers["access"] = lambda notice: access.forget_cached(str(notice.get("what")), str(notice.get("key")))
     return Listener(index.url, handlers, on_reconnect=index.bm25.refresh).start()
-
-
-def start_indexing(runner, sources: list, add_jobs=None):
-    """The file watcher and the scheduled re-syncs, as `kb watch` runs them; returns their stop.
-    `add_jobs(scheduler)` adds jobs run by the same leader (the weekly digest, `bot.slack.digest`)."""
-    from indexing.scheduler import start_scheduler, stop_scheduler
-    from indexing.watcher import Watcher
-
-    watcher = Watcher(runner, sources).start()
-    scheduler = start_scheduler(runner, sources)
-    if add_jobs is not None:
-        add_jobs(scheduler)
-
-    def stop() -> None:
-        watcher.stop()
-        stop_scheduler(scheduler)
-
-    return stop
 
 
 def check_settings(settings: Settings) -> bool:
@@ -207,9 +184,10 @@ def check_slack(settings: Settings) -> WebClient:
 def check_app_token(settings: Settings) -> None:
     """Socket Mode: ask for a WebSocket URL with the app-level token, as the handler will, so a
     wrong token is one line here instead of a logged traceback and a retry loop later."""
-    client = web_client(settings, token=secret(settings.slack_app_token))
+    app_token = secret(settings.slack_app_token) or ""  # check_settings saw it set
+    client = web_client(settings, token=app_token)
     with _one_line_errors("SLACK_APP_TOKEN", client.base_url):
-        client.apps_connections_open(app_token=secret(settings.slack_app_token))
+        client.apps_connections_open(app_token=app_token)
 
 
 @contextmanager
@@ -226,15 +204,6 @@ def _one_line_errors(token_name: str, base_url: str) -> Iterator[None]:
         raise StartupError(f"could not reach the Slack API at {base_url}: {_one_line(exc)}") from None
     finally:
         sdk_log.setLevel(level)
-
-
-def open_index(settings: Settings) -> Index:
-    from indexing.database import DatabaseUnavailable
-
-    try:
-        return Index(settings.index_config())
-    except (DatabaseUnavailable, ValueError) as exc:  # ValueError: a setting that cannot work (KB_EMBED_*)
-        raise StartupError(str(exc)) from None
 
 
 def warm_up(index: Index) -> None:
@@ -388,25 +357,10 @@ def serve_in_background(app: Starlette, sock: socket.socket, log_level: str = "w
 
 
 def run_http(app: Starlette, sock: socket.socket, log_level: str) -> None:
-    """Serve until SIGINT/SIGTERM. uvicorn shuts down gracefully, then re-raises the signal; with
-    SIGTERM's default action that would kill the process before our `finally` blocks and atexit
-    handlers run (the watcher, the scheduler, the embedded Postgres would be left behind), so
-    SIGTERM is turned into a normal exit."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        http_server(app, log_level).run(sockets=[sock])
-        return
-    previous = signal.signal(signal.SIGTERM, _exit_normally)
-    try:
-        http_server(app, log_level).run(sockets=[sock])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _exit_normally(signum, frame) -> None:
-    raise SystemExit(0)
+    """Serve until SIGINT/SIGTERM. uvicorn shuts down gracefully, then re-raises the signal, which
+    the composition root's `running()` turns into a normal exit (`bot.wiring`), so everything
+    else still stops in order."""
+    http_server(app, log_level).run(sockets=[sock])
 
 
 def _one_line(exc: BaseException) -> str:

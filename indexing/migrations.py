@@ -3,7 +3,7 @@
 Every table Docent keeps in Postgres — the index's (`documents`, `parent_sections`,
 `embedding_cache`, `sync_runs`, `sources`, `index_state`, the keyword leg's `keyword_*`,
 `sentence_vectors`) and the bot's (`query_log`, `feedback`, `admin_actions`, `slack_deliveries`,
-`answer_messages`, `handovers`) — is created here and nowhere else. The SQLModel classes
+`answer_messages`, `handovers`, `answered_gaps`) — is created here and nowhere else. The SQLModel classes
 (`indexing.registry`, `bot.records`, `bot.slack.dedupe`, `bot.slack.answer_messages`) are the
 Python view of these tables and create nothing; tests/test_migrations.py checks that they and the
 migrations describe the same columns. The one exception is PGVectorStore's own chunk table
@@ -313,7 +313,8 @@ def m005_slack_tables(conn: Connection) -> None:
 
 DOCENT_TABLES = ("documents", "parent_sections", "embedding_cache", "sync_runs", "sources", "index_state",
                  "keyword_changes", "keyword_versions", "keyword_bases", "sentence_vectors", "query_log",
-                 "feedback", "admin_actions", "slack_deliveries", "answer_messages", "handovers")
+                 "feedback", "admin_actions", "slack_deliveries", "answer_messages", "handovers",
+                 "answered_gaps")
 
 
 @migration
@@ -336,3 +337,34 @@ BASELINE = [m.name for m in MIGRATIONS]
 """The migrations written to be idempotent (see the module docstring): every database made before
 named migrations runs all of them, whatever it already had. Migrations after these run only on
 databases that have recorded these, so they are ordinary one-time changes."""
+
+
+@migration
+def m007_answered_gaps(conn: Connection) -> None:
+    """The loop back to the wiki (bot.slack.answered_gaps): a hand-over remembers who asked and,
+    once a person answers in its thread, that Docent offered the answer as a gap (once per thread);
+    `answered_gaps` keeps the questions people answered that the wiki does not (bot.records).
+    Written idempotent although it need not be (tests/test_slack_limits.py re-runs every
+    migration on a migrated database whose migrations table it dropped)."""
+    _run(conn,
+         "ALTER TABLE handovers ADD COLUMN IF NOT EXISTS asker VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS offered_at TIMESTAMPTZ, "
+         "ADD COLUMN IF NOT EXISTS answered_by VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS answer_ts VARCHAR NOT NULL DEFAULT '', "
+         "ADD COLUMN IF NOT EXISTS answer_text TEXT NOT NULL DEFAULT ''",
+         """CREATE TABLE IF NOT EXISTS answered_gaps (
+             channel_id VARCHAR NOT NULL,
+             thread_ts VARCHAR NOT NULL,
+             question TEXT NOT NULL,
+             answer TEXT NOT NULL,
+             answered_by VARCHAR NOT NULL,
+             asked_by VARCHAR NOT NULL,
+             answer_ts VARCHAR NOT NULL,
+             permalink VARCHAR NOT NULL,
+             scopes JSON,
+             answered_at TIMESTAMPTZ NOT NULL,
+             added_by VARCHAR NOT NULL,
+             added_at TIMESTAMPTZ NOT NULL,
+             PRIMARY KEY (channel_id, thread_ts))""",
+         "CREATE INDEX IF NOT EXISTS ix_answered_gaps_added_at ON answered_gaps (added_at)",
+         )

@@ -2,7 +2,7 @@
 
 A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods Docent calls
 with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
-`chat.update`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
+`chat.update`, `chat.getPermalink`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
 `usergroups.users.list`, and `apps.connections.open` with the app-level token, handing out
 the WebSocket URL of `tests/socket_mode_peer.py`), and also serving as the target of response URLs
 (`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
@@ -225,6 +225,12 @@ class FakeSlack:
             return {"ok": True, "message_ts": self.next_ts()}
         if method == "reactions.add":
             return {"ok": True}
+        if method == "chat.getPermalink":
+            channel, ts = params.get("channel") or "", params.get("message_ts") or ""
+            if not channel or not ts:
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "channel": channel,
+                    "permalink": f"https://acme.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
         if method == "conversations.info":
             return self.conversation_info(params.get("channel") or "")
         if method == "usergroups.list":

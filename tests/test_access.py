@@ -482,9 +482,10 @@ def test_a_user_added_to_a_group_sees_its_scope_as_soon_as_slack_says_so(slack, 
 @pytest.fixture
 def cli(index, restricted_synced, access_files, monkeypatch):
     """`kb ask` in process, on the test index (the same code path; no second model load)."""
-    import bot.cli.common
+    import bot.cli
+    import bot.wiring
 
-    monkeypatch.setattr(bot.cli.common, "open_index", lambda settings: index)
+    monkeypatch.setattr(bot.wiring, "open_index", lambda settings: index)
     for name in ("SLACK_BOT_TOKEN", "SLACK_API_URL", "KB_WIKI", "KB_LLM_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
 

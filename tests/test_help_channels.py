@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from slack_api_server import BOT_ID, BOT_USER  # noqa: E402
 from test_slack import (  # noqa: E402
-    ADMIN, PARENTAL, all_text, bot_settings, button, message, new_channel, posts_in, query_rows, running_bot,
+    ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows, running_bot,
     sources_heading, wait_until)
 
 from bot.slack import blocks  # noqa: E402
@@ -23,7 +23,11 @@ from bot.slack import blocks  # noqa: E402
 SAMPLE_WIKI = Path(__file__).resolve().parent.parent / "sample-wiki"
 UNKNOWN = "what is the recipe for grandmother's plum dumplings?"
 HELP, CAPPED, QUIET, SHARED_HELP = (new_channel() for _ in range(4))
+LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP = (new_channel() for _ in range(7))
+HR_OWNERS = new_channel()  # a channel that sees the hr scope, for the digest
 CAP = 2
+ASKER, ANSWERER = "U0ASKER1", "U0BOB1"
+ANSWER = "It's in the facilities cookbook, page 12: <https://cookbook.example/plums|the cookbook> has it"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def slack():
 
 
 @pytest.fixture(scope="module")
-def helpbot(slack, index, sample_synced, tmp_path_factory):
+def sources_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("help") / "sources.toml"
     path.write_text(f"""
 [[source]]
@@ -64,8 +68,20 @@ respond = "questions"
 [channels.{SHARED_HELP}]
 respond = "questions"
 escalate = ["S0PEOPLE1"]
-""")
-    with running_bot(bot_settings(slack, kb_sources=path, kb_handovers_per_hour=CAP), index) as running:
+
+[scopes.hr]
+channels = ["{HR_HELP}", "{HR_OWNERS}"]
+""" + "".join(f"""
+[channels.{channel}]
+respond = "questions"
+escalate = ["S0PEOPLE1"]
+""" for channel in (LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def helpbot(slack, index, sample_synced, sources_file):
+    with running_bot(bot_settings(slack, kb_sources=sources_file, kb_handovers_per_hour=CAP), index) as running:
         yield running
 
 
@@ -176,3 +192,228 @@ def test_a_hand_over_is_claimed_in_postgres_once_per_thread_and_per_channel_hour
     assert claim_handover(index, channel, "1.000002", "q", per_hour=2) == "claimed"
     assert claim_handover(index, channel, "1.000003", "q", per_hour=2) == "capped"
     assert claim_handover(index, new_channel(), "1.000003", "q", per_hour=2) == "claimed"  # the cap is per channel
+
+
+# -- the loop back to the wiki: a person's answer in a handed-over thread --------------------------
+
+
+def handed_over(helpbot, slack, channel: str, question: str = UNKNOWN, asker: str = ASKER) -> dict:
+    """A question the wiki cannot answer, asked in `channel` and handed over there; its event."""
+    asked = message(question, channel, user=asker)
+    helpbot.event(asked)
+    slack.wait_for(lambda: [c for c in posts_in(slack, channel)
+                            if c.params.get("thread_ts") == asked["ts"] and "can you help?" in c.params["text"]])
+    return asked
+
+
+def offers(slack, channel: str, thread: str) -> list:
+    return slack.calls_to("chat.postEphemeral", channel=channel, thread_ts=thread)
+
+
+def answered(helpbot, slack, channel: str) -> tuple[dict, dict]:
+    """A handed-over question and a person's answer in its thread, offered to both of them."""
+    asked = handed_over(helpbot, slack, channel)
+    reply = message(ANSWER, channel, user=ANSWERER, thread_ts=asked["ts"])
+    helpbot.event(reply)
+    slack.wait_for(lambda: len(offers(slack, channel, asked["ts"])) == 2)
+    return asked, reply
+
+
+def add_gap(helpbot, slack, channel: str, thread: str, user: str):
+    from bot.slack.answered_gaps import ACTION_ADD_GAP
+
+    name = f"gap-{user}-{thread}"
+    helpbot.interaction(click(ACTION_ADD_GAP, f"{channel} {thread}", user=user, channel=channel,
+                              response_url=slack.response_url(name), ephemeral=True))
+    return slack.wait_for(lambda: slack.calls_to("response:" + name))[0].params
+
+
+def stored_gap(index, channel: str, thread: str):
+    from bot import records
+
+    return records.answered_gap(index, channel, thread)
+
+
+def test_a_persons_answer_in_a_handed_over_thread_is_offered_once_to_the_asker_and_the_answerer(helpbot, slack):
+    from bot.slack.answered_gaps import ACTION_ADD_GAP, BUTTON
+
+    asked = handed_over(helpbot, slack, LOOP)
+    helpbot.event(message("thanks, same question here", LOOP, user="U0CAROL1", thread_ts=asked["ts"]))
+    helpbot.event(message("is it in the facilities wiki maybe?", LOOP, user="U0CAROL1", thread_ts=asked["ts"]))
+    helpbot.event(message("any news on this one please", LOOP, user=ASKER, thread_ts=asked["ts"]))  # the asker
+    helpbot.wait_idle()
+    assert not offers(slack, LOOP, asked["ts"]), "thanks, a question back and the asker's own reply are no answer"
+    reply = message(ANSWER, LOOP, user=ANSWERER, thread_ts=asked["ts"])
+    helpbot.event(reply)
+    helpbot.event(reply, event_id="EvRETRY" + reply["ts"].replace(".", ""))  # delivered again
+    helpbot.event(message("also the canteen has the recipe on its board", LOOP, user="U0CAROL1", thread_ts=asked["ts"]))
+    helpbot.event(message(ANSWER, LOOP, user=BOT_USER, bot_id=BOT_ID, thread_ts=asked["ts"]))
+    helpbot.wait_idle()
+    sent = offers(slack, LOOP, asked["ts"])
+    assert sorted(c.params["user"] for c in sent) == sorted([ASKER, ANSWERER]), "once per thread, to those two"
+    buttons = [button(c.params["blocks"], ACTION_ADD_GAP) for c in sent]
+    assert all(b and b["text"]["text"] == BUTTON and b["value"] == f"{LOOP} {asked['ts']}" for b in buttons)
+    in_thread = [c for c in posts_in(slack, LOOP) if c.params.get("thread_ts") == asked["ts"]]
+    assert len(in_thread) == 1, "no message in the thread beyond the hand-over: people's replies are not follow-ups"
+
+
+def test_the_button_records_the_gap_once_for_the_asker_or_the_answerer_and_counts_it(helpbot, slack, index):
+    asked, reply = answered(helpbot, slack, CLICKS)
+    before = counted("docent_gaps_added_total")
+    refused = add_gap(helpbot, slack, CLICKS, asked["ts"], "U0CAROL1")
+    assert "Only the person who asked and the person who answered" in refused["text"]
+    assert stored_gap(index, CLICKS, asked["ts"]) is None
+    added = add_gap(helpbot, slack, CLICKS, asked["ts"], ASKER)
+    assert added["text"].startswith("✅ Added to the wiki's gaps") and added["replace_original"] is True
+    again = add_gap(helpbot, slack, CLICKS, asked["ts"], ANSWERER)
+    assert "Already in the wiki's gaps" in again["text"]
+    gap = stored_gap(index, CLICKS, asked["ts"])
+    assert (gap.question, gap.answered_by, gap.asked_by, gap.added_by, gap.answer_ts) == (
+        UNKNOWN, ANSWERER, ASKER, ASKER, reply["ts"])
+    assert gap.answer == "It's in the facilities cookbook, page 12: [the cookbook](https://cookbook.example/plums) has it"
+    assert gap.permalink == f"https://acme.slack.com/archives/{CLICKS}/p{reply['ts'].replace('.', '')}"
+    assert gap.scopes == ["public", "sample"] and abs(gap.answered_at.timestamp() - float(reply["ts"])) < 1
+    assert counted("docent_gaps_added_total") == before + 1
+
+
+def test_kb_gaps_lists_answers_by_people_and_writes_drafts_without_overwriting(helpbot, slack, index, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    asked, _ = answered(helpbot, slack, LISTED)
+    add_gap(helpbot, slack, LISTED, asked["ts"], ANSWERER)
+    env = {**os.environ, "DATABASE_URL": index.url.render_as_string(hide_password=False),
+           "KB_HOME": str(index.config.home)}
+    kb = [sys.executable, "-m", "bot.cli", "gaps"]
+    listed = subprocess.run([*kb, "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    people = [a for a in json.loads(listed.stdout)["answered_by_people"] if a["channel"] == LISTED]
+    assert [(a["question"], a["answered_by"], a["thread_ts"]) for a in people] == [(UNKNOWN, ANSWERER, asked["ts"])]
+    from bot.gaps import as_text, gaps_report
+
+    text = as_text(gaps_report(index, 7)).split("Answered by people, missing from the wiki", 1)[1]
+    assert f"{ANSWERER} in {LISTED}: It's in the facilities cookbook, page 12" in text
+    folder = tmp_path / "drafts"
+    first = subprocess.run([*kb, "--drafts", str(folder)], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    mine = [p for p in folder.iterdir() if (p.read_text().count(f"asked_in: \"{LISTED}\"") == 1)]
+    assert len(mine) == 1 and mine[0].name.startswith("what-is-the-recipe-for-grandmother-s-plum-dumplings-")
+    page = mine[0].read_text()
+    assert page.startswith("---\ntitle: \"what is the recipe for grandmother's plum dumplings?\"\n")
+    assert "\n# what is the recipe for grandmother's plum dumplings?\n\nIt's in the facilities cookbook" in page
+    assert f"/archives/{LISTED}/p" in page and "url:" not in page
+    mine[0].write_text("edited by a wiki owner")
+    second = subprocess.run([*kb, "--drafts", str(folder)], env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0 and f"kept  {mine[0]} (it exists" in second.stdout
+    assert mine[0].read_text() == "edited by a wiki owner"
+
+
+def test_a_gap_from_a_restricted_channel_is_shown_only_where_its_scopes_are_visible(
+        helpbot, slack, index, sources_file):
+    from bot.slack.client import web_client
+    from bot.slack.digest import post_digest
+
+    public_asked, _ = answered(helpbot, slack, CLICKS)  # CLICKS sees public and sample
+    add_gap(helpbot, slack, CLICKS, public_asked["ts"], ANSWERER)
+    hr_asked, _ = answered(helpbot, slack, HR_HELP)  # HR_HELP sees hr too
+    add_gap(helpbot, slack, HR_HELP, hr_asked["ts"], ANSWERER)
+    assert stored_gap(index, HR_HELP, hr_asked["ts"]).scopes == ["hr", "public", "sample"]
+    settings = bot_settings(slack, kb_sources=sources_file)
+    client = web_client(settings)
+    general = new_channel()
+    for channel in (general, HR_OWNERS):
+        post_digest(settings, index, client, channel)
+    shown = {channel: all_text(posts_in(slack, channel)[-1].params["blocks"]).split("Answered by people", 1)[1]
+             for channel in (general, HR_OWNERS)}
+    assert f"<#{CLICKS}>" in shown[general] and f"<#{HR_HELP}>" not in shown[general]
+    assert f"<#{CLICKS}>" in shown[HR_OWNERS] and f"<#{HR_HELP}>" in shown[HR_OWNERS]
+    helpbot.event({"type": "app_home_opened", "user": ADMIN, "channel": "D0ADMIN", "tab": "home",
+                   "event_ts": "1700000000.000001"})
+    home = slack.wait_for(lambda: slack.homes.get(ADMIN))
+    in_home = all_text(home["blocks"]).split("Answered by people", 1)[1]
+    assert f"<#{CLICKS}>" in in_home and f"<#{HR_HELP}>" not in in_home, "the admin's DM does not see hr"
+
+
+def test_a_down_vote_in_a_help_channel_hands_over_once_per_thread(helpbot, slack):
+    asked = message(PARENTAL, VOTED)
+    helpbot.event(asked)
+    answer = slack.wait_for(lambda: posts_in(slack, VOTED))[0]
+    answer_id = button(answer.params["blocks"], blocks.ACTION_VOTE_DOWN)["value"]
+    posted = {"type": "message", "ts": "1700000099.000001", "thread_ts": asked["ts"], "text": answer.params["text"],
+              "blocks": answer.params["blocks"]}
+    for voter in ("U0VOTER1", "U0VOTER2"):
+        helpbot.interaction(click(blocks.ACTION_VOTE_DOWN, answer_id, user=voter, channel=VOTED,
+                                  response_url=slack.response_url("down-" + voter), message=posted))
+    helpbot.wait_idle()
+    handovers = [c for c in posts_in(slack, VOTED) if "can you help?" in c.params["text"]]
+    assert [(c.params["text"], c.params["thread_ts"]) for c in handovers] == [
+        ("That answer didn't help — <!subteam^S0PEOPLE1> can you help?", asked["ts"])]
+
+
+def test_a_channel_that_becomes_slack_connect_gets_no_more_unprompted_answers(helpbot, slack):
+    first = message(PARENTAL, BECOMES)
+    helpbot.event(first)
+    slack.wait_for(lambda: posts_in(slack, BECOMES))
+    slack.share_channel(BECOMES)
+    helpbot.event({"type": "channel_shared", "connected_team_id": "T0PARTNER", "channel": BECOMES,
+                   "event_ts": "1700000000.000002"})
+    helpbot.wait_idle()
+    helpbot.event(message(PARENTAL.replace("primary", "main"), BECOMES))
+    helpbot.event(message(UNKNOWN, BECOMES))
+    helpbot.wait_idle()
+    assert [c.params["thread_ts"] for c in posts_in(slack, BECOMES)] == [first["ts"]]
+
+
+def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(index):
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import text
+
+    from bot import records
+    from bot.housekeeping import tidy
+    from bot.slack.store import claim_handover, handover_in
+
+    channel, now = new_channel(), datetime.now(timezone.utc)
+    old = now - timedelta(days=40)
+    for thread in ("1.000001", "1.000002"):
+        claim_handover(index, channel, thread, UNKNOWN, per_hour=5, asker=ASKER)
+        records.add_answered_gap(index, records.AnsweredGap(
+            channel_id=channel, thread_ts=thread, question=UNKNOWN, answer=ANSWER, answered_by=ANSWERER,
+            asked_by=ASKER, answer_ts=thread, answered_at=now, added_by=ASKER,
+            added_at=old if thread == "1.000001" else now))
+    with index.engine.begin() as conn:
+        conn.execute(text("UPDATE handovers SET created_at = :old WHERE channel = :c AND thread_ts = '1.000001'"),
+                     {"old": old, "c": channel})
+    tidy(index, query_log_days=30, now=now)
+    assert [handover_in(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
+    assert [records.answered_gap(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
+
+
+def test_draft_names_are_safe_and_stable():
+    from datetime import datetime, timezone
+
+    from bot.gap_drafts import draft_name
+    from bot.gaps import AnsweredByPeople
+
+    def gap(question: str, thread: str = "1.000001") -> AnsweredByPeople:
+        at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+        return AnsweredByPeople(question=question, answer="a", answered_by="U1", asked_by="U2", added_by="U2",
+                                channel="C1", thread_ts=thread, permalink="", answered_at=at, added_at=at, scopes=[])
+
+    hostile = draft_name(gap("../../etc/passwd? <script> & C:\\boot.ini"))
+    assert hostile.startswith("etc-passwd-script-c-boot-ini-") and "/" not in hostile and ".." not in hostile
+    assert draft_name(gap("报销流程是什么?")).startswith("gap-")
+    assert len(draft_name(gap("why " * 100))) <= 60 + len("-12345678.md")
+    assert draft_name(gap("Same?")) == draft_name(gap("Same?")) != draft_name(gap("Same?", thread="1.000002"))
+
+
+def test_no_gap_is_offered_in_a_slack_connect_channel(helpbot, slack):
+    slack.share_channel(SHARED_LOOP)
+    asked = mention(UNKNOWN, SHARED_LOOP, user=ASKER)
+    helpbot.event(asked)
+    slack.wait_for(lambda: [c for c in posts_in(slack, SHARED_LOOP) if "can you help?" in c.params["text"]])
+    helpbot.event(message(ANSWER, SHARED_LOOP, user=ANSWERER, thread_ts=asked["ts"]))
+    helpbot.wait_idle()
+    assert not offers(slack, SHARED_LOOP, asked["ts"]), "people of another organisation: nothing recorded"

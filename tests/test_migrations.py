@@ -49,6 +49,10 @@ DEFAULTS = {
     ("keyword_bases", "created_at"): "now()",
     ("handovers", "question"): "''::text",
     ("handovers", "created_at"): "now()",
+    ("handovers", "asker"): "''::character varying",
+    ("handovers", "answered_by"): "''::character varying",
+    ("handovers", "answer_ts"): "''::character varying",
+    ("handovers", "answer_text"): "''::text",
     (TABLE, "applied_at"): "now()",
 }
 

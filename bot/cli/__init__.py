@@ -1,24 +1,28 @@
 """The `kb` command line: a thin shell over `bot.knowledge.KnowledgeBase`.
 
 Every command is a plain function in one of the modules below, registered on the Typer app in
-`COMMANDS` — a new command is one line there. Those modules import only Typer at the top and
-load the heavy parts (the index, the model, Slack) inside the command, so `kb --help` is
-instant.
+`COMMANDS` — a new command is one line there. Commands ask the composition root
+(`bot.wiring.Root`, through `common.root`) for the index, the sources and the knowledge base.
+Those modules import only Typer at the top and load the heavy parts (the index, the model,
+Slack) inside the command, so `kb --help` is instant.
 
 - `syncing`: sync, sources, forget, watch;  `asking`: ask, status;  `evaluating`: eval;
-- `serving`: run, serve, feedback, gaps;  `common`: settings, opening the index, one-line failures.
+- `serving`: run, serve, feedback, gaps;  `common`: settings, the composition root (`bot.wiring`),
+  one-line failures.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 from bot.cli import asking, evaluating, serving, syncing
-from bot.cli.common import quiet_libraries
+from bot.cli.common import one_line_failures, quiet_libraries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Docent: answers from your wiki, with citations.")
 
-COMMANDS = {  # name → function, in the order `kb --help` lists them
+COMMANDS: dict[str, Callable[..., None]] = {  # name → function, in the order `kb --help` lists them
     "sync": syncing.sync,
     "sources": syncing.sources,
     "forget": syncing.forget,
@@ -32,7 +36,7 @@ COMMANDS = {  # name → function, in the order `kb --help` lists them
     "gaps": serving.gaps,
 }
 for _name, _command in COMMANDS.items():
-    app.command(_name)(_command)
+    app.command(_name)(one_line_failures(_command))
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,12 +16,12 @@ UNAVAILABLE = "the knowledge base is temporarily unavailable: its database canno
 
 
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question; without it, questions are read line by line")] = None,
+    question: Annotated[str | None, typer.Argument(help="The question; without it, questions are read line by line")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON")] = False,
-    as_channel: Annotated[Optional[str], typer.Option(
+    as_channel: Annotated[str | None, typer.Option(
         "--as-channel", help="Answer as Docent would in this Slack channel (id, e.g. C0123ABCD): only the scopes "
                              "visible there, whoever asks")] = None,
-    as_user: Annotated[Optional[str], typer.Option(
+    as_user: Annotated[str | None, typer.Option(
         "--as-user", help="Answer as Docent would in this user's direct message (id, e.g. U0123ABCD): their scopes "
                           "and their user groups' (groups are looked up in Slack when SLACK_BOT_TOKEN is set)")] = None,
     shared: Annotated[bool, typer.Option(
@@ -33,12 +33,11 @@ def ask(
     """
     settings = common.settings()
     audience = cli_audience(settings, as_channel, as_user, shared)
+    kb = common.root(settings).knowledge_base(sources=[], llm=True)  # answering needs no list of sources
     if question is not None:
-        index = common.open_index(settings)
-        ask_one(common.open_kb(settings, sources=[], llm=settings.llm_client(), index=index), question, audience,
-                as_json, exit_on_error=True)
+        ask_one(kb, question, audience, as_json, exit_on_error=True)
         return
-    interactive(settings, as_json, audience=audience)
+    interactive(kb, as_json, audience=audience)
 
 
 def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
@@ -71,12 +70,10 @@ def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
     return SlackAccess(config, client).audience(channel, user, is_dm=is_dm, said_shared=shared)
 
 
-def interactive(settings, as_json: bool = False, audience=None, index=None) -> None:
-    """Questions read line by line from stdin, each answered (a prompt on a terminal)."""
+def interactive(kb, as_json: bool = False, audience=None) -> None:
+    """Questions read line by line from stdin, each answered by `kb` (a prompt on a terminal)."""
     from connectors.access import Audience
 
-    index = index or common.open_index(settings)
-    kb = common.open_kb(settings, sources=[], llm=settings.llm_client(), index=index)
     audience = audience or Audience.operator()
     tty = sys.stdin.isatty()
     if tty:
@@ -165,7 +162,9 @@ def keyword_line(state) -> str:
 
 def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Documents by status, chunks, last sync per source, and where the index lives."""
-    info = common.open_kb(common.settings()).status()
+    from bot.knowledge import sync_counts
+
+    info = common.root(common.settings()).knowledge_base().status()
     if as_json:
         typer.echo(json.dumps(info.to_json(), ensure_ascii=False, default=str))
         return
@@ -179,9 +178,7 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     for run in info.last_runs:
         when = run.finished_at or run.started_at
         result = "" if run.result == "ok" else f" [{run.result.upper()}: {run.reason or 'no reason recorded'}]"
-        typer.echo(f"last sync: {run.source} ({run.trigger}) {when:%Y-%m-%d %H:%M:%S} UTC — "
-                   f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, "
-                   f"{run.deleted} deleted, {run.failed} failed, {run.skipped} skipped{result}")
+        typer.echo(f"last sync: {run.source} ({run.trigger}) {when:%Y-%m-%d %H:%M:%S} UTC — {sync_counts(run)}{result}")
     for name in info.unconfigured:
         typer.echo(f"not configured: {name} (no longer in the sources file; still answering until `kb forget {name}`)")
     for doc_id, error in info.failed[:20]:

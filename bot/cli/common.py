@@ -1,4 +1,4 @@
-"""What every `kb` command shares: settings, opening the knowledge base, one-line failures.
+"""What every `kb` command shares: settings, the composition root, one-line failures.
 
 Expected failures (no index yet, database unreachable, empty question) print one line and exit
 non-zero; tracebacks are for bugs. Heavy modules load inside the functions that need them, so
@@ -7,8 +7,12 @@ non-zero; tracebacks are for bugs. Heavy modules load inside the functions that 
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
+from collections.abc import Callable
+
+from typing import NoReturn
 
 import typer
 
@@ -23,7 +27,7 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
@@ -41,29 +45,27 @@ def settings():
     return loaded
 
 
-def open_index(settings):
-    from indexing.database import DatabaseUnavailable
-    from indexing.index import Index
+def root(settings):
+    """The composition root (`bot.wiring.Root`) a command asks for the index, the sources and the
+    knowledge base. One-shot commands leave it open: the process ends with them (and the
+    embedded Postgres stops at exit); `kb watch` and `kb run` close it."""
+    from bot.wiring import Root
 
-    try:
-        return Index(settings.index_config())
-    except (DatabaseUnavailable, ValueError) as exc:  # ValueError: a setting that cannot work (KB_EMBED_*)
-        fail(str(exc))
-
-
-def configured_sources(settings) -> list:
-    from connectors.sources import SourcesError
-
-    try:
-        return settings.sources()
-    except SourcesError as exc:
-        fail(str(exc))
+    return Root(settings)
 
 
-def open_kb(settings, sources: list | None = None, llm=None, index=None):
-    """The knowledge base the command works on: the configured sources (or `sources`), the index
-    (opened here unless given), and `llm` (None: extractive answers)."""
-    from bot.knowledge import KnowledgeBase
+def one_line_failures(command: Callable) -> Callable:
+    """`command` with the composition root's `ConfigurationError` (no database, a mistake in the
+    sources file, a setting that cannot work) printed as one `error:` line, exit 1 — wherever in
+    the command the part that could not be built was first asked for."""
 
-    sources = configured_sources(settings) if sources is None else sources
-    return KnowledgeBase(index or open_index(settings), sources, llm)
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        from bot.wiring import ConfigurationError
+
+        try:
+            return command(*args, **kwargs)
+        except ConfigurationError as exc:
+            fail(str(exc))
+
+    return run

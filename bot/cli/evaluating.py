@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,12 +15,12 @@ from bot.cli.syncing import run_sync
 
 def evaluate(
     questions: Annotated[Path, typer.Argument(help="JSONL: id, question, expected_sources, answer_keywords, kind")],
-    corpus: Annotated[Optional[Path], typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Sync this folder first (skips SOURCE.md, LICENSE*, *.jsonl)")] = None,
     source: Annotated[str, typer.Option(help="Source name for --corpus")] = "eval",
     scope: Annotated[list[str], typer.Option(help="Only search these access scopes (repeatable; default all)")] = [],
     compare: Annotated[bool, typer.Option("--compare", help="Also score RRF fusion, each leg alone and (with --corpus) LlamaIndex defaults, same run")] = False,
     calibrate: Annotated[bool, typer.Option("--calibrate", help="Fit the gate's two thresholds on these questions (in-corpus; the leave-one-corpus-out table is benchmarks/gate_calibration.py), and sweep the first gate's single cosine threshold")] = False,
-    write_env: Annotated[Optional[Path], typer.Option(help="With --calibrate: write the fitted KB_GATE_REFUSE_BELOW / KB_GATE_ANSWER_FROM (and _CJK; with a reranker configured, KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM) into this .env file")] = None,
+    write_env: Annotated[Path | None, typer.Option(help="With --calibrate: write the fitted KB_GATE_REFUSE_BELOW / KB_GATE_ANSWER_FROM (and _CJK; with a reranker configured, KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM) into this .env file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics and per-question rows as JSON")] = False,
     use_llm: Annotated[bool, typer.Option("--llm", help="Answer with the configured LLM (KB_LLM_BASE_URL): its 'not found' counts as a refusal; --compare's other modes and --calibrate stay retrieval-only")] = False,
 ) -> None:
@@ -34,12 +34,13 @@ def evaluate(
         items = load_questions(questions)
     except (OSError, ValueError) as exc:
         fail(str(exc))
+    root = common.root(settings)
     if corpus is not None:
         from connectors.sources import SourceConfig
 
-        run_sync(settings, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
-                                         adhoc=True)])
-    kb = common.open_kb(settings, sources=[], llm=settings.llm_client() if use_llm else None)
+        run_sync(root, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
+                                     adhoc=True)])
+    kb = root.knowledge_base(sources=[], llm=use_llm)  # scoring needs no list of sources
     index = kb.index
     if not kb.chunk_count():
         fail("the index is empty: run `kb sync` first or pass --corpus")
@@ -103,7 +104,8 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
     for name in ("threshold", "fit P / R / F1", "held-out P / R / F1", "all P / R / F1", "answerable refused"):
         table.add_column(name, justify="right")
     best = calibration["best"]["threshold"]
-    for row in calibration["curve"][::2] + ([calibration["best"]] if calibration["best"] not in calibration["curve"][::2] else []):
+    shown = calibration["curve"][::2]
+    for row in shown + ([calibration["best"]] if calibration["best"] not in shown else []):
         cells = [f"{row[h]['precision']:.2f} / {row[h]['recall']:.2f} / {row[h]['f1']:.2f}" for h in ("fit", "held_out", "all")]
         mark = " ◀ best" if row["threshold"] == best else ""
         table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))

@@ -1,12 +1,14 @@
 """`kb run`, `kb serve`, `kb feedback`, `kb gaps`: the bot itself, and what people told it.
 
 `kb gaps` prints the gaps report (`bot.gaps`): what people asked that the wiki could not answer
-well — the same report the admins' App Home and the weekly digest show.
+well — the same report the admins' App Home and the weekly digest show; `--drafts DIR` writes
+the questions people answered as draft pages (`bot.gap_drafts`).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,19 +25,14 @@ def run() -> None:
     from bot.settings import secret
 
     settings = common.settings()
-    sources = common.configured_sources(settings)
-    index = common.open_index(settings)
-    try:
-        run_sync(settings, sources, index=index)
-        if secret(settings.slack_bot_token):
-            index.close()  # `kb serve` opens its own (and closes it when it stops)
-            index = None
-            serve()
-        else:
-            interactive(settings, index=index)
-    finally:
-        if index is not None:
-            index.close()
+    root = common.root(settings)
+    with root:
+        sources = root.sources
+        run_sync(root, sources)
+        if not secret(settings.slack_bot_token):
+            interactive(root.knowledge_base(sources=[], llm=True))
+            return
+    serve()  # with the index above closed: `kb serve` builds its own root, and closes it when it stops
 
 
 def serve(
@@ -62,7 +59,7 @@ def feedback(
     from bot.records import feedback_report
 
     settings = common.settings()
-    index = common.open_index(settings)
+    index = common.root(settings).index
     rows = feedback_report(index, limit)
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))
@@ -79,17 +76,52 @@ def gaps(
     days: Annotated[int, typer.Option(help="The period: the last N days, against the N before")] = 7,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
     post: Annotated[bool, typer.Option("--post", help="Post it to KB_DIGEST_CHANNEL now, as the weekly digest")] = False,
+    drafts: Annotated[Path | None, typer.Option(
+        "--drafts", help="Write one Markdown draft page per question people answered in Slack (answered by people, "
+        "missing from the wiki) into this folder; files that exist are kept, never overwritten")] = None,
 ) -> None:
-    """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages."""
+    """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages,
+    questions people answered."""
     from bot.gaps import print_gaps
 
     if days < 1:
         fail("days must be at least 1")
+    if post and drafts is not None:
+        fail("--post and --drafts do different things: run them one at a time")
     settings = common.settings()
     if post:
         post_gaps_digest(settings, days)
         return
-    print_gaps(common.open_index(settings), days, as_json, typer.echo)
+    index = common.root(settings).index
+    if drafts is not None:
+        write_gap_drafts(index, days, drafts, as_json)
+        return
+    print_gaps(index, days, as_json, typer.echo)
+
+
+def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
+    """`kb gaps --drafts DIR`: a draft page per question people answered in the last `days`."""
+    from datetime import timedelta
+
+    from bot.gap_drafts import write_drafts
+    from bot.gaps import answered_by_people
+    from indexing.registry import utcnow
+
+    if directory.exists() and not directory.is_dir():
+        fail(f"--drafts {directory}: not a folder")
+    now = utcnow()
+    try:
+        written = write_drafts(answered_by_people(index, now - timedelta(days=days), now), directory)
+    except OSError as exc:
+        fail(f"--drafts {directory}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps([{"path": str(d.path), "written": d.written} for d in written]))
+        return
+    for d in written:
+        typer.echo(f"wrote {d.path}" if d.written else f"kept  {d.path} (it exists; delete it to write it again)")
+    new = sum(d.written for d in written)
+    typer.echo(f"{new} draft(s) written, {len(written) - new} kept, in {directory} "
+               f"(questions people answered in the last {days} days)")
 
 
 def post_gaps_digest(settings, days: int) -> None:
@@ -106,7 +138,7 @@ def post_gaps_digest(settings, days: int) -> None:
     if not settings.slack_bot_token:
         fail("--post needs SLACK_BOT_TOKEN")
     try:
-        ts = post_digest(settings, common.open_index(settings), web_client(settings), settings.kb_digest_channel, days)
+        ts = post_digest(settings, common.root(settings).index, web_client(settings), settings.kb_digest_channel, days)
     except SlackApiError as exc:
         fail(f"Slack refused the digest: {exc.response.get('error', exc)}")
     typer.echo(f"posted the gaps digest of the last {days} days to {settings.kb_digest_channel} (ts {ts})")

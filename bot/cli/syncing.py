@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,12 +13,12 @@ from bot.cli.common import fail
 
 
 def sync(
-    path: Annotated[Optional[Path], typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
-    source: Annotated[Optional[str], typer.Option(help="With PATH: its source name (default: derived from the path); alone: sync only this source")] = None,
-    kind: Annotated[Optional[str], typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
-    url_template: Annotated[Optional[str], typer.Option(help="With PATH: citation URL template with {path}")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="With PATH: Confluence base URL for citations")] = None,
-    access: Annotated[Optional[str], typer.Option(help="With PATH: access scope of these documents")] = None,
+    path: Annotated[Path | None, typer.Argument(help="A folder or export .zip (default: the configured sources)")] = None,
+    source: Annotated[str | None, typer.Option(help="With PATH: its source name (default: derived from the path); alone: sync only this source")] = None,
+    kind: Annotated[str | None, typer.Option(help="With PATH: markdown, confluence-html or confluence-xml (default: detected)")] = None,
+    url_template: Annotated[str | None, typer.Option(help="With PATH: citation URL template with {path}")] = None,
+    base_url: Annotated[str | None, typer.Option(help="With PATH: Confluence base URL for citations")] = None,
+    access: Annotated[str | None, typer.Option(help="With PATH: access scope of these documents")] = None,
     include: Annotated[list[str], typer.Option(help="With PATH: only files matching this glob (repeatable)")] = [],
     exclude: Annotated[list[str], typer.Option(help="With PATH: skip files matching this glob (repeatable)")] = [],
     allow_deletes: Annotated[bool, typer.Option("--allow-deletes", help="Let this sync delete more pages than the source's max_delete allows (or every page)")] = False,
@@ -28,24 +28,24 @@ def sync(
     A sync only ever changes its own source's pages. One that finds no pages where there were
     some, or would delete more than the source's max_delete, deletes nothing and exits 4.
     """
-    settings = common.settings()
-    configured = common.configured_sources(settings)
+    root = common.root(common.settings())
+    configured = root.sources
     if path is not None:
         options = {"kind": kind, "url_template": url_template, "base_url": base_url, "access": access,
                    "include": list(include), "exclude": list(exclude)}
-        sources = [_adhoc_source(settings, configured, path, source, options)]
+        sources = [_adhoc_source(root, path, source, options)]
     elif source is not None:
-        sources = [s for s in configured if s.name == source] or [_recorded_source(settings, configured, source)]
+        sources = [s for s in configured if s.name == source] or [_recorded_source(root, source)]
     else:
         sources = configured
-    reports = run_sync(settings, sources, allow_deletes=allow_deletes)
+    reports = run_sync(root, sources, allow_deletes=allow_deletes)
     if any(r.refused for r in reports):
         raise typer.Exit(4)
     if any(r.failed for r in reports):
         raise typer.Exit(3)
 
 
-def _adhoc_source(settings, configured, path: Path, name: str | None, options: dict):
+def _adhoc_source(root, path: Path, name: str | None, options: dict):
     """The source `kb sync PATH` syncs: the configured one if PATH is its location, else a source
     of its own — named after the path (or `--source`), never a name that reads another location,
     and with the settings it was last synced with unless options say otherwise."""
@@ -54,6 +54,7 @@ def _adhoc_source(settings, configured, path: Path, name: str | None, options: d
     from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
     from indexing import catalog
 
+    configured = root.sources
     if not path.exists():
         fail(f"no such file or folder: {path}")
     location = path.resolve()
@@ -73,18 +74,17 @@ def _adhoc_source(settings, configured, path: Path, name: str | None, options: d
             fail(f"{path} {where} of the configured source {known.name!r} ({known.location}); syncing it on its own "
                  f"would index that source's pages again under other settings (access {known.access!r} there). "
                  f"Sync the source by name: kb sync --source {known.name}")
-    index = common.open_index(settings)
-    with index.session() as s:
+    with root.index.session() as s:
         records = catalog.records(s)
-    for record in records.values():  # ... or in or around an ad-hoc source synced with another access
-        if record.origin != catalog.ADHOC or not record.location:
+    for other in records.values():  # ... or in or around an ad-hoc source synced with another access
+        if other.origin != catalog.ADHOC or not other.location:
             continue
-        how = overlap(location, Path(record.location))
-        theirs, ours = (record.settings or {}).get("access") or "public", options["access"] or "public"
+        how = overlap(location, Path(other.location))
+        theirs, ours = (other.settings or {}).get("access") or "public", options["access"] or "public"
         if how in ("inside", "contains") and theirs != ours:
-            fail(f"{path} {'lies inside' if how == 'inside' else 'holds'} {record.location}, synced as source "
-                 f"{record.name!r} with access {theirs!r}; syncing it with access {ours!r} would index those pages "
-                 f"under both. `kb forget {record.name}` first, or configure both in the sources file")
+            fail(f"{path} {'lies inside' if how == 'inside' else 'holds'} {other.location}, synced as source "
+                 f"{other.name!r} with access {theirs!r}; syncing it with access {ours!r} would index those pages "
+                 f"under both. `kb forget {other.name}` first, or configure both in the sources file")
     taken = {r.name: r.location for r in records.values()} | {c.name: str(c.location.resolve()) for c in configured}
     if name is not None:
         if name in taken and taken[name] != str(location):
@@ -100,26 +100,27 @@ def _adhoc_source(settings, configured, path: Path, name: str | None, options: d
         check_source_name(name)
     except ValueError as exc:
         fail(str(exc))
-    typer.echo(f"syncing {path} as source {name!r}" + ("" if changes or record is None else " (with the settings of its last sync)")
-               + ("; choose the name with --source NAME" if record is None else ""), err=True)
+    last = "" if changes or record is None else " (with the settings of its last sync)"
+    typer.echo(f"syncing {path} as source {name!r}{last}" + ("; choose the name with --source NAME" if record is None else ""),
+               err=True)
     return source
 
 
-def _recorded_source(settings, configured, name: str):
+def _recorded_source(root, name: str):
     """`kb sync --source NAME` for a source that is not configured: an ad-hoc one, as last synced."""
     from indexing import catalog
 
-    index = common.open_index(settings)
-    with index.session() as s:
+    with root.index.session() as s:
         record = catalog.records(s).get(name)
     if record is None or record.origin != catalog.ADHOC:
-        names = ", ".join(s.name for s in configured)
+        names = ", ".join(s.name for s in root.sources)
         fail(f"no source named {name!r} (configured: {names}; `kb sources` lists every source in the index)")
     return catalog.adhoc_source(record)
 
 
-def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes: bool = False) -> list:
-    """Sync each source with a progress bar and a one-line summary; returns the reports.
+def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -> list:
+    """Sync each of `sources` through `root`'s index, with a progress bar and a one-line summary;
+    returns the reports.
 
     A sync the deletion guard refused gets one `error:` line (and its report `refused`)."""
     from rich.console import Console
@@ -127,9 +128,10 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from connectors.connector import open_connector
+    from bot.knowledge import sync_counts
     from connectors.sources import SourcesError
 
-    kb = common.open_kb(settings, sources, index=index)
+    kb = root.knowledge_base(sources=sources)
     console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
     reports = []
     for source in sources:
@@ -140,14 +142,12 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
             with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
                 task = bar.add_task("sync", total=total, source=escape(source.name))
-                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc: bar.advance(task),
+                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc, task=task: bar.advance(task),
                                  allow_deletes=allow_deletes)
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
-        skipped = f", {report.skipped} skipped" if report.skipped else ""
         console.print(
-            f"[bold]{escape(source.name)}[/]: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks, "
+            f"[bold]{escape(source.name)}[/]: {sync_counts(report, zero_skipped=False)} — {report.chunks} chunks, "
             f"{report.sentences} sentences, {report.embedded} embedded, {report.seconds:.1f}s", highlight=False
         )
         for error in report.errors[:20]:
@@ -164,7 +164,7 @@ def run_sync(settings, sources, trigger: str = "cli", index=None, allow_deletes:
 
 def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sources as JSON")] = False) -> None:
     """Every source in the index: kind, location, pages, failed/skipped, last sync and its result, schedule."""
-    rows = common.open_kb(common.settings()).sources()
+    rows = common.root(common.settings()).knowledge_base().sources()
     if as_json:
         typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str))
         return
@@ -195,7 +195,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts)")] = False,
 ) -> None:
     """Remove one source's pages from every store (vectors, keywords, sections, registry)."""
-    kb = common.open_kb(common.settings())
+    kb = common.root(common.settings()).knowledge_base()
     row = next((r for r in kb.sources() if r.name == name), None)
     if row is None or (not row.pages and row.origin == ""):
         fail(f"no source named {name!r} in the index (`kb sources` lists them)")
@@ -209,24 +209,8 @@ def forget(
 
 def watch() -> None:
     """Keep the index fresh: watch folder sources and run scheduled re-syncs (no bot)."""
-    import signal
-    import threading
-
-    from indexing.scheduler import start_scheduler, stop_scheduler
-    from indexing.watcher import Watcher
-
-    kb = common.open_kb(common.settings())
-    sources = kb.configured
-    watcher = Watcher(kb.runner, sources).start()
-    scheduler = start_scheduler(kb.runner, sources)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    typer.echo(f"watching {', '.join(s.name for s in sources)}; Ctrl-C to stop", err=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        watcher.stop()
-        stop_scheduler(scheduler)
+    root = common.root(common.settings())
+    with root.running():  # Ctrl-C or SIGTERM: the watcher, the scheduler and the index stopped in order
+        root.start_indexing()
+        typer.echo(f"watching {', '.join(s.name for s in root.sources)}; Ctrl-C to stop", err=True)
+        root.wait_until_stopped()

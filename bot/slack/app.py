@@ -21,8 +21,8 @@ from slack_sdk import WebClient
 
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, assistant, commands, conversation, errors, feedback, help_channels, home,
-                       questions)
+from bot.slack import (access_events, answered_gaps, assistant, commands, conversation, errors, feedback,
+                       help_channels, home, questions)
 from bot.slack.access import SlackAccess
 from bot.slack.resync import Resyncs
 from bot.slack.services import Services
@@ -34,7 +34,7 @@ from indexing.runner import SyncRunner
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, help_channels, questions, access_events, commands, feedback, home, assistant, errors)
+LISTENERS = (conversation, help_channels, answered_gaps, questions, access_events, commands, feedback, home, assistant, errors)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:
@@ -48,20 +48,21 @@ def build_app(
     client: WebClient,
     llm=None,
     *,
-    runner: SyncRunner | None = None,
+    kb: KnowledgeBase | None = None,
     socket_mode: bool = False,
     workers: Workers | None = None,
     access: SlackAccess | None = None,
 ) -> App:
     """The Bolt app with every listener registered. Calls `auth.test` (Bolt checks the token).
 
-    `runner` syncs the configured sources for `/kb resync` (shared with the watcher and the
-    scheduler when `kb serve` runs them); by default one over `settings.sources()`. `workers`:
+    `kb`: the knowledge base the listeners ask — `kb serve` passes the composition root's
+    (`bot.wiring`), whose runner the watcher and the scheduler share (`/kb resync` syncs through
+    it); by default one over `index`, `llm` and `settings.sources()`. `workers`:
     Bolt's listener pool and the answers pool (`bot.slack.workers`); new ones by default — pass
     them to wait for the answers in flight at shutdown. `access`: who sees what (`slack_access`);
     pass it to have the other replicas told of access events (`bot.serve.start_listening`).
     """
-    kb = KnowledgeBase(index, llm=llm, runner=runner or SyncRunner(index, settings.sources()))
+    kb = kb or KnowledgeBase(index, llm=llm, runner=SyncRunner(index, settings.sources()))
     access = access or slack_access(settings, client)
     warn_unconfigured_scopes(access, kb.configured)
     # Messages are answered on a pool of their own (see bot.slack.workers): Bolt acks events before

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from bot import records
+from bot.knowledge import sync_counts
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
@@ -114,8 +115,7 @@ def status_text(info: IndexStatus, visible_here: bool = False) -> str:
         refused = f" — *refused, nothing deleted*: {escape((run.reason or '')[:300])}" if run.result == "refused" else ""
         lines.append(
             f"Last sync of `{escape(run.source)}` ({escape(run.trigger)}) {when:%Y-%m-%d %H:%M} UTC{state}: "
-            f"{run.added} added, {run.updated} updated, {run.unchanged} unchanged, {run.deleted} deleted, "
-            f"{run.failed} failed, {run.skipped} skipped{refused}"
+            f"{sync_counts(run)}{refused}"
         )
     for name in info.unconfigured:
         lines.append(f"Source `{escape(name)}` is no longer configured; its pages still answer until an admin "

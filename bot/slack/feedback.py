@@ -2,6 +2,8 @@
 
 - One vote per user per answer; the message shows the tally; 👎 opens an optional form whose
   text is stored with the vote.
+- 👎 on an answer in a thread of a channel with `escalate` hands the thread over to those people,
+  as "not found" does (`bot.slack.handover`: once per thread, within the channel's hourly cap).
 - Share posts a private `/kb ask` answer in the channel, only if every page it cites (or lists
   as nearest) is visible there now; otherwise it refuses and the answer stays private.
 
@@ -28,7 +30,9 @@ from bot.records import Database
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.client import post
-from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, reference_id
+from bot.slack.errors import (UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, quietly,
+                              reference_id)
+from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 from connectors.access import Audience
@@ -113,6 +117,23 @@ def vote(services: Services, click: Click, client: WebClient, respond, choice: s
             text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
         votes = records.record_vote(services.db, click.answer_id, click.user, choice)
         show_votes(services.db, click, votes, client, respond)
+    if choice == records.DOWN:
+        quietly(hand_over_voted_down, services, click, client)
+
+
+def hand_over_voted_down(services: Services, click: Click, client: WebClient) -> None:
+    """A 👎 on an answer in a thread of a channel with `escalate`: the same hand-over as "not found"
+    (`bot.slack.handover`), under the same once-per-thread claim and hourly cap. The thread is the
+    one the query log says the answer went to (never what the click says), so a `/kb ask` answer,
+    a shared one or a DM answer hands nothing over."""
+    settings = services.channels.get(click.channel)
+    if not settings.escalate:
+        return
+    row = records.find_answer(services.db, click.answer_id)
+    if row is None or not row.thread_ts or row.channel_id != click.channel:
+        return
+    hand_over(services.db, client, settings, row.thread_ts, records.answer_from_log(row),
+              services.settings.kb_handovers_per_hour, asker=row.user_id, voted_down=True)
 
 
 def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respond) -> None:

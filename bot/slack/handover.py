@@ -34,20 +34,25 @@ NEAREST = 3  # nearest pages shown with a hand-over
 
 
 def hand_over(db: Database, client: WebClient, settings: ChannelSettings, thread_ts: str, answer: Answer,
-              per_hour: int) -> bool:
+              per_hour: int, *, asker: str | None = None, voted_down: bool = False) -> bool:
     """Ask the channel's `escalate` people in the thread, unless the thread already had a hand-over
-    or the hourly cap is reached; True when the message was posted."""
+    or the hourly cap is reached; True when the message was posted. `asker`: who asked (a person's
+    answer in the thread is offered as a gap to them, `bot.slack.answered_gaps`). `voted_down`: the
+    answer in the thread was voted 👎 (`bot.slack.feedback`): said so, and no pages repeated."""
     if not settings.escalate:
         return False
-    outcome = claim_handover(db, settings.channel, thread_ts, answer.question, per_hour)
+    outcome = claim_handover(db, settings.channel, thread_ts, answer.question, per_hour, asker=asker or "")
     HANDOVERS.labels(outcome).inc()
     if outcome != "claimed":
         log.info("no hand-over in %s/%s: %s", settings.channel, thread_ts,
                  "this thread already had one" if outcome == "already" else f"the cap of {per_hour} an hour is reached")
         return False
-    line = f"I couldn't find this in the wiki — {settings.escalation_mentions()} can you help?"
+    if voted_down:
+        line = f"That answer didn't help — {settings.escalation_mentions()} can you help?"
+    else:
+        line = f"I couldn't find this in the wiki — {settings.escalation_mentions()} can you help?"
     message_blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
-    nearest = answer.sources[:NEAREST]
+    nearest = [] if voted_down else answer.sources[:NEAREST]
     if nearest:
         message_blocks.append(blocks.sources_block(nearest, found=False))
     # Not `bot.slack.client.post`: it neutralises mentions, and pinging these people is the point.

@@ -87,7 +87,7 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
-        if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour):
+        if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour, asker=asked.user):
             # logged without its thread or message: people answer there, and Docent must not take their
             # replies for follow-ups to it (`records.thread_question` finds threads by those two)
             quietly(records.log_query, db, question=question, answer=reply, context_question=None,

@@ -11,7 +11,8 @@ What each person may see is decided here, then `bot.slack.home_view` renders it:
   its answer cited is visible to them; a page title next to their own question is shown only if
   that page is visible to them now;
 - an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
-  gaps report, with all titles: the Home tab is theirs alone.
+  gaps report, with all titles: the Home tab is theirs alone — except the questions people
+  answered in channels, shown only where the admin's own scopes cover that channel's.
 
 A resync button runs the same background sync as `/kb resync` (`Services.resyncs`, recorded as
 an admin action), and the Home tab is published again when it starts and when it ends. Events
@@ -26,7 +27,7 @@ from collections import defaultdict
 
 from bot import records
 from bot.gaps import normalised
-from bot.knowledge import KnowledgeBase, SourcePages
+from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
 from bot.records import Database
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
@@ -83,7 +84,9 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
                     mine=own_questions(services.db, services.kb, user, visible), note=note)
     if is_admin:
         data.sources = [source_health(pages) for pages in services.kb.source_pages(services.resyncs.names)]
-        data.gaps = services.kb.gaps(7)
+        # the report's titles are all the admin's; what people said in a channel only where the
+        # admin's own scopes cover that channel's (bot.gaps)
+        data.gaps = services.kb.gaps(7).answers_visible_in(visible)
     return data
 
 
@@ -139,8 +142,7 @@ def source_health(pages: SourcePages) -> SourceHealth:
 def run_line(run) -> str:
     when = run.finished_at or run.started_at
     state = run.result if run.finished_at else "still running"
-    return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {run.added} added, {run.updated} updated, "
-            f"{run.unchanged} unchanged, {run.deleted} deleted, {run.failed} failed, {run.skipped} skipped")
+    return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {sync_counts(run)}")
 
 
 def start_resync(services: Services, client, user: str, name: str) -> None:

@@ -24,6 +24,7 @@ SECTION_CHARS = 3000  # Slack: a section's text
 HEADER_CHARS = 150  # Slack: a header's plain text
 BUTTON_CHARS = 75  # Slack: a button's text
 CONTEXT_ELEMENTS = 10  # Slack: elements of a context block
+ANSWERS_SHOWN = 10  # answered-by-people gaps shown (each a block)
 ACTION_RESYNC = "docent_home_resync"
 ACTION_REFRESH = "docent_home_refresh"
 OUTCOME = {"answered": "✅ answered", "uncertain": "🤔 not sure", "not_found": "❓ not found", "failed": "⚠️ failed"}
@@ -141,6 +142,18 @@ def gaps_blocks(report: GapsReport) -> list[Block]:
             for c in report.synonym_candidates)))
     else:
         blocks.append(_context("None: every word of the failed questions is on some page."))
+    blocks.append(_header("Answered by people, missing from the wiki"))
+    if report.answered_by_people:
+        for a in report.answered_by_people[:ANSWERS_SHOWN]:
+            # the answerer's id, not a mention: the digest would notify them every week
+            where = link(a.permalink, "thread") if a.permalink.startswith("http") else "thread"
+            blocks.append(_section(f"*{_plain(a.question, 300)}*\nanswered by `{escape(a.answered_by)}` "
+                                   f"in <#{a.channel}> ({where}): {_plain(a.answer, 500)}"))
+        if len(report.answered_by_people) > ANSWERS_SHOWN:
+            blocks.append(_context(f"…and {len(report.answered_by_people) - ANSWERS_SHOWN} more (`kb gaps`)."))
+        blocks.append(_context("`kb gaps --drafts DIR` writes each as a draft page to edit and commit."))
+    else:
+        blocks.append(_context("None this period."))
     return blocks
 
 

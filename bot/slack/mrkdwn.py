@@ -216,6 +216,21 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
     return " ".join(text.split())
 
 
+def slack_to_markdown(text: str) -> str:
+    """A person's Slack message as Markdown for a wiki page (`bot.slack.answered_gaps`): links as
+    `[label](url)`, mentions as `@U…`/`#C…`, user groups by their handle, broadcasts dropped,
+    entities unescaped; lines kept (Slack's `*bold*`/`_italic_` read well enough as they are)."""
+    text = text or ""
+    text = _USER.sub(lambda m: "@" + (m.group(2) or m.group(1)), text)
+    text = _CHANNEL.sub(lambda m: "#" + (m.group(2) or m.group(1)), text)
+    text = _SLACK_LINK.sub(lambda m: f"[{m.group(2)}]({m.group(1)})" if m.group(2) else f"<{m.group(1)}>", text)
+    text = _DATE.sub(lambda m: m.group(1), text)
+    text = _OTHER_SPECIAL.sub(lambda m: "@" + (m.group(1) or "").lstrip("@") if m.group(1) else "", text)
+    text = _BROADCAST.sub("", text)
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
 def mentions(text: str, user_id: str | None) -> bool:
     """Whether a message mentions this user (e.g. the bot) in Slack markup."""
     if not user_id:

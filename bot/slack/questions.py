@@ -81,6 +81,11 @@ def is_human_message(event: dict) -> bool:
     )
 
 
+def is_small_talk(plain: str) -> bool:
+    """Thanks, "ok", 👍: a reply that asks and tells nothing."""
+    return bool(_SMALL_TALK.match(plain))
+
+
 def is_follow_up_candidate(event: dict, bot_user: str | None) -> bool:
     """A reply in some thread, not a mention (those are `mention`'s), not addressed to a colleague,
     not thanks: worth checking whether the thread is one Docent answered."""
@@ -166,7 +171,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
                               user=asked.user, answer_id=reply.id)
         if not reply.found and reply_thread and not asked.is_dm:  # the channel's `escalate` people, if any
             hand_over(db, client, services.channels.get(channel), reply_thread, reply,
-                      services.settings.kb_handovers_per_hour)
+                      services.settings.kb_handovers_per_hour, asker=asked.user)
 
 
 def add_reaction(client: WebClient, channel: str, ts: str) -> None:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from bot.knowledge import KnowledgeBase
+from bot.knowledge import KnowledgeBase, sync_counts
 from bot.slack.errors import quietly
 from connectors.connector import open_connector
 from indexing.sync import SyncReport
@@ -90,9 +90,7 @@ def _throttled(progress: ReportProgress, total: int) -> Callable[[object], None]
 
 def summary(report: SyncReport) -> str:
     """One line per sync, as `kb sync` prints it, plus the first failures."""
-    skipped = f", {report.skipped} skipped" if report.skipped else ""
-    line = (f"`{report.source}`: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.deleted} deleted, {report.failed} failed{skipped} — {report.chunks} chunks written, "
+    line = (f"`{report.source}`: {sync_counts(report, zero_skipped=False)} — {report.chunks} chunks written, "
             f"{report.seconds:.1f} s")
     failures = "".join(f"\n• failed: {error}" for error in report.errors[:5])
     more = f"\n…and {len(report.errors) - 5} more (see `kb status`)" if len(report.errors) > 5 else ""

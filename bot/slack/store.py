@@ -24,7 +24,9 @@ DM answer finds the question it follows. Rows are kept as long as the query log 
 
 **Hand-overs** (`handovers`, created by migration in `indexing.migrations`; `claim_handover`):
 at most one per thread and at most `KB_HANDOVERS_PER_HOUR` per channel in any rolling hour,
-decided under a per-channel advisory lock (`bot.slack.handover` posts them).
+decided under a per-channel advisory lock (`bot.slack.handover` posts them). A hand-over keeps
+who asked, and once a person answers in its thread, that Docent offered the answer as a gap
+(`claim_gap_offer`: once per thread) and what the person said (`bot.slack.answered_gaps`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, text
@@ -180,7 +183,7 @@ def prune_answers(db: Database, before: datetime) -> int:
 # -- hand-overs ----------------------------------------------------------------------------------
 
 
-def claim_handover(db: Database, channel: str, thread_ts: str, question: str, per_hour: int) -> str:
+def claim_handover(db: Database, channel: str, thread_ts: str, question: str, per_hour: int, asker: str = "") -> str:
     """Record a hand-over for this thread if none was made and the channel's hourly cap allows:
     "claimed", "already" (this thread had one) or "capped"."""
     with db.engine.begin() as conn:
@@ -192,6 +195,53 @@ def claim_handover(db: Database, channel: str, thread_ts: str, question: str, pe
                                    "AND created_at > now() - interval '1 hour'"), {"c": channel}).scalar_one()
         if recent >= per_hour:
             return "capped"
-        conn.execute(text("INSERT INTO handovers (channel, thread_ts, question) VALUES (:c, :t, :q)"),
-                     {"c": channel, "t": thread_ts, "q": question[:2000]})
+        conn.execute(text("INSERT INTO handovers (channel, thread_ts, question, asker) VALUES (:c, :t, :q, :a)"),
+                     {"c": channel, "t": thread_ts, "q": question[:2000], "a": asker or ""})
     return "claimed"
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A thread Docent handed over: the question, who asked it ("" for hand-overs made before askers
+    were kept), and — once a person answered there and Docent offered it as a gap — who answered,
+    which message, what it said."""
+
+    channel: str
+    thread_ts: str
+    question: str
+    asker: str
+    offered: bool
+    answered_by: str = ""
+    answer_ts: str = ""
+    answer_text: str = ""
+
+
+def handover_in(db: Database, channel: str, thread_ts: str) -> Handover | None:
+    """The hand-over of this thread, if Docent made one."""
+    with db.engine.connect() as conn:
+        row = conn.execute(text("SELECT question, asker, offered_at IS NOT NULL, answered_by, answer_ts, answer_text "
+                                "FROM handovers WHERE channel = :c AND thread_ts = :t"),
+                           {"c": channel, "t": thread_ts}).first()
+    return None if row is None else Handover(channel, thread_ts, *row)
+
+
+def claim_gap_offer(db: Database, channel: str, thread_ts: str, answered_by: str, answer_ts: str,
+                    answer_text: str) -> Handover | None:
+    """Mark this handed-over thread's gap as offered, with the person's answer: the hand-over, or None
+    when the thread had no hand-over or its offer was made already (once per thread, across processes)."""
+    with db.engine.begin() as conn:
+        row = conn.execute(text("UPDATE handovers SET offered_at = now(), answered_by = :by, answer_ts = :ats, "
+                                "answer_text = :txt WHERE channel = :c AND thread_ts = :t AND offered_at IS NULL "
+                                "RETURNING question, asker"),
+                           {"c": channel, "t": thread_ts, "by": answered_by, "ats": answer_ts,
+                            "txt": answer_text[:8000]}).first()
+    if row is None:
+        return None
+    return Handover(channel, thread_ts, row[0], row[1], True, answered_by, answer_ts, answer_text[:8000])
+
+
+def prune_handovers(db: Database, before: datetime) -> int:
+    """Forget hand-overs made before `before` — their questions and people's answers are personal
+    data, kept as long as the query log keeps questions (`bot.housekeeping`)."""
+    with db.engine.begin() as conn:
+        return conn.execute(text("DELETE FROM handovers WHERE created_at < :before"), {"before": before}).rowcount or 0
