@@ -356,13 +356,13 @@ class AnsweredGap(SQLModel, table=True):
 def add_answered_gap(index: Database, gap: AnsweredGap) -> AnsweredGap | None:
     """Record `gap` unless its thread's gap is recorded already: the new row, or None (the first
     click wins; the gap stays as it was first added)."""
-    values = {c.name: getattr(gap, c.name) for c in AnsweredGap.__table__.columns}
+    from sqlalchemy import inspect
+
+    values = {c.name: getattr(gap, c.name) for c in inspect(AnsweredGap).columns}
     with index.session() as s:
-        inserted = s.execute(insert(AnsweredGap.__table__).values(**values)
+        inserted = s.execute(insert(AnsweredGap).values(**values)
                              .on_conflict_do_nothing(index_elements=["channel_id", "thread_ts"]))
         s.commit()
-    from indexing.database import affected
-
     return gap if affected(inserted) == 1 else None
 
 
@@ -375,15 +375,12 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
     """Gaps added in [since, until), newest first."""
     with index.session() as s:
         return list(s.exec(select(AnsweredGap).where(AnsweredGap.added_at >= since, AnsweredGap.added_at < until)
-                           .order_by(AnsweredGap.added_at.desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
+                           .order_by(col(AnsweredGap.added_at).desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
 
 
 def prune_answered_gaps(index: Database, before: datetime) -> int:
     """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
     from sqlalchemy import delete
-    from sqlmodel import col
-
-    from indexing.database import affected
 
     with index.session() as s:
         gone = affected(s.execute(delete(AnsweredGap).where(col(AnsweredGap.added_at) < before)))
