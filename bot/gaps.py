@@ -205,13 +205,13 @@ def answered_by_people(index: Index, since: datetime, until: datetime) -> list[A
 
 
 def _questions(index: Index, since: datetime, until: datetime) -> list:
-    from sqlmodel import select
+    from sqlmodel import col, select
 
     from bot.records import QueryLog
 
     with index.session() as s:
         return list(s.exec(select(QueryLog).where(QueryLog.created_at >= since, QueryLog.created_at < until)
-                           .order_by(QueryLog.created_at.desc())))
+                           .order_by(col(QueryLog.created_at).desc())))
 
 
 def _votes(index: Index, since: datetime, until: datetime) -> list:

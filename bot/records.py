@@ -22,6 +22,7 @@ The classes are the Python view of the tables; `indexing.migrations` creates and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -31,9 +32,10 @@ from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from bot.answer import Answer, Source
+from indexing.database import affected
 from indexing.gate import Outcome
 from indexing.heading_path import HeadingPath
 from indexing.registry import timestamptz, utcnow
@@ -201,7 +203,7 @@ def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     if not doc_ids:
         return {}
     with index.session() as s:
-        rows = s.exec(select(DocumentRecord.id, DocumentRecord.access).where(DocumentRecord.id.in_(list(doc_ids))))
+        rows = s.exec(select(DocumentRecord.id, DocumentRecord.access).where(col(DocumentRecord.id).in_(list(doc_ids))))
         return {doc_id: access for doc_id, access in rows}
 
 
@@ -211,9 +213,9 @@ def prune_query_log(index: Database, before: datetime) -> tuple[int, int]:
     from sqlalchemy import delete
 
     with index.session() as s:
-        old = select(QueryLog.answer_id).where(QueryLog.created_at < before, QueryLog.answer_id.is_not(None))
-        votes = s.execute(delete(Feedback).where(Feedback.answer_id.in_(old))).rowcount or 0
-        questions = s.execute(delete(QueryLog).where(QueryLog.created_at < before)).rowcount or 0
+        old = select(QueryLog.answer_id).where(col(QueryLog.created_at) < before, col(QueryLog.answer_id).is_not(None))
+        votes = affected(s.execute(delete(Feedback).where(col(Feedback.answer_id).in_(old))))
+        questions = affected(s.execute(delete(QueryLog).where(col(QueryLog.created_at) < before)))
         s.commit()
     return questions, votes
 
@@ -224,9 +226,9 @@ def thread_question(index: Database, channel_id: str, thread_ts: str) -> str | N
     with index.session() as s:
         row = s.exec(
             select(QueryLog)
-            .where(QueryLog.channel_id == channel_id, QueryLog.answer_id.is_not(None),
-                   or_(QueryLog.thread_ts == thread_ts, QueryLog.message_ts == thread_ts))
-            .order_by(QueryLog.created_at.desc())
+            .where(QueryLog.channel_id == channel_id, col(QueryLog.answer_id).is_not(None),
+                   or_(col(QueryLog.thread_ts) == thread_ts, col(QueryLog.message_ts) == thread_ts))
+            .order_by(col(QueryLog.created_at).desc())
             .limit(1)
         ).first()
     return row.question if row else None
@@ -238,9 +240,9 @@ def latest_question(index: Database, channel_id: str, user_id: str, since: datet
     refused), other than the message `other_than_ts` itself — what a DM follow-up follows."""
     with index.session() as s:
         row = s.exec(select(QueryLog).where(QueryLog.channel_id == channel_id, QueryLog.user_id == user_id,
-                                            QueryLog.created_at >= since, QueryLog.answer_id.is_not(None),
+                                            QueryLog.created_at >= since, col(QueryLog.answer_id).is_not(None),
                                             QueryLog.message_ts != other_than_ts)
-                     .order_by(QueryLog.created_at.desc()).limit(1)).first()
+                     .order_by(col(QueryLog.created_at).desc()).limit(1)).first()
     return row.question if row else None
 
 
@@ -248,17 +250,18 @@ def answered_in_public(index: Database, surfaces: tuple[str, ...], limit: int) -
     """The latest `limit` questions that were answered, asked in a public channel on one of
     `surfaces` — where everyone could read them (the candidates for example questions)."""
     with index.session() as s:
-        return list(s.exec(select(QueryLog).where(QueryLog.outcome == Outcome.ANSWERED.value, QueryLog.answer_id.is_not(None),
+        return list(s.exec(select(QueryLog).where(QueryLog.outcome == Outcome.ANSWERED.value,
+                                                  col(QueryLog.answer_id).is_not(None),
                                                   QueryLog.channel_kind == ChannelKind.PUBLIC.value,
-                                                  QueryLog.surface.in_(surfaces))
-                           .order_by(QueryLog.created_at.desc()).limit(limit)).all())
+                                                  col(QueryLog.surface).in_(surfaces))
+                           .order_by(col(QueryLog.created_at).desc()).limit(limit)).all())
 
 
 def questions_of(index: Database, user_id: str, limit: int) -> list[QueryLog]:
     """`user_id`'s latest `limit` questions, newest first (failed ones too)."""
     with index.session() as s:
         return list(s.exec(select(QueryLog).where(QueryLog.user_id == user_id)
-                           .order_by(QueryLog.created_at.desc()).limit(limit)).all())
+                           .order_by(col(QueryLog.created_at).desc()).limit(limit)).all())
 
 
 # -- feedback --------------------------------------------------------------------------------
@@ -269,7 +272,7 @@ def record_vote(index: Database, answer_id: str, user_id: str, vote: str) -> dic
     if vote not in (UP, DOWN):
         raise ValueError(f"unknown vote {vote!r}")
     now = utcnow()
-    statement = insert(Feedback.__table__).values(
+    statement = insert(Feedback).values(
         answer_id=answer_id, user_id=user_id, vote=vote, reason=None, created_at=now, updated_at=now
     )
     # a changed vote drops the old reason: it explained the other vote
@@ -285,7 +288,7 @@ def record_vote(index: Database, answer_id: str, user_id: str, vote: str) -> dic
 def record_reason(index: Database, answer_id: str, user_id: str, reason: str | None) -> None:
     """The text of the 👎 form, kept with that user's (down) vote."""
     now = utcnow()
-    statement = insert(Feedback.__table__).values(
+    statement = insert(Feedback).values(
         answer_id=answer_id, user_id=user_id, vote=DOWN, reason=reason, created_at=now, updated_at=now
     ).on_conflict_do_update(constraint="uq_feedback_answer_user", set_={"vote": DOWN, "reason": reason, "updated_at": now})
     with index.session() as s:
@@ -314,6 +317,7 @@ def log_admin_action(index: Database, user_id: str, action: str, argument: str, 
         s.add(row)
         s.commit()
         s.refresh(row)
+        assert row.id is not None  # the primary key, assigned by the database on commit
         return row.id
 
 
@@ -352,13 +356,13 @@ class AnsweredGap(SQLModel, table=True):
 def add_answered_gap(index: Database, gap: AnsweredGap) -> AnsweredGap | None:
     """Record `gap` unless its thread's gap is recorded already: the new row, or None (the first
     click wins; the gap stays as it was first added)."""
-    values = {c.name: getattr(gap, c.name) for c in AnsweredGap.__table__.columns}
+    from sqlalchemy import inspect
+
+    values = {c.name: getattr(gap, c.name) for c in inspect(AnsweredGap).columns}
     with index.session() as s:
-        inserted = s.execute(insert(AnsweredGap.__table__).values(**values)
+        inserted = s.execute(insert(AnsweredGap).values(**values)
                              .on_conflict_do_nothing(index_elements=["channel_id", "thread_ts"]))
         s.commit()
-    from indexing.database import affected
-
     return gap if affected(inserted) == 1 else None
 
 
@@ -371,15 +375,12 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
     """Gaps added in [since, until), newest first."""
     with index.session() as s:
         return list(s.exec(select(AnsweredGap).where(AnsweredGap.added_at >= since, AnsweredGap.added_at < until)
-                           .order_by(AnsweredGap.added_at.desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
+                           .order_by(col(AnsweredGap.added_at).desc(), AnsweredGap.channel_id, AnsweredGap.thread_ts)))
 
 
 def prune_answered_gaps(index: Database, before: datetime) -> int:
     """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
     from sqlalchemy import delete
-    from sqlmodel import col
-
-    from indexing.database import affected
 
     with index.session() as s:
         gone = affected(s.execute(delete(AnsweredGap).where(col(AnsweredGap.added_at) < before)))
@@ -408,22 +409,23 @@ class ReportRow:
 def feedback_report(index: Database, limit: int = 20) -> list[ReportRow]:
     """The `limit` latest votes and the `limit` latest not-found questions, newest first."""
     with index.session() as s:
-        votes = s.exec(
+        # an outer join: a vote whose question is no longer logged comes with None
+        votes: Sequence[tuple[Feedback, QueryLog | None]] = s.exec(
             select(Feedback, QueryLog)
-            .join(QueryLog, QueryLog.answer_id == Feedback.answer_id, isouter=True)
-            .order_by(Feedback.updated_at.desc())
+            .join(QueryLog, col(QueryLog.answer_id) == col(Feedback.answer_id), isouter=True)
+            .order_by(col(Feedback.updated_at).desc())
             .limit(limit)
         ).all()
         missing = s.exec(
             select(QueryLog)
-            .where(QueryLog.found.is_(False), QueryLog.answer_id.is_not(None))
-            .order_by(QueryLog.created_at.desc())
+            .where(col(QueryLog.found).is_(False), col(QueryLog.answer_id).is_not(None))
+            .order_by(col(QueryLog.created_at).desc())
             .limit(limit)
         ).all()
     rows = [
-        ReportRow(kind="vote", at=f.updated_at, user_id=f.user_id, question=q.question if q else "",
-                  answer_id=f.answer_id, channel_id=q.channel_id if q else None, vote=f.vote, reason=f.reason,
-                  doc_ids=list(q.doc_ids) if q else [])
+        ReportRow(kind="vote", at=f.updated_at, user_id=f.user_id, question=q.question if q is not None else "",
+                  answer_id=f.answer_id, channel_id=q.channel_id if q is not None else None, vote=f.vote,
+                  reason=f.reason, doc_ids=list(q.doc_ids) if q is not None else [])
         for f, q in votes
     ]
     rows += [

@@ -13,14 +13,17 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
-from sqlmodel import select
+from sqlmodel import col, select
 
 from indexing.registry import EmbeddingCache
+
+if TYPE_CHECKING:
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
 EMBED_DIM = 384
 
@@ -66,7 +69,7 @@ class TorchEmbedder:
         self.model_path = model_path
         self.batch_size = batch_size
         self.texts_embedded = 0  # how many texts reached the model: tests and benchmarks count it
-        self._model = None
+        self._model: HuggingFaceEmbedding | None = None
         self._lock = threading.Lock()
 
     @property
@@ -147,8 +150,8 @@ def embed_with_cache(session: Session, embedder: Embedder, texts: Sequence[str])
     cached: dict[str, list[float]] = {}
     wanted = list(set(keys))
     for start in range(0, len(wanted), 1000):
-        rows = session.exec(
-            select(EmbeddingCache).where(EmbeddingCache.key.in_(wanted[start : start + 1000]))
+        rows = session.scalars(
+            select(EmbeddingCache).where(col(EmbeddingCache.key).in_(wanted[start : start + 1000]))
         ).all()
         cached.update({row.key: np.frombuffer(row.vector, dtype=np.float32).tolist() for row in rows})
     missing = {k: t for k, t in zip(keys, texts) if k not in cached}

@@ -20,6 +20,7 @@ def make_embedder(config: IndexConfig) -> Embedder:
         from indexing.embedding import EMBED_DIM
         from indexing.embedding_service import ServiceEmbedder
 
+        assert config.embed_model is not None  # IndexConfig refuses an embed_url without the model's name
         return ServiceEmbedder(config.embed_url, config.embed_model, config.embed_api_key, dimensions=EMBED_DIM,
                                batch_size=config.embed_service_batch, in_flight=config.embed_in_flight)
     if config.embed_backend != "torch":

@@ -1,22 +1,27 @@
 """Hybrid retrieval: vector ∥ BM25 over child chunks → fused per parent section → top sections.
 
-Both legs filter by the asker's access scopes inside the search (SQL filter; BM25 mask), and
-nothing a question is scored with counts a page the asker may not see: a cosine depends on the
-question and the chunk alone; BM25's statistics (chunk count, average length, document
-frequencies), the IDF weights of the gate and the lead, and typo repair's word counts are all
-taken over the visible chunks only (`indexing.keyword_segments`). So a restricted page can neither
-be returned nor change the repaired question, a score, the ranking or the not-found gate's
-outcome: from a public channel, no reply differs for its being indexed, and none of its words can
-be learnt from one (tests/test_keyword_audience.py). One approximation remains: the HNSW graph
-links every chunk, so on a large index a filtered approximate search may reach slightly different
-visible neighbours than it would without the restricted chunks — its recall, not its words, and
-no score of a chunk returned.
+Both legs filter by the asker's access scopes inside the search (SQL filter; BM25 mask), and no
+score a question is given counts a page the asker may not see: a cosine depends on the question
+and the chunk alone; BM25's statistics (chunk count, average length, document frequencies), the
+IDF weights of the gate and the lead, and typo repair's word counts are all taken over the
+visible chunks only (`indexing.keyword_segments`). So a restricted page is never returned, none
+of its words can change the repaired question, a score or the not-found gate's signals, and none
+can be learnt from a reply (tests/test_keyword_audience.py).
 
-A scope change reaches both legs in the transaction that records it (`ChunkStore.set_access`
-relabels the chunks and logs a keyword change; the next published keyword version carries it).
-Until a process has caught up, every section is checked against its document's *current* scope
-(the registry row, read in the same query as the section) before it is returned: a keyword index
-from before a scope change can rank a page, but never show it where it is no longer visible.
+It can still touch the ranking in one way: the HNSW graph links every chunk, restricted ones
+included, so on a large index the filtered approximate search may reach slightly different
+visible neighbours than it would without them. That moves the vector leg's recall (which visible
+chunks it returns, and through them the ranking, the gate's outcome and the reply), never the
+score of a chunk returned, and carries none of the page's words.
+
+A scope change is recorded for both legs in the transaction that makes it
+(`ChunkStore.set_access` relabels the chunks, which the vector leg filters on from then on, and
+logs a keyword change). The keyword leg takes it when the keyword version carrying it is
+published (right after the sync writes that batch, or at the sync's end; every search first
+catches up with the published version); until then it still counts and ranks the page under its
+old scope. So every section is checked against its document's *current* scope (the registry
+row, read in the same query as the section) before it is returned: a keyword index from before a
+scope change can rank a page, but never show it where it is no longer visible.
 
 Fusion is a weighted sum of each parent's best cosine and its best BM25 score (normalised by
 the question's top BM25 score); reciprocal-rank fusion (k=60) remains as the `hybrid-rrf` mode
@@ -30,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from indexing.gate import (  # noqa: F401 — is_cjk is imported from here by bot/
     GateSignals,
@@ -88,7 +93,8 @@ class Retrieval:
     timings_ms: dict = field(default_factory=dict)
     outcome: Outcome = Outcome.ANSWERED  # uncertain: the wiki may have it
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.spelling`)
-    question_vector: list[float] | None = None  # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
+    # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
+    question_vector: list[float] | None = None
     expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.synonyms`)
     rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
 
@@ -183,7 +189,8 @@ def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) 
     child_cos = {h.node_id: h.score for h in dense}
     child_bm25 = {h.node_id: h.score / top_bm25 for h in keyword}
     child_floor = min(child_cos.values(), default=0.0)
-    child = {c: alpha * child_cos.get(c, child_floor) + (1 - alpha) / 2 * child_bm25.get(c, 0.0) for c in {*child_cos, *child_bm25}}
+    child = {c: alpha * child_cos.get(c, child_floor) + (1 - alpha) / 2 * child_bm25.get(c, 0.0)
+             for c in {*child_cos, *child_bm25}}
     return scores, _children_by_parent(child, dense, keyword)
 
 
@@ -229,9 +236,9 @@ def _parents(
     if not best:
         return []
     with index.session() as s:
-        sections = {p.id: p for p in s.exec(select(ParentSection).where(ParentSection.id.in_(best)))}
+        sections = {p.id: p for p in s.exec(select(ParentSection).where(col(ParentSection.id).in_(best)))}
         doc_ids = {p.doc_id for p in sections.values()}
-        docs = {d.id: d for d in s.exec(select(DocumentRecord).where(DocumentRecord.id.in_(doc_ids)))}
+        docs = {d.id: d for d in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(doc_ids)))}
         texts = index.store.texts(s, [c for pid in best for c in by_parent[pid]])
     hits = []
     for pid in best:

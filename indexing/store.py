@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from connectors.document import SourceDocument
 from indexing import sentence_vectors
 from indexing.chunking import Parent
+from indexing.database import affected
 from indexing.embedding import EMBED_DIM
 from indexing.registry import GENERATION_KEY, ParentSection
 
@@ -180,7 +182,7 @@ class ChunkStore:
                  f"AND metadata_->>'access' IS DISTINCT FROM :access"),
             {"access": access, "doc": doc_id},
         )
-        relabelled = result.rowcount or 0
+        relabelled = affected(result)
         if relabelled:
             self.log_change(session, doc_id)
         return relabelled
@@ -191,7 +193,7 @@ class ChunkStore:
 
     def _delete_rows(self, session: Session, doc_id: str) -> None:
         session.execute(delete(self.table).where(self.table.metadata_["ref_doc_id"].astext == doc_id))
-        session.execute(delete(ParentSection).where(ParentSection.doc_id == doc_id))
+        session.execute(delete(ParentSection).where(col(ParentSection.doc_id) == doc_id))
         sentence_vectors.delete_document(session, doc_id)  # the lead's vectors go with their sections
 
     def log_change(self, session: Session, doc_id: str) -> int:
@@ -234,6 +236,8 @@ class ChunkStore:
         result = self.vector_store.query(
             VectorStoreQuery(query_embedding=embedding, similarity_top_k=k, filters=filters)
         )
+        # PGVectorStore's query always fills both lists (empty when nothing matched)
+        assert result.nodes is not None and result.similarities is not None
         hits = [
             ChunkHit(node_id=node.node_id, score=float(sim), metadata=node.metadata)
             for node, sim in zip(result.nodes, result.similarities)
@@ -276,7 +280,7 @@ class ChunkStore:
             batch = node_ids[start : start + 5000]
             found.update(session.execute(
                 select(self.table.node_id, self.table.text).where(self.table.node_id.in_(batch))
-            ).all())
+            ).tuples().all())
         return found
 
     def count(self, session: Session, scopes: list[str] | None = None) -> int:

@@ -94,7 +94,7 @@ def digest_blocks(report) -> list[dict]:
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
         f"The last {report.days} days to {report.generated_at:%Y-%m-%d %H:%M} UTC, against the {report.days} before. "
         f"`kb gaps --days {report.days}` prints the same in a terminal.")}]}
-    body = [head, note, *gaps_blocks(report)]
+    body: list[dict] = [head, note, *gaps_blocks(report)]
     if len(body) > MESSAGE_BLOCKS:
         body = body[: MESSAGE_BLOCKS - 1] + [{"type": "context", "elements": [
             {"type": "mrkdwn", "text": "…shortened to fit Slack: `kb gaps` has the rest."}]}]

@@ -182,13 +182,17 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
             return
         answer = records.answer_from_log(row)
         public = blocks.answer_blocks(answer, shared_by=user, question=row.question)
-        try:
-            client.chat_postMessage(channel=channel, text=blocks.fallback_text(answer), blocks=public,
-                                    unfurl_links=False, unfurl_media=False)
-        except SlackApiError as exc:
-            if exc.response.get("error") not in ("not_in_channel", "channel_not_found"):
-                raise
-            # the bot is not in this channel; the command's response URL may still post there
+        posted = False
+        if channel is not None:  # a click from a message names its conversation; without one, Slack would refuse the post
+            try:
+                client.chat_postMessage(channel=channel, text=blocks.fallback_text(answer), blocks=public,
+                                        unfurl_links=False, unfurl_media=False)
+                posted = True
+            except SlackApiError as exc:
+                if exc.response.get("error") not in ("not_in_channel", "channel_not_found"):
+                    raise
+        if not posted:
+            # the bot is not in this channel (or none was named); the command's response URL may still post there
             respond(text=blocks.fallback_text(answer), blocks=public, response_type="in_channel", replace_original=False)
         respond(delete_original=True)
 

@@ -168,7 +168,8 @@ def _asked_line(q: AskedQuestion) -> str:
     line = f"• {q.at:%b %d} — {_plain(q.question, 200)} — {OUTCOME.get(q.outcome, q.outcome)}"
     if q.page_title:
         title = _plain(q.page_title, 100)
-        line += f" ({link(q.page_url, q.page_title[:100]) if (q.page_url or '').startswith('http') else title})"
+        url = q.page_url or ""
+        line += f" ({link(url, q.page_title[:100]) if url.startswith('http') else title})"
     return line
 
 

@@ -92,8 +92,8 @@ def to_mrkdwn(markdown: str, citation_urls: dict[int, str] | None = None) -> str
             out.append(f"*{inline(text, citations)}*" if text else "")
             i = heading.end
             continue
-        if _table_row(line) is not None:
-            prefix = _table_row(line)[0]
+        if (first_row := _table_row(line)) is not None:
+            prefix = first_row[0]
             rows = []
             while i < len(lines) and (row := _table_row(lines[i])) is not None and row[0] == prefix:
                 rows.append(row[1])
@@ -233,7 +233,9 @@ def slack_to_markdown(text: str) -> str:
 
 def mentions(text: str, user_id: str | None) -> bool:
     """Whether a message mentions this user (e.g. the bot) in Slack markup."""
-    return bool(user_id) and re.search(rf"<@{re.escape(user_id)}(?:\|[^<>]*)?>", text or "") is not None
+    if not user_id:
+        return False
+    return re.search(rf"<@{re.escape(user_id)}(?:\|[^<>]*)?>", text or "") is not None
 
 
 def mentions_someone_else(text: str, user_id: str | None) -> bool:

@@ -97,6 +97,8 @@ def is_follow_up_candidate(event: dict, bot_user: str | None) -> bool:
 
 def answer_follow_up(services: Services, client: WebClient, asked: Asked) -> None:
     """Answer a thread reply only if the thread is one Docent answered in (the query log says so)."""
+    # only a thread reply is submitted here (`is_follow_up_candidate`: the event has a thread_ts)
+    assert asked.context_thread is not None
     try:
         earlier = records.thread_question(services.db, asked.channel, asked.context_thread)
     except Exception as exc:

@@ -33,11 +33,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.client import post
 from bot.slack.mrkdwn import escape, neutralise, to_mrkdwn
+
+if TYPE_CHECKING:
+    from slack_sdk.web.chat_stream import ChatStream
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +71,7 @@ class AnswerDelivery:
         self.mode = STREAM if thread_ts else UPDATES
         self.ts: str | None = None  # the answer message, once there is one
         self.shown = ""  # the text shown so far
-        self._stream = None
+        self._stream: ChatStream | None = None
         self._last_update = 0.0
         if status_thread:
             set_status(client, channel, status_thread, STATUS)
