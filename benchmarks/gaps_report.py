@@ -2,7 +2,7 @@
 and the weekly digest compute), cold (every question wording embedded) and warm (the wordings
 already embedded in this process), for a week of 100, 1,000 and 5,000 logged questions.
 
-Questions are logged with the real recording code (`records.log_query`); a third are answered,
+Questions are logged with the real recording code (`question_log.log_query`); a third are answered,
 the rest not found, in wordings built from templates so that many are near-duplicates. The
 baseline in the same process is the warm run: the ratio is what embedding the wordings costs.
 
@@ -30,7 +30,7 @@ def wordings(n: int, rng: random.Random) -> list[str]:
 
 
 def main() -> None:
-    from bot import records
+    from bot import question_log
     from bot.answer import Answer
     from bot.gaps import _vectors, gaps_report
     from bot.llm import NOT_FOUND_REPLY
@@ -45,7 +45,7 @@ def main() -> None:
         for question in wordings(total - logged, rng):
             outcome = Outcome.ANSWERED if rng.random() < 1 / 3 else Outcome.NOT_FOUND
             answer = Answer(question=question, text=NOT_FOUND_REPLY, sources=[], timings_ms={}, outcome=outcome)
-            records.log_query(index, surface="mention", user_id=f"U{rng.randrange(200)}", question=question,
+            question_log.log_query(index, surface="mention", user_id=f"U{rng.randrange(200)}", question=question,
                               answer=answer, channel_id="C1")
         logged = total
         _vectors.clear()

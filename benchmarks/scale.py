@@ -288,7 +288,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
     from indexing.config import IndexConfig
     from indexing.embedding import cache_key
     from indexing.index import Index
-    from indexing.registry import EmbeddingCache
+    from indexing.index_tables import EmbeddingCache
     from indexing.sync import sync_documents
 
     home = Path(tempfile.mkdtemp(prefix=f"docent-scale-{label}-"))

@@ -17,7 +17,7 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
   adds to the sources file's `[synonyms]` (`indexing.synonyms`), or to a page;
 - answered by people, missing from the wiki: questions Docent handed over that a person then
   answered in the thread, added with "Add to the wiki's gaps" (`bot.slack.answered_gaps`,
-  `bot.records.AnsweredGap`) — the question, the answer as said in that channel, who answered,
+  `bot.question_log.AnsweredGap`) — the question, the answer as said in that channel, who answered,
   the thread link; `kb gaps --drafts DIR` writes each as a draft page (`bot.gap_drafts`).
 
 `scopes` limits the page titles to documents of those access scopes (the digest passes the scopes
@@ -39,7 +39,7 @@ from functools import lru_cache
 from indexing.embedding import Embedder
 from indexing.gate import Outcome
 from indexing.index import Index
-from indexing.registry import utcnow
+from indexing.index_tables import utcnow
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
@@ -193,7 +193,7 @@ def _shown(channel_scopes: list[str], scopes) -> bool:
 
 def answered_by_people(index: Index, since: datetime, until: datetime) -> list[AnsweredByPeople]:
     """The gaps people answered, added in [since, until), newest first (`kb gaps --drafts` too)."""
-    from bot.records import answered_gaps
+    from bot.question_log import answered_gaps
 
     return [AnsweredByPeople(question=g.question, answer=g.answer, answered_by=g.answered_by, asked_by=g.asked_by,
                              added_by=g.added_by, channel=g.channel_id, thread_ts=g.thread_ts, permalink=g.permalink,
@@ -207,7 +207,7 @@ def answered_by_people(index: Index, since: datetime, until: datetime) -> list[A
 def _questions(index: Index, since: datetime, until: datetime) -> list:
     from sqlmodel import col, select
 
-    from bot.records import QueryLog
+    from bot.question_log import QueryLog
 
     with index.session() as s:
         return list(s.exec(select(QueryLog).where(QueryLog.created_at >= since, QueryLog.created_at < until)
@@ -217,7 +217,7 @@ def _questions(index: Index, since: datetime, until: datetime) -> list:
 def _votes(index: Index, since: datetime, until: datetime) -> list:
     from sqlmodel import select
 
-    from bot.records import Feedback
+    from bot.question_log import Feedback
 
     with index.session() as s:
         return list(s.exec(select(Feedback).where(Feedback.updated_at >= since, Feedback.updated_at < until)))
@@ -226,7 +226,7 @@ def _votes(index: Index, since: datetime, until: datetime) -> list:
 def _documents(index: Index) -> dict:
     from sqlmodel import select
 
-    from indexing.registry import DocumentRecord
+    from indexing.index_tables import DocumentRecord
 
     with index.session() as s:
         return {d.id: d for d in s.exec(select(DocumentRecord))}
@@ -328,7 +328,7 @@ def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAM
 
 
 def _down_voted(index: Index, votes: list, start: datetime, access: dict, visible) -> list[DownVoted]:
-    from bot.records import find_answer
+    from bot.question_log import find_answer
 
     by_answer: dict[str, list] = defaultdict(list)
     for vote in votes:

@@ -35,17 +35,17 @@ class Tidied:
 
 def tidy(index: Index, query_log_days: int, now: datetime | None = None) -> Tidied:
     """One housekeeping run; returns how many rows went."""
-    from bot import records
+    from bot import question_log
     from bot.slack import store
 
     now = now or datetime.now(timezone.utc)
     deliveries = store.Deduper(index).prune(now=now)
     questions = votes = 0
     if query_log_days > 0:
-        questions, votes = records.prune_query_log(index, before=now - timedelta(days=query_log_days))
+        questions, votes = question_log.prune_query_log(index, before=now - timedelta(days=query_log_days))
         store.prune_answers(index, before=now - timedelta(days=query_log_days))
         store.prune_handovers(index, before=now - timedelta(days=query_log_days))
-        records.prune_answered_gaps(index, before=now - timedelta(days=query_log_days))
+        question_log.prune_answered_gaps(index, before=now - timedelta(days=query_log_days))
     if deliveries or questions or votes:
         log.info("housekeeping: %d delivery claims, %d logged questions and %d votes older than their "
                  "retention deleted", deliveries, questions, votes)

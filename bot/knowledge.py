@@ -8,8 +8,8 @@ Slack app shows of the wiki comes from here too, already narrowed to what it nee
 (the admins' App Home), `gaps` (the gaps report).
 
 Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
-query log itself, in `bot.records`). Only `sync` and `forget` change what is indexed, and both go
-through the one sync path (`indexing.runner`, `indexing.catalog`), which publishes the new
+query log itself, in `bot.question_log`). Only `sync` and `forget` change what is indexed, and both go
+through the one sync path (`indexing.runner`, `indexing.indexed_sources`), which publishes the new
 keyword version.
 """
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from bot.answer import Answer, answer_question
 from connectors.access import Audience
 from connectors.sources import SourceConfig
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.index import Index
 from indexing.runner import SyncRunner
 from indexing.status import IndexStatus, index_status
@@ -30,7 +30,7 @@ from indexing.sync import SyncReport
 
 if TYPE_CHECKING:
     from bot.gaps import GapsReport
-    from indexing.registry import SyncRun
+    from indexing.index_tables import SyncRun
 
 CONTEXT_CHARS = 500  # how much of an earlier question joins a follow-up's retrieval
 OPERATOR = Audience.operator()
@@ -106,20 +106,20 @@ class KnowledgeBase:
         know its own scope). Other sources and scopes are neither named nor hinted at."""
         status = index_status(self.index, audience.search_scopes)
         with self.index.session() as s:
-            unconfigured = catalog.unconfigured(s, self.configured)
+            unconfigured = indexed_sources.unconfigured(s, self.configured)
             if audience.scopes is None:
                 names = [row.name for row in unconfigured]
             else:  # naming a source tells no more than its answers would, if all its pages are visible
-                names = [row.name for row in unconfigured if audience.sees_all(catalog.scopes_of(s, row.name))]
+                names = [row.name for row in unconfigured if audience.sees_all(indexed_sources.scopes_of(s, row.name))]
         if audience.scopes is not None:
             status = status.limited_to_sources(
                 {name for name, source in self.runner.sources.items() if audience.sees_all(source.scopes)})
         return replace(status, unconfigured=names)
 
-    def sources(self) -> list[catalog.SourceSummary]:
+    def sources(self) -> list[indexed_sources.SourceSummary]:
         """Every source in the index or the configuration: kind, location, pages, last sync, state."""
         with self.index.session() as s:
-            return catalog.summaries(s, self.configured)
+            return indexed_sources.summaries(s, self.configured)
 
     def chunk_count(self) -> int:
         return self.index.chunk_count()
@@ -128,7 +128,7 @@ class KnowledgeBase:
         """The pages with these ids that are still indexed, by id."""
         from sqlmodel import col, select
 
-        from indexing.registry import DocumentRecord
+        from indexing.index_tables import DocumentRecord
 
         ids = sorted(set(doc_ids))
         if not ids:
@@ -142,7 +142,7 @@ class KnowledgeBase:
         (a title shared by several pages may come more than once)."""
         from sqlmodel import col, select
 
-        from indexing.registry import DocumentRecord, Status
+        from indexing.index_tables import DocumentRecord, Status
 
         D = DocumentRecord
         with self.index.session() as s:
@@ -156,7 +156,7 @@ class KnowledgeBase:
         from sqlalchemy import func
         from sqlmodel import col, select
 
-        from indexing.registry import DocumentRecord, RunResult, Status, SyncRun
+        from indexing.index_tables import DocumentRecord, RunResult, Status, SyncRun
 
         D, R, names = DocumentRecord, SyncRun, list(names)
         with self.index.session() as s:
@@ -196,7 +196,7 @@ class KnowledgeBase:
 
     def forget(self, name: str) -> int:
         """Remove one source's pages from every store; returns how many pages went."""
-        return catalog.forget(self.index, name)
+        return indexed_sources.forget(self.index, name)
 
     def close(self) -> None:
         self.index.close()

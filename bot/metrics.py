@@ -96,7 +96,7 @@ class IndexCollector:
         from sqlalchemy import func, select
         from sqlmodel import col
 
-        from indexing.registry import DocumentRecord, SyncRun
+        from indexing.index_tables import DocumentRecord, SyncRun
 
         with self.index.session() as s:
             table = self.index.store.table

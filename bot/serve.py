@@ -115,10 +115,10 @@ def warn_unconfigured_sources(index, sources: list) -> list[str]:
     """Say at start which sources in the index the configuration no longer names: they keep
     answering (nothing is deleted because a table vanished from the sources file) until an
     operator runs `kb forget NAME`. Returns their names."""
-    from indexing import catalog
+    from indexing import indexed_sources
 
     with index.session() as s:
-        names = [row.name for row in catalog.unconfigured(s, sources)]
+        names = [row.name for row in indexed_sources.unconfigured(s, sources)]
     for name in names:
         log.warning("source %r is in the index but not in the configuration: its pages still answer; "
                     "`kb forget %s` removes them", name, name)

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 from sqlmodel import col, select
 
-from indexing.registry import EmbeddingCache
+from indexing.index_tables import EmbeddingCache
 
 if TYPE_CHECKING:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from indexing.locks import advisory_lock
 from indexing.notify import notify
-from indexing.registry import GENERATION_KEY, RUNNER_ID
+from indexing.index_tables import GENERATION_KEY, RUNNER_ID
 
 VERSION_KEY = "keyword_version"  # the published generation
 FLOOR_KEY = "keyword_log_floor"  # change-log rows at or below it may be gone

@@ -4,7 +4,7 @@ Every table Docent keeps in Postgres — the index's (`documents`, `parent_secti
 `embedding_cache`, `sync_runs`, `sources`, `index_state`, the keyword leg's `keyword_*`,
 `sentence_vectors`) and the bot's (`query_log`, `feedback`, `admin_actions`, `slack_deliveries`,
 `answer_messages`, `handovers`, `answered_gaps`) — is created here and nowhere else. The SQLModel classes
-(`indexing.registry`, `bot.records`, `bot.slack.dedupe`, `bot.slack.answer_messages`) are the
+(`indexing.index_tables`, `bot.question_log`, `bot.slack.dedupe`, `bot.slack.answer_messages`) are the
 Python view of these tables and create nothing; tests/test_migrations.py checks that they and the
 migrations describe the same columns. The one exception is PGVectorStore's own chunk table
 (`data_docent_chunks`), which LlamaIndex creates and shapes (`indexing.store`).
@@ -127,7 +127,7 @@ def applied(engine: Engine) -> list[str]:
 
 @migration
 def m001_index_tables(conn: Connection) -> None:
-    """indexing.registry's tables. Older databases: sync_runs gained columns after it shipped
+    """indexing.index_tables's tables. Older databases: sync_runs gained columns after it shipped
     (migrations 1-5 and 12 of the old list); they carry a DEFAULT so existing rows (and an older
     replica's inserts) get a value — runs recorded before the guard existed read as ok, counting
     nothing — and the SET DEFAULTs give the same defaults to a table create_all made with them."""
@@ -224,8 +224,8 @@ def m003_sentence_vectors(conn: Connection) -> None:
 
 @migration
 def m004_query_log_feedback_admin_actions(conn: Connection) -> None:
-    """bot.records' tables. Older databases: query_log gained the outcome (answered / uncertain /
-    not_found) and where it was asked (bot.records.ChannelKind) after it shipped — older rows get
+    """bot.question_log' tables. Older databases: query_log gained the outcome (answered / uncertain /
+    not_found) and where it was asked (bot.question_log.ChannelKind) after it shipped — older rows get
     '' for both, which reads as "not known" and never as a public channel — and the two indexes
     behind the thread lookup of follow-ups."""
     _run(conn,
@@ -343,7 +343,7 @@ databases that have recorded these, so they are ordinary one-time changes."""
 def m007_answered_gaps(conn: Connection) -> None:
     """The loop back to the wiki (bot.slack.answered_gaps): a hand-over remembers who asked and,
     once a person answers in its thread, that Docent offered the answer as a gap (once per thread);
-    `answered_gaps` keeps the questions people answered that the wiki does not (bot.records).
+    `answered_gaps` keeps the questions people answered that the wiki does not (bot.question_log).
     Written idempotent although it need not be (tests/test_slack_limits.py re-runs every
     migration on a migrated database whose migrations table it dropped)."""
     _run(conn,

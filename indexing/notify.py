@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import URL, Engine
 
-from indexing.registry import RUNNER_ID
+from indexing.index_tables import RUNNER_ID
 
 log = logging.getLogger(__name__)
 CHANNEL = "docent_index"

@@ -48,7 +48,7 @@ from indexing.gate import (  # noqa: F401 — is_cjk is imported from here by bo
 )
 from indexing.heading_path import HeadingPath
 from indexing.index import Index
-from indexing.registry import DocumentRecord, ParentSection
+from indexing.index_tables import DocumentRecord, ParentSection
 from indexing.rerank import RerankRun
 from indexing.spelling import Repair, repair_question
 from indexing.store import ChunkHit

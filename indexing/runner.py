@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from connectors.connector import IncrementalConnector, open_connector
 from connectors.sources import SourceConfig
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.index import Index
 from indexing.locks import advisory_lock
 from indexing.sync import DocumentDone, SyncReport, sync_documents
@@ -77,7 +77,7 @@ class SyncRunner:
         """The pages indexed under these folders, and the wanted files in them now."""
         from sqlmodel import col, select
 
-        from indexing.registry import DocumentRecord
+        from indexing.index_tables import DocumentRecord
 
         found: set[str] = set()
         for folder in {f.strip("/") for f in folders}:
@@ -96,4 +96,4 @@ class SyncRunner:
         except (OSError, ValueError):
             kind = source.kind or ""
         with self.index.session() as s, s.begin():
-            catalog.remember(s, source, kind, catalog.ADHOC if source.adhoc else catalog.CONFIG)
+            indexed_sources.remember(s, source, kind, indexed_sources.ADHOC if source.adhoc else indexed_sources.CONFIG)

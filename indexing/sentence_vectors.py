@@ -153,7 +153,7 @@ def backfill(index, source: str) -> int:
     documents whose sections hold no sentence at all (only code or headings), which cost a read and
     no embedding. Each document's rows are written only if it is still the version read (its
     registry row is locked and its hash compared): a sync that replaced it meanwhile wrote its own."""
-    from indexing.registry import DocumentRecord, ParentSection, Status
+    from indexing.index_tables import DocumentRecord, ParentSection, Status
 
     model = index.embedder.name
     with index.session() as s:

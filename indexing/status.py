@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from sqlmodel import col, func, select
 
-from indexing import keyword_versions, registry
+from indexing import index_tables, keyword_versions
 from indexing.bm25_terms import TERMS_VERSION
 from indexing.index import Index
 
@@ -46,7 +46,7 @@ class IndexStatus:
     chunks: int
     failed: list[tuple[str, str | None]]
     skipped: list[tuple[str, str | None]]
-    last_runs: list[registry.SyncRun]
+    last_runs: list[index_tables.SyncRun]
     database: str
     home: str
     unconfigured: list[str] = field(default_factory=list)
@@ -84,21 +84,21 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
     are those of these access scopes only. Sync runs belong to a source, not a scope, so they are
     all returned: the caller decides which sources it may name (`limited_to_sources`).
     """
-    Record = registry.DocumentRecord
+    Record = index_tables.DocumentRecord
     visible = [] if scopes is None else [col(Record.access).in_(list(scopes))]
     with index.session() as s:
         by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
-        failures = s.exec(select(Record).where(Record.status == registry.Status.FAILED, *visible)).all()
-        skips = s.exec(select(Record).where(Record.status == registry.Status.SKIPPED, *visible)).all()
+        failures = s.exec(select(Record).where(Record.status == index_tables.Status.FAILED, *visible)).all()
+        skips = s.exec(select(Record).where(Record.status == index_tables.Status.SKIPPED, *visible)).all()
         # The last run of every source (not the last 50 runs of all: a busy source would hide the others).
-        Run = registry.SyncRun
+        Run = index_tables.SyncRun
         latest = select(func.max(Run.id)).group_by(Run.source)
         runs = s.exec(select(Run).where(col(Run.id).in_(latest)).order_by(col(Run.id).desc())).all()
         chunks = index.store.count(s, None if scopes is None else list(scopes))
         keywords = keyword_state(s)
     last_runs = {run.source: run for run in runs}
     return IndexStatus(
-        documents={str(k.value if isinstance(k, registry.Status) else k): v for k, v in by_status.items()},
+        documents={str(k.value if isinstance(k, index_tables.Status) else k): v for k, v in by_status.items()},
         chunks=chunks,
         failed=[(d.id, d.error) for d in failures],
         skipped=[(d.id, d.error) for d in skips],

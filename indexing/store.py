@@ -21,7 +21,7 @@ from indexing import sentence_vectors
 from indexing.chunking import Parent
 from indexing.database import affected
 from indexing.embedding import EMBED_DIM
-from indexing.registry import GENERATION_KEY, ParentSection
+from indexing.index_tables import GENERATION_KEY, ParentSection
 
 TABLE = "docent_chunks"  # PGVectorStore prefixes it: data_docent_chunks
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 100, "hnsw_dist_method": "vector_cosine_ops"}

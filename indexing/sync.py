@@ -57,7 +57,7 @@ from indexing.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.memory import release_free_memory
-from indexing.registry import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, utcnow
+from indexing.index_tables import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, utcnow
 from indexing.storable import storable
 
 log = logging.getLogger(__name__)

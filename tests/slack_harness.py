@@ -24,7 +24,7 @@ from sqlmodel import select
 
 from slack_api_server import BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 
-from bot.records import Feedback, QueryLog
+from bot.question_log import Feedback, QueryLog
 from bot.serve import serving_in_thread, web_app
 from bot.settings import Settings
 from bot.slack import blocks

@@ -30,7 +30,7 @@ from slack_harness import (
 
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations
-from bot.records import document_access
+from bot.question_log import document_access
 from bot.slack.feedback import SHARE_REFUSED
 from connectors.access import AccessConfig, ScopeRule, visible_scopes
 from connectors.connector import SpaceScoped, open_connector
@@ -41,7 +41,7 @@ from connectors.sources import (
     load_sources,
     read_sources_file,
 )
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.runner import SyncRunner
 
 SCOPE = "hr-private"
@@ -112,7 +112,7 @@ def restricted_synced(index, sample_synced, access_files):
     assert report.added + report.unchanged == 1 and not report.failed
     assert document_access(index, [DOC_ID]) == {DOC_ID: SCOPE}
     yield
-    catalog.forget(index, SOURCE)
+    indexed_sources.forget(index, SOURCE)
 
 
 @pytest.fixture(scope="module")
@@ -323,7 +323,7 @@ def registry_counts(index, scopes: set[str]) -> tuple[dict[str, int], int]:
     """Documents by status and their chunks, in these scopes, as the registry records them."""
     from sqlmodel import select
 
-    from indexing.registry import DocumentRecord
+    from indexing.index_tables import DocumentRecord
 
     with index.session() as s:
         records = s.exec(select(DocumentRecord).where(DocumentRecord.access.in_(scopes))).all()
@@ -734,7 +734,7 @@ def test_confluence_pages_take_their_space_scope(index):
         with index.session() as s:
             from sqlmodel import select
 
-            from indexing.registry import DocumentRecord, Status
+            from indexing.index_tables import DocumentRecord, Status
 
             records = s.exec(select(DocumentRecord).where(DocumentRecord.source == name,
                                                           DocumentRecord.status == Status.SUCCESS)).all()
@@ -746,4 +746,4 @@ def test_confluence_pages_take_their_space_scope(index):
             hits = retrieve(index, record.title, scopes=[ops]).hits
             assert not people_docs & {h.doc_id for h in hits}
     finally:
-        catalog.forget(index, name)
+        indexed_sources.forget(index, name)

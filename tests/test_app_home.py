@@ -94,8 +94,8 @@ def test_admin_view_shows_index_health_gaps_and_a_resync_button_per_source(home,
 
 
 def test_admin_resync_button_runs_a_sync_and_republishes_the_home(home, slack):
-    from bot.records import AdminAction
-    from indexing.registry import SyncRun
+    from bot.question_log import AdminAction
+    from indexing.index_tables import SyncRun
 
     bot, own = home
     slack.homes.pop(ADMIN, None)
@@ -110,8 +110,8 @@ def test_admin_resync_button_runs_a_sync_and_republishes_the_home(home, slack):
 
 
 def test_member_resync_click_is_refused_and_recorded(home, slack):
-    from bot.records import AdminAction
-    from indexing.registry import SyncRun
+    from bot.question_log import AdminAction
+    from indexing.index_tables import SyncRun
 
     bot, own = home
     bot.interaction(click_resync("U1", "gaps"))

@@ -32,8 +32,8 @@ from bot.slack import blocks
 from bot.cli import app as kb_cli
 from bot.slack.feedback import SHARE_REFUSED
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
-from indexing import catalog
-from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing import indexed_sources
+from indexing.index_tables import DocumentRecord, Status, SyncRun
 from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.scheduler import start_scheduler, stop_scheduler
@@ -130,7 +130,7 @@ def test_adhoc_names_never_take_another_locations_name(index, kb_home, tmp_path)
     sample = kb(kb_home, "sync", str(SAMPLE_WIKI), "--access", "other")  # the configured folder: its own settings
     assert sample.exit_code != 0 and "configured source 'sample'" in error_lines(sample)[0]
     for source in ("handbook", name):
-        catalog.forget(index, source)
+        indexed_sources.forget(index, source)
 
 
 # -- 2. the deletion guard ----------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_a_folder_that_looks_empty_deletes_nothing_and_exits_non_zero(index, kb_
     assert [h.path for h in retrieve(index, "pelican handbook part 3", scopes=["public"]).hits if h.source == name]
     if mistake is exclude_as_a_bare_string:
         assert "exclude must be a list of globs" in error_lines(result)[0]
-        catalog.forget(index, name)
+        indexed_sources.forget(index, name)
         return
     assert result.exit_code == 4 and "--allow-deletes" in error_lines(result)[0]
     run = runs(index, name)[-1]
@@ -264,7 +264,7 @@ def test_max_delete_sets_how_much_one_sync_may_delete(index, tmp_path):
     assert report.refused and "more than max_delete = 3" in report.refused and len(pages(index, name)) == 12
     (folder / "page-00.md").write_text("# Back\n\nThe pelican page is back.\n")
     assert runner.sync(name).deleted == 3 and len(pages(index, name)) == 9  # three is within the limit
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_default_guard_lets_small_deletions_through_and_stops_mass_ones():
@@ -296,7 +296,7 @@ def test_a_handbook_with_placeholder_pages_syncs_with_exit_0(index, kb_home, tmp
     assert pages(index, folder.name)["page-00.md"].status == Status.SKIPPED
     hits = retrieve(index, "heron handbook part 0", scopes=["public"]).hits
     assert [h.path for h in hits if h.source == folder.name] == ["page-01.md"]
-    catalog.forget(index, folder.name)
+    indexed_sources.forget(index, folder.name)
 
 
 # -- 4. a typed sources file --------------------------------------------------------------------------
@@ -381,7 +381,7 @@ def test_a_source_removed_from_the_sources_file_is_reported_and_answers_until_fo
     assert kb(kb_home, "forget", drop, "--yes", sources=sources).exit_code == 0
     assert not pages(index, drop) and all(h.source != drop for h in
                                           retrieve(index, "cormorant handbook part 1", scopes=["public"]).hits)
-    catalog.forget(index, keep)
+    indexed_sources.forget(index, keep)
 
 
 # -- 6. access changes apply at once, in both legs ----------------------------------------------------
@@ -476,7 +476,7 @@ def test_a_page_moved_to_a_restricted_scope_whose_new_version_is_broken_vanishes
             assert shows_salary(hr)
     finally:
         slack.stop()
-        catalog.forget(index, name)
+        indexed_sources.forget(index, name)
 
 
 # -- 7. watcher noise ---------------------------------------------------------------------------------
@@ -518,4 +518,4 @@ def test_saves_of_files_no_source_indexes_start_no_sync(index, wiki_copy):
         assert s.execute(select(func.count()).select_from(SyncRun).where(SyncRun.source == name)).scalar_one() == before + 1
     last = runs(index, name)[-1]  # the real page alone: no noise path read with it
     assert (last.trigger, last.added, last.updated, last.deleted, last.failed, last.skipped) == ("watcher", 1, 0, 0, 0, 0)
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)

@@ -20,7 +20,7 @@ from gaps_wiki import isolated_index
 from slack_api_server import BOT_TOKEN
 from slack_harness import all_text, bot_settings
 
-from bot import records
+from bot import question_log
 from bot.answer import answer_question
 from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest
 from indexing.locks import LeaderLock
@@ -38,11 +38,11 @@ def seeded(index, tmp_path_factory):
                                        ("U3", ANNUAL, ["public"]),
                                        ("U4", "when are the engineering salary bands reviewed?", ["public", "hr"])]:
             answer = answer_question(own, question, scopes=scopes)
-            records.log_query(own, surface="mention", user_id=user, question=question, answer=answer,
+            question_log.log_query(own, surface="mention", user_id=user, question=question, answer=answer,
                               channel_id="CHR" if "hr" in scopes else "C1")
             if question == ANNUAL:
-                records.record_vote(own, answer.id, "U3", records.DOWN)
-                records.record_reason(own, answer.id, "U3", "Nothing about part-time staff.")
+                question_log.record_vote(own, answer.id, "U3", question_log.DOWN)
+                question_log.record_reason(own, answer.id, "U3", "Nothing about part-time staff.")
         yield own, sources
 
 

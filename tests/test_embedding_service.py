@@ -17,7 +17,7 @@ from embeddings_server import FakeEmbeddings
 
 from bot.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.config import IndexConfig
 from indexing.embedding import EMBED_DIM
 from indexing.embedding_service import EmbeddingDimensionError, EmbeddingServiceError, ServiceEmbedder
@@ -120,6 +120,6 @@ def test_an_index_embedded_by_the_service_answers_and_evaluates_as_the_local_one
         for mine, theirs in zip(by_service["questions"], by_local["questions"]):
             assert mine["hit_rank"] == theirs["hit_rank"] and mine["found"] == theirs["found"], mine["id"]
     finally:
-        catalog.forget(index, local_name)
-        catalog.forget(index, service_name)
+        indexed_sources.forget(index, local_name)
+        indexed_sources.forget(index, service_name)
         remote.close()

@@ -41,8 +41,8 @@ from bot.cli import app as kb_cli
 from connectors.connector import open_connector
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, read_sources_file
-from indexing import catalog
-from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing import indexed_sources
+from indexing.index_tables import DocumentRecord, Status, SyncRun
 from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.sync import recent_deletions
@@ -170,7 +170,7 @@ def test_an_export_whose_space_cannot_be_read_publishes_nothing_and_keeps_each_s
     assert "pages/1006" in cited(kb(kb_home, "ask", "--json", "--as-channel", HR_CHANNEL, DEPLOY_QUESTION,
                                     sources=sources), name)  # the version indexed before serves where it did
     assert not [h for h in retrieve(index, "deploy freeze friday Quokka", scopes=["public"]).hits if h.source == name]
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_a_first_sync_of_an_export_without_index_html_indexes_nothing(index, sample_synced, kb_home, tmp_path):
@@ -186,7 +186,7 @@ def test_a_first_sync_of_an_export_without_index_html_indexes_nothing(index, sam
         (Status.FAILED, 0, UNKNOWN_SCOPE)}
     assert not cited(kb(kb_home, "ask", "--json", "--as-channel", GENERAL_CHANNEL, DEPLOY_QUESTION,
                         sources=sources), name)
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_an_xml_page_whose_space_is_missing_fails_instead_of_taking_the_default_scope(index, tmp_path):
@@ -204,7 +204,7 @@ def test_an_xml_page_whose_space_is_missing_fails_instead_of_taking_the_default_
     report = SyncRunner(index, [source]).sync(name)
     assert (report.added, report.failed) == (0, len(docs))
     assert not [r for r in pages(index, name).values() if r.chunk_count or r.access == "public"]
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_a_localised_index_still_gives_its_key_by_position(tmp_path):
@@ -273,7 +273,7 @@ def test_small_syncs_cannot_together_delete_more_than_max_delete_in_an_hour(inde
     assert kb(kb_home, "sync", sources=sources).exit_code == 0 and len(pages(index, name)) == 5  # 5: at the limit
     delete(folder, (7,))
     assert kb(kb_home, "sync", sources=sources).exit_code == 4 and len(pages(index, name)) == 5
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_watcher_syncs_and_a_kb_sync_in_another_process_share_the_window(index, kb_home, tmp_path):
@@ -296,7 +296,7 @@ def test_watcher_syncs_and_a_kb_sync_in_another_process_share_the_window(index, 
         error_lines(elsewhere.stderr)[0]
     assert len(pages(index, name)) == 15 and [r.trigger for r in runs(index, name)][-1] == "cli"
     assert runner.sync(name, allow_deletes=True).deleted == 9 and len(pages(index, name)) == 6
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_the_window_adds_recent_deletions_to_the_limit():
@@ -379,7 +379,7 @@ def test_a_folder_denied_to_docent_fails_its_pages_and_deletes_none(index, kb_ho
     assert denied.returncode == 1 and len(error_lines(denied.stderr)) == 1, denied.stderr
     assert f"source {name}: " in denied.stderr and "Permission denied" in denied.stderr
     assert len(pages(index, name)) == 14 and {r.status for r in pages(index, name).values()} == {Status.SUCCESS}
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_a_confluence_export_with_a_folder_it_cannot_list_is_refused_whole(index, kb_home, tmp_path, as_user):
@@ -399,7 +399,7 @@ def test_a_confluence_export_with_a_folder_it_cannot_list_is_refused_whole(index
     assert result.returncode == 1 and len(error_lines(result.stderr)) == 1, result.stderr
     assert "cannot list attachments/" in error_lines(result.stderr)[0] and "Permission denied" in result.stderr
     assert pages(index, name).keys() == before.keys() and [r.result for r in runs(index, name)] == ["ok"]
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 def test_a_folder_replaced_by_a_symlink_loop_fails_its_pages_in_full_and_watcher_syncs(index, tmp_path):
@@ -424,7 +424,7 @@ def test_a_folder_replaced_by_a_symlink_loop_fails_its_pages_in_full_and_watcher
     assert runner.sync(name).failed == 0
     shutil.rmtree(folder / "hr")  # really gone: the watcher deletes what it finds gone
     assert runner.sync_paths(name, [], trigger="watcher", folders=["hr"]).deleted == 4
-    catalog.forget(index, name)
+    indexed_sources.forget(index, name)
 
 
 # -- 4. overlapping sources --------------------------------------------------------------------------
@@ -495,4 +495,4 @@ def test_kb_sync_of_a_folder_holding_an_adhoc_restricted_source_is_refused(index
     public = kb(kb_home, "sync", str(wiki))
     assert public.exit_code == 1 and f"synced as source 'hr-{wiki.name}' with access 'hr-private'" in public.stderr
     assert not pages(index, wiki.name)
-    catalog.forget(index, f"hr-{wiki.name}")
+    indexed_sources.forget(index, f"hr-{wiki.name}")

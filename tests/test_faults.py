@@ -35,18 +35,18 @@ from slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
     query_rows, running_bot, wait_until)
 
-from bot import records
+from bot import question_log
 from bot.slack import blocks
 from bot.answer import Answer
 from bot.cli import app as kb_cli
-from bot.records import Feedback
+from bot.question_log import Feedback
 from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
 from indexing.database import is_unreachable
 from indexing.embedding import TorchEmbedder
 from indexing.index import Index
-from indexing.registry import DocumentRecord, Status
+from indexing.index_tables import DocumentRecord, Status
 from indexing.retrieval import retrieve
 from indexing.status import index_status
 from indexing.sync import sync_documents
@@ -353,7 +353,7 @@ class Click:
         return f"vote-{self.n}"
 
     def payload(self, slack: FakeSlack, channel: str, answer: Answer) -> dict:
-        action = blocks.ACTION_VOTE_UP if self.vote == records.UP else blocks.ACTION_VOTE_DOWN
+        action = blocks.ACTION_VOTE_UP if self.vote == question_log.UP else blocks.ACTION_VOTE_DOWN
         shown = blocks.answer_blocks(answer, share=not self.posted)
         posted = {"type": "message", "ts": self.ts, "text": answer.text, "blocks": shown, "bot_id": BOT_ID, "user": BOT_USER}
         return click(action, self.answer_id, user=self.user, channel=channel, response_url=slack.response_url(self.response),
@@ -373,8 +373,9 @@ def _vote_plan(answers: list[Answer]) -> dict[tuple[str, str], list[Click]]:
     plan, n = {}, 0
     for i, answer in enumerate(answers):
         for j, user in enumerate(VOTERS):
-            first = records.UP if (i + j) % 2 == 0 else records.DOWN
-            votes = [first if k % 2 == 0 else ({records.UP, records.DOWN} - {first}).pop() for k in range(1 + (i + j) % 4)]
+            first = question_log.UP if (i + j) % 2 == 0 else question_log.DOWN
+            other = ({question_log.UP, question_log.DOWN} - {first}).pop()
+            votes = [first if k % 2 == 0 else other for k in range(1 + (i + j) % 4)]
             plan[(answer.id, user)] = []
             for vote in votes:
                 n += 1
@@ -388,7 +389,7 @@ def _logged_answers(index: Index, channel: str) -> list[Answer]:
     for i in range(ANSWERS):
         answer = Answer(question=f"fault drill question {i}", text=f"Fault drill answer {i}.", sources=[],
                         timings_ms={})
-        records.log_query(index, surface="mention", user_id="UASKER", question=answer.question, answer=answer,
+        question_log.log_query(index, surface="mention", user_id="UASKER", question=answer.question, answer=answer,
                           channel_id=channel, message_ts=new_ts())
         answers.append(answer)
     return answers
@@ -468,7 +469,8 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
     for row in rows:
         stored.setdefault((row.answer_id, row.user_id), []).append(row)
     assert all(len(found) == 1 for found in stored.values()), "one row per (answer, user)"
-    assert all(r.vote in (records.UP, records.DOWN) and r.reason is None and r.created_at and r.updated_at for r in rows)
+    assert all(r.vote in (question_log.UP, question_log.DOWN) and r.reason is None and r.created_at and r.updated_at
+               for r in rows)
     assert set(stored) <= {pair for pair, cs in plan.items() if any(c.sent for c in cs)}, "only votes that were sent"
     for pair, cs in plan.items():
         done = [i for i, c in enumerate(cs) if c.n in confirmed]
@@ -484,11 +486,11 @@ def test_kill_9_while_votes_are_written_loses_no_confirmed_vote_and_leaves_no_ha
     # Restarted: the app as `kb serve` builds it, over real HTTP, on the database the kill left
     # (in this process: a second model load in a subprocess would double the test's time).
     with running_bot(bot_settings(slack), index) as restarted:
-        again = Click(10**6, answers[0].id, "UAFTER", records.DOWN, posted=True)
+        again = Click(10**6, answers[0].id, "UAFTER", question_log.DOWN, posted=True)
         assert restarted.interaction(again.payload(slack, channel, answers[0])).status_code == 200
         update = slack.wait_for(lambda: slack.calls_to("chat.update", ts=again.ts))[0]
     with index.session() as s:
         votes = {r.user_id: r.vote for r in s.exec(select(Feedback).where(Feedback.answer_id == answers[0].id))}
-    assert votes["UAFTER"] == records.DOWN and len(votes) == len([p for p in stored if p[0] == answers[0].id]) + 1
-    up = sum(v == records.UP for v in votes.values())
+    assert votes["UAFTER"] == question_log.DOWN and len(votes) == len([p for p in stored if p[0] == answers[0].id]) + 1
+    up = sum(v == question_log.UP for v in votes.values())
     assert f"👍 {up} · 👎 {len(votes) - up}" in all_text(update.params["blocks"])

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 
 from connectors.sources import SourceConfig, SourcesError, load_sources, parse_schedule
-from indexing.registry import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.index_tables import DocumentRecord, ParentSection, Status, SyncRun
 from indexing.retrieval import retrieve
 from indexing.runner import SyncRunner
 from indexing.scheduler import start_scheduler, stop_scheduler

@@ -1,5 +1,5 @@
 """The gaps report (`bot.gaps`, `kb gaps`) over a real query log: questions answered by the real
-answering code and logged by the real recording code (`records.log_query`, `record_vote`,
+answering code and logged by the real recording code (`question_log.log_query`, `record_vote`,
 `record_reason`), in a database of its own (tests/gaps_wiki.py) so the counts are exact.
 
 "Last week" is made by moving the logged rows' `created_at` back eight days — the one column
@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from gaps_wiki import isolated_index
 
-from bot import records
+from bot import question_log
 from bot.answer import answer_question
 from bot.gaps import cluster, gaps_report
 
@@ -32,7 +32,7 @@ STOCK = "when do my stock options vest?"
 
 def ask(index, question: str, user: str = "U1", channel: str = "C1", scopes=("public",)):
     answer = answer_question(index, question, scopes=list(scopes))
-    records.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id=channel)
+    question_log.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id=channel)
     return answer
 
 
@@ -50,16 +50,16 @@ def seeded(index, tmp_path_factory):
     1 stock-options question (not found), 1 failure. Last week: 1 annual leave (answered, 👍)."""
     with isolated_index(index, tmp_path_factory.mktemp("gaps")) as (own, sources):
         old = ask(own, ANNUAL, user="U9")
-        records.record_vote(own, old.id, "U9", records.UP)
+        question_log.record_vote(own, old.id, "U9", question_log.UP)
         age(own, [old.id], 8)
         first, second = ask(own, ANNUAL, user="U1"), ask(own, ANNUAL, user="U2")
-        records.record_vote(own, first.id, "U1", records.UP)
-        records.record_vote(own, second.id, "U2", records.DOWN)
-        records.record_reason(own, second.id, "U2", "It does not say whether part-timers get 25 days.")
-        records.record_vote(own, second.id, "U3", records.DOWN)
+        question_log.record_vote(own, first.id, "U1", question_log.UP)
+        question_log.record_vote(own, second.id, "U2", question_log.DOWN)
+        question_log.record_reason(own, second.id, "U2", "It does not say whether part-timers get 25 days.")
+        question_log.record_vote(own, second.id, "U3", question_log.DOWN)
         dogs = [ask(own, q, user=f"U{i}") for i, q in enumerate(DOGS, 1)]
         stock = ask(own, STOCK, user="U5")
-        records.log_query(own, surface="dm", user_id="U6", question="what is our wifi password", error_ref="abcd1234")
+        question_log.log_query(own, surface="dm", user_id="U6", question="what is our wifi password", error_ref="abcd1234")
         yield own, sources, {"annual": [first, second], "dogs": dogs, "stock": stock}
 
 

@@ -217,9 +217,9 @@ def add_gap(helpbot, slack, channel: str, thread: str, user: str):
 
 
 def stored_gap(index, channel: str, thread: str):
-    from bot import records
+    from bot import question_log
 
-    return records.answered_gap(index, channel, thread)
+    return question_log.answered_gap(index, channel, thread)
 
 
 def test_a_persons_answer_in_a_handed_over_thread_is_offered_once_to_the_asker_and_the_answerer(helpbot, slack):
@@ -359,7 +359,7 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
 
     from sqlalchemy import text
 
-    from bot import records
+    from bot import question_log
     from bot.housekeeping import tidy
     from bot.slack.store import claim_handover, handover_in
 
@@ -367,7 +367,7 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
     old = now - timedelta(days=40)
     for thread in ("1.000001", "1.000002"):
         claim_handover(index, channel, thread, UNKNOWN, per_hour=5, asker=ASKER)
-        records.add_answered_gap(index, records.AnsweredGap(
+        question_log.add_answered_gap(index, question_log.AnsweredGap(
             channel_id=channel, thread_ts=thread, question=UNKNOWN, answer=ANSWER, answered_by=ANSWERER,
             asked_by=ASKER, answer_ts=thread, answered_at=now, added_by=ASKER,
             added_at=old if thread == "1.000001" else now))
@@ -376,7 +376,7 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
                      {"old": old, "c": channel})
     tidy(index, query_log_days=30, now=now)
     assert [handover_in(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
-    assert [records.answered_gap(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
+    assert [question_log.answered_gap(index, channel, t) is None for t in ("1.000001", "1.000002")] == [True, False]
 
 
 def test_draft_names_are_safe_and_stable():

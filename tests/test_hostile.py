@@ -45,7 +45,7 @@ from connectors.confluence_html import ConfluenceHtmlExport
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.markdown import MarkdownFolder
 from indexing.chunking import MAX_HEADING_CHARS, chunk_document
-from indexing.registry import DocumentRecord, Status, SyncRun
+from indexing.index_tables import DocumentRecord, Status, SyncRun
 from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"

@@ -23,7 +23,7 @@ from bot.slack.blocks import answer_blocks
 from conftest import SAMPLE_WIKI, scratch_database
 from connectors.access import AccessConfig, ScopeRule, audience_for
 from connectors.markdown import MarkdownFolder
-from indexing import catalog, keyword_versions
+from indexing import indexed_sources, keyword_versions
 from indexing.bm25 import Bm25Index, tokens
 from indexing.retrieval import retrieve
 from indexing.sync import sync_documents
@@ -134,7 +134,7 @@ def test_a_restricted_page_changes_nothing_a_public_channel_sees(twins, tmp_path
         assert with_.bm25.doc_freq({zorblax}, ["public"]) == {zorblax: 0}
         assert_as_without(with_, without)
     finally:
-        catalog.forget(with_, "rota")
+        indexed_sources.forget(with_, "rota")
 
 
 def _sources(path, folder, access: str):
@@ -218,7 +218,7 @@ def test_a_page_moved_to_hr_whose_new_version_fails_is_restricted_in_the_keyword
         assert "searched for: who keeps the zorblax rota?" in printed
         assert answer["sources"][0]["path"] in ROTA
     finally:
-        catalog.forget(with_, "rota")
+        indexed_sources.forget(with_, "rota")
 
 
 def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
@@ -260,7 +260,7 @@ def test_a_relabel_reaches_the_keyword_rows_of_every_process(index, tmp_path):
         with index.session() as s:
             assert keyword_versions.generation(s) == generation
     finally:
-        catalog.forget(index, source)
+        indexed_sources.forget(index, source)
 
 
 def test_a_relabel_before_the_source_breaks_off_is_published_all_the_same(index, tmp_path):
@@ -288,4 +288,4 @@ def test_a_relabel_before_the_source_breaks_off_is_published_all_the_same(index,
         assert index.bm25.doc_freq({term}, [f"{source}-public"]) == {term: 0}
         assert index.bm25.doc_freq({term}, [f"{source}-hr"]) == {term: 1}
     finally:
-        catalog.forget(index, source)
+        indexed_sources.forget(index, source)

@@ -15,7 +15,7 @@ from slack_harness import bot_settings, mention, new_channel, posts_in, running_
 
 from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
 from connectors.markdown import MarkdownFolder
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.sync import sync_documents
 
 
@@ -58,7 +58,7 @@ def test_metrics_count_a_question_and_a_sync(index, sample_synced, tmp_path):
         assert value(after, "docent_documents", status="SUCCESS") == value(before, "docent_documents", status="SUCCESS") + 1
     finally:
         slack.stop()
-        catalog.forget(index, source)
+        indexed_sources.forget(index, source)
 
 
 def test_a_scrape_while_the_database_is_away_says_so_instead_of_failing():

@@ -121,7 +121,7 @@ STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 def hostile_wiki(index, tmp_path_factory):
     """A page of our own, at an https URL, titled like a ping; forgotten afterwards."""
     from connectors.markdown import MarkdownFolder
-    from indexing import catalog
+    from indexing import indexed_sources
     from indexing.sync import sync_documents
 
     root = tmp_path_factory.mktemp("fcslack-wiki")
@@ -136,7 +136,7 @@ def hostile_wiki(index, tmp_path_factory):
         f'[[source]]\nname = "fcslack"\nkind = "markdown"\nlocation = "{root}"\naccess = "fcslack"\n'
         f'url_template = "{SITE}/{{path}}"\n\n[scopes.fcslack]\nchannels = ["*"]\nusers = ["*"]\n')
     yield sources
-    catalog.forget(index, "fcslack")
+    indexed_sources.forget(index, "fcslack")
 
 
 @pytest.fixture(scope="module")

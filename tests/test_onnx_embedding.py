@@ -20,7 +20,7 @@ from conftest import REPO, SAMPLE_WIKI
 
 from bot.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.chunking import chunk_document
 from indexing.config import IndexConfig
 from indexing.index import Index
@@ -121,7 +121,7 @@ def test_switching_backends_keeps_a_torch_index_for_onnx_and_re_embeds_it_for_in
         _, report, back = sync_with("torch", index)
         assert report.updated == first.added and back == 0
     finally:
-        catalog.forget(index, name)
+        indexed_sources.forget(index, name)
 
 
 def test_a_missing_onnxruntime_stops_kb_at_start_in_one_line(tmp_path):

@@ -6,7 +6,7 @@ import json
 
 from sqlalchemy import inspect, text
 
-from bot import records
+from bot import question_log
 from bot.answer import Answer, uncertain_line
 from indexing.migrations import migrate
 
@@ -20,8 +20,8 @@ def _answer(outcome: str) -> Answer:
 def test_the_query_log_keeps_the_outcome_and_found(index):
     for outcome in ("answered", "uncertain", "not_found"):
         answer = _answer(outcome)
-        row = records.log_query(index, surface="mention", user_id="UOUT", question="q?", answer=answer)
-        again = records.answer_from_log(records.find_answer(index, answer.id))
+        row = question_log.log_query(index, surface="mention", user_id="UOUT", question="q?", answer=answer)
+        again = question_log.answer_from_log(question_log.find_answer(index, answer.id))
         assert (row.outcome, row.found) == (outcome, outcome != "not_found")
         assert (again.outcome, again.found) == (outcome, outcome != "not_found")
 
@@ -40,9 +40,9 @@ def test_found_is_derived_from_the_outcome_and_both_keep_their_json_values():
 
 
 def test_a_row_logged_before_outcomes_existed_reads_as_answered_or_not_found(index):
-    row = records.log_query(index, surface="dm", user_id="UOLD", question="q?", answer=_answer("answered"))
+    row = question_log.log_query(index, surface="dm", user_id="UOLD", question="q?", answer=_answer("answered"))
     row.outcome, row.found = "", False
-    assert records.answer_from_log(row).outcome == "not_found"
+    assert question_log.answer_from_log(row).outcome == "not_found"
 
 
 def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
@@ -55,8 +55,8 @@ def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
     migrate(index.engine)
     migrate(index.engine)  # idempotent
     assert "outcome" in {c["name"] for c in inspect(index.engine).get_columns("query_log")}
-    row = records.log_query(index, surface="dm", user_id="UMIG", question="q?", answer=_answer("uncertain"))
-    assert records.find_answer(index, row.answer_id).outcome == "uncertain"
+    row = question_log.log_query(index, surface="dm", user_id="UMIG", question="q?", answer=_answer("uncertain"))
+    assert question_log.find_answer(index, row.answer_id).outcome == "uncertain"
 
 
 def test_print_answer_shows_the_uncertain_line_first_in_yellow_apart_from_the_answer(capsys, monkeypatch):

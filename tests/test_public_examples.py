@@ -4,7 +4,7 @@ Every question is asked through Slack (signed events and `/kb` to the running ap
 Slack API describing each conversation as `conversations.info` does), twice by different people,
 and answered from public pages — so each would be an example by the askers' count and the pages'
 visibility alone. Only the one asked by mention in a public channel may become an example; the
-query log records where each was asked (`bot.records.ChannelKind`). Rows logged before that column
+query log records where each was asked (`bot.question_log.ChannelKind`). Rows logged before that column
 existed are of unknown kind and never qualify.
 """
 
@@ -21,8 +21,8 @@ from gaps_wiki import isolated_index
 from slack_harness import (
     all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot)
 
-from bot import records
-from bot.records import ChannelKind
+from bot import question_log
+from bot.question_log import ChannelKind
 from bot.slack.home import example_questions
 
 PUBLIC_Q = "how many days of annual leave do I get?"
@@ -104,7 +104,7 @@ def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_pat
     from indexing.migrations import migrate
 
     with isolated_index(index, tmp_path) as (own, _):
-        public = sorted(d for d, a in records.document_access(own, _doc_ids(own)).items() if a == "public")
+        public = sorted(d for d, a in question_log.document_access(own, _doc_ids(own)).items() if a == "public")
         answer = _answer("how many days of annual leave do I get?", public[0])
         with own.engine.begin() as conn:
             conn.execute(text("ALTER TABLE query_log DROP COLUMN channel_kind"))
@@ -122,7 +122,7 @@ def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_pat
         assert example_questions(own, {"public"}) == []
 
         for user in ("UNEW1", "UNEW2"):
-            records.log_query(own, surface="mention", user_id=user, question=answer.question, answer=answer,
+            question_log.log_query(own, surface="mention", user_id=user, question=answer.question, answer=answer,
                               channel_id="C0NEW", channel_kind=ChannelKind.PUBLIC)
             answer = _answer(answer.question, public[0])  # a new answer id for the second asker
         assert example_questions(own, {"public"}) == [answer.question]
@@ -131,7 +131,7 @@ def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_pat
 def _doc_ids(index) -> list[str]:
     from sqlmodel import select
 
-    from indexing.registry import DocumentRecord
+    from indexing.index_tables import DocumentRecord
 
     with index.session() as s:
         return list(s.exec(select(DocumentRecord.id)))

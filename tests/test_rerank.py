@@ -24,7 +24,7 @@ from test_answer_and_cli import _kb
 from bot.answer import answer_question
 from bot.metrics import REGISTRY
 from connectors.markdown import MarkdownFolder
-from indexing import catalog
+from indexing import indexed_sources
 from indexing.config import IndexConfig, RerankConfig
 from indexing.rerank import CrossEncoderReranker, RerankStage, make_reranker, open_stage, section_text
 from indexing.rerank_service import RerankServiceError, ServiceReranker
@@ -59,7 +59,7 @@ def handbook(index, tmp_path_factory):
         made[name] = folder
     yield tag
     for name in made:
-        catalog.forget(index, name)
+        indexed_sources.forget(index, name)
 
 
 @pytest.fixture(scope="module")

@@ -185,7 +185,7 @@ def test_a_page_the_backfill_finds_replaced_is_left_to_the_sync_that_replaced_it
 
     def edit_meanwhile(session, embedder, sections):  # another sync commits a new version of the page here
         real_embed(session, embedder, sections)
-        from indexing.registry import DocumentRecord
+        from indexing.index_tables import DocumentRecord
 
         with index.session() as other, other.begin():
             record = other.get(DocumentRecord, f"sv-race:{VPN}")

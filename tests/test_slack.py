@@ -30,7 +30,7 @@ from slack_harness import (
 from bot.slack import blocks
 from bot.answer import Answer, Source
 from bot.slack.store import DeliveryClaim
-from bot.records import AdminAction, feedback_report
+from bot.question_log import AdminAction, feedback_report
 from bot.serve import StartupError, serve
 
 
@@ -151,8 +151,8 @@ def test_share_button_posts_the_answer_in_the_channel(bot, slack):
 
 
 def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sample_synced, wiki_copy):
-    from indexing.registry import DocumentRecord, SyncRun
-    from indexing import catalog
+    from indexing.index_tables import DocumentRecord, SyncRun
+    from indexing import indexed_sources
 
     source = "slack-resync-" + uuid.uuid4().hex[:6]
     (wiki_copy / "people" / "pets.md").write_text("# Pets\n\nDogs are welcome in the Lisbon office on Fridays.\n")
@@ -174,7 +174,7 @@ def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sampl
         assert run.trigger == "admin" and run.finished_at is not None and run.added == pages
         assert action.user_id == ADMIN and action.allowed and action.finished_at and f"{pages} added" in action.result
     finally:
-        catalog.forget(index, source)  # remove the test's documents from the shared index
+        indexed_sources.forget(index, source)  # remove the test's documents from the shared index
 
 
 def test_non_admin_resync_is_refused_and_the_attempt_is_logged(bot, slack, index):

@@ -20,11 +20,11 @@ from sqlmodel import select
 
 from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
-from bot import records
+from bot import question_log
 from bot.slack.access import SlackAccess
 from bot.slack.store import DeliveryClaim
 from bot.housekeeping import start_housekeeping, tidy
-from bot.records import Feedback, QueryLog
+from bot.question_log import Feedback, QueryLog
 from bot.settings import Settings
 from bot.slack.client import RATE_LIMIT_RETRIES, web_client
 from connectors.access import AccessConfig, ScopeRule
@@ -133,7 +133,7 @@ def _old_rows(index, channel: str, now: datetime) -> None:
             answer_id = f"{channel}-{tag}"
             s.add(QueryLog(created_at=now - age, answer_id=answer_id, surface="mention", user_id="U1",
                            channel_id=channel, question=f"{tag} question"))
-            s.add(Feedback(answer_id=answer_id, user_id="U1", vote=records.DOWN, reason="personal words",
+            s.add(Feedback(answer_id=answer_id, user_id="U1", vote=question_log.DOWN, reason="personal words",
                            created_at=now - age, updated_at=now - age))
         s.commit()
 
@@ -198,7 +198,7 @@ def test_query_log_retention_is_a_setting_and_cannot_be_negative():
 
 
 def _thread_lookup_plan(index, channel: str, thread_ts: str) -> str:
-    """EXPLAIN of the very statement `records.thread_question` sends, with sequential scans off (so
+    """EXPLAIN of the very statement `question_log.thread_question` sends, with sequential scans off (so
     the plan shows which index the lookup *can* use, whatever the size of the test's table)."""
     from sqlalchemy import event
 
@@ -210,7 +210,7 @@ def _thread_lookup_plan(index, channel: str, thread_ts: str) -> str:
 
     event.listen(index.engine, "before_cursor_execute", capture)
     try:
-        records.thread_question(index, channel, thread_ts)
+        question_log.thread_question(index, channel, thread_ts)
     finally:
         event.remove(index.engine, "before_cursor_execute", capture)
     statement, parameters = sent[0]

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from connectors.markdown import MarkdownFolder
-from indexing.registry import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.index_tables import DocumentRecord, ParentSection, Status, SyncRun
 from indexing.retrieval import retrieve
 from indexing.sync import sync_documents
 

@@ -12,7 +12,7 @@ import pytest
 
 from gaps_wiki import isolated_index
 
-from bot import records
+from bot import question_log
 from bot.answer import answer_question
 from bot.gaps import as_text, gaps_report
 from bot.slack.home_view import gaps_blocks
@@ -27,7 +27,7 @@ ANSWERED = "how many days of annual leave do I get?"
 
 def ask(index, question: str, user: str, scopes=("public",)):
     answer = answer_question(index, question, scopes=list(scopes))
-    records.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id="C1")
+    question_log.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id="C1")
     return answer
 
 
@@ -36,7 +36,7 @@ def logged(index, tmp_path_factory):
     with isolated_index(index, tmp_path_factory.mktemp("candidates")) as (own, _):
         answers = {q: ask(own, q, user=f"U{i}") for i, q in enumerate([*VACATION, DOG, TYPO, SALARY, ANSWERED])}
         for question in VACATION:  # whatever their outcome, the askers said the answer was wrong
-            records.record_vote(own, answers[question].id, "U9", records.DOWN)
+            question_log.record_vote(own, answers[question].id, "U9", question_log.DOWN)
         yield own, answers
 
 

@@ -185,16 +185,16 @@ def test_typos_are_repaired_first_then_synonyms_added(index, sample_synced, with
 
 
 def test_the_slack_reply_and_the_query_log_say_what_was_searched(index, sample_synced, with_synonyms):
-    from bot import records
+    from bot import question_log
     from bot.slack.blocks import answer_blocks
 
     with_synonyms({"vacation": ["annual leave"]})
     answer = KnowledgeBase(index, []).ask(README_QUESTION, SAMPLE)
     shown = "_Searched for “how many vacation days do I get? (synonyms: vacation → annual leave)”_"
     assert shown in json.dumps(answer_blocks(answer), ensure_ascii=False)
-    row = records.log_query(index, surface="mention", user_id="USYN", question=README_QUESTION, answer=answer)
+    row = question_log.log_query(index, surface="mention", user_id="USYN", question=README_QUESTION, answer=answer)
     assert row.question == README_QUESTION and row.signals["searched"] == answer.searched
-    again = records.answer_from_log(records.find_answer(index, answer.id))  # re-rendered after a vote
+    again = question_log.answer_from_log(question_log.find_answer(index, answer.id))  # re-rendered after a vote
     assert shown in json.dumps(answer_blocks(again), ensure_ascii=False)
 
 

@@ -56,7 +56,7 @@ def feedback(
     """Recent 👍/👎 votes (with reasons) and questions the knowledge base could not answer."""
     from dataclasses import asdict
 
-    from bot.records import feedback_report
+    from bot.question_log import feedback_report
 
     settings = common.settings()
     index = common.root(settings).index
@@ -105,7 +105,7 @@ def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
 
     from bot.gap_drafts import write_drafts
     from bot.gaps import answered_by_people
-    from indexing.registry import utcnow
+    from indexing.index_tables import utcnow
 
     if directory.exists() and not directory.is_dir():
         fail(f"--drafts {directory}: not a folder")

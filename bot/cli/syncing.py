@@ -52,7 +52,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     import dataclasses
 
     from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
-    from indexing import catalog
+    from indexing import indexed_sources
 
     configured = root.sources
     if not path.exists():
@@ -75,9 +75,9 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
                  f"would index that source's pages again under other settings (access {known.access!r} there). "
                  f"Sync the source by name: kb sync --source {known.name}")
     with root.index.session() as s:
-        records = catalog.records(s)
+        records = indexed_sources.records(s)
     for other in records.values():  # ... or in or around an ad-hoc source synced with another access
-        if other.origin != catalog.ADHOC or not other.location:
+        if other.origin != indexed_sources.ADHOC or not other.location:
             continue
         how = overlap(location, Path(other.location))
         theirs, ours = (other.settings or {}).get("access") or "public", options["access"] or "public"
@@ -93,7 +93,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     else:
         name = adhoc_name(location, taken)
     record = records.get(name)
-    base = catalog.adhoc_source(record) if record is not None else SourceConfig(name=name, location=location, adhoc=True)
+    base = indexed_sources.adhoc_source(record) if record is not None else SourceConfig(name=name, location=location, adhoc=True)
     changes = {k: v for k, v in options.items() if v}
     source = dataclasses.replace(base, name=name, location=location, **changes)
     try:
@@ -108,14 +108,14 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
 
 def _recorded_source(root, name: str):
     """`kb sync --source NAME` for a source that is not configured: an ad-hoc one, as last synced."""
-    from indexing import catalog
+    from indexing import indexed_sources
 
     with root.index.session() as s:
-        record = catalog.records(s).get(name)
-    if record is None or record.origin != catalog.ADHOC:
+        record = indexed_sources.records(s).get(name)
+    if record is None or record.origin != indexed_sources.ADHOC:
         names = ", ".join(s.name for s in root.sources)
         fail(f"no source named {name!r} (configured: {names}; `kb sources` lists every source in the index)")
-    return catalog.adhoc_source(record)
+    return indexed_sources.adhoc_source(record)
 
 
 def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -> list:

@@ -12,7 +12,7 @@ hand-over's row (`bot.slack.store.claim_gap_offer`), so a redelivery, a restart 
 replica never offers twice.
 
 A click (by the asker or the answerer; others are refused) records in `answered_gaps`
-(`bot.records.add_answered_gap`) the question, the answer as the person wrote it in that channel,
+(`bot.question_log.add_answered_gap`) the question, the answer as the person wrote it in that channel,
 who answered and who asked, the channel, the answer's permalink, when it was said, and the
 access scopes visible in that channel — `bot.gaps` shows the gap only where all of those are
 visible. The first click wins; a second one is told it is already added. Not offered in Slack
@@ -32,10 +32,10 @@ from datetime import datetime, timezone
 
 from slack_sdk import WebClient
 
-from bot import records
+from bot import question_log
 from bot.metrics import GAPS_ADDED
 from bot.question_detector import is_question
-from bot.records import AnsweredGap
+from bot.question_log import AnsweredGap
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error
@@ -149,7 +149,7 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
         if user not in (handover.asker, handover.answered_by):
             tell("Only the person who asked and the person who answered can add this to the wiki's gaps.")
             return
-        existing = records.answered_gap(db, channel, thread)
+        existing = question_log.answered_gap(db, channel, thread)
         if existing is not None:
             tell(f"Already in the wiki's gaps (added by <@{existing.added_by}>).", replace=True)
             return
@@ -162,7 +162,7 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
                           answer_ts=handover.answer_ts, permalink=permalink(client, channel, handover.answer_ts),
                           scopes=sorted(audience.scopes or ()), answered_at=slack_time(handover.answer_ts),
                           added_by=user)
-        added = records.add_answered_gap(db, gap)
+        added = question_log.add_answered_gap(db, gap)
         if added is None:
             tell("Already in the wiki's gaps.", replace=True)
             return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from bot import records
+from bot import question_log
 from bot.knowledge import sync_counts
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
@@ -68,7 +68,7 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
     db = services.db
 
     def apologise(ref: str) -> None:
-        quietly(records.log_query, db, question=question or "(empty)", error_ref=ref, **details)
+        quietly(question_log.log_query, db, question=question or "(empty)", error_ref=ref, **details)
         respond(text=apology(ref), response_type="ephemeral", replace_original=True)
 
     def unavailable() -> None:
@@ -82,7 +82,7 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
         details["channel_kind"] = services.access.kind_of(channel)
         answer = services.kb.ask(question, audience)
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-        quietly(records.log_query, db, question=question, answer=answer, context_question=None,
+        quietly(question_log.log_query, db, question=question, answer=answer, context_question=None,
                 timings_ms=timings, **details)
         respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True),
                 response_type="ephemeral", replace_original=True)

@@ -22,14 +22,14 @@ import re
 import time
 from datetime import timedelta
 
-from bot import records
-from bot.records import Database
+from bot import question_log
+from bot.question_log import Database
 from bot.slack import blocks, store
 from bot.slack.asked import Asked
 from bot.slack.errors import apology, apology_on_error, quietly
 from bot.slack.mrkdwn import slack_to_plain
 from bot.slack.services import Services
-from indexing.registry import utcnow
+from indexing.index_tables import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +80,14 @@ def question_in_context(client, asked: Asked, question: str) -> str:
 def earlier_question(db: Database, asked: Asked, context_thread: str | None) -> str | None:
     """The earlier question a message follows up (see the module docstring), or None."""
     if context_thread:
-        earlier = records.thread_question(db, asked.channel, context_thread)
+        earlier = question_log.thread_question(db, asked.channel, context_thread)
         if earlier is None:  # a reply under Docent's answer, posted outside the question's thread (a DM)
             earlier = store.question_answered_by(db, asked.channel, context_thread)
         return earlier
     if not asked.is_dm or not _FOLLOW_UP.match(slack_to_plain(asked.text)):
         return None
     since = utcnow() - timedelta(minutes=FOLLOW_UP_MINUTES)
-    return records.latest_question(db, asked.channel, asked.user, since, other_than_ts=asked.ts)
+    return question_log.latest_question(db, asked.channel, asked.user, since, other_than_ts=asked.ts)
 
 
 # -- edits and deletions -------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def on_edited(services: Services, client, event: dict, bot_user: str | None) -> 
         audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm)
         earlier = earlier_question(db, asked, row.thread_ts if row.surface == "thread" else None)
         answer = services.kb.ask(question, audience, follows=earlier)
-        quietly(records.log_query, db, question=question, answer=answer, context_question=earlier, timings_ms={},
+        quietly(question_log.log_query, db, question=question, answer=answer, context_question=earlier, timings_ms={},
                 surface=row.surface, user_id=asked.user, channel_id=channel, thread_ts=row.thread_ts,
                 message_ts=asked.ts, channel_kind=services.access.kind_of(channel, is_dm=asked.is_dm))
         client.chat_update(channel=channel, ts=row.answer_ts, text=blocks.fallback_text(answer),

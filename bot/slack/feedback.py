@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import records
-from bot.records import Database
+from bot import question_log
+from bot.question_log import Database
 from bot.slack import blocks
 from bot.slack.access import NOT_HERE
 from bot.slack.client import post
@@ -87,12 +87,12 @@ def register(app, services: Services) -> None:
     @app.action(blocks.ACTION_VOTE_UP)
     def vote_up(ack, body, action, client, respond):
         ack()
-        services.answers.submit(vote, services, Click.of(body, action), client, respond, records.UP)
+        services.answers.submit(vote, services, Click.of(body, action), client, respond, question_log.UP)
 
     @app.action(blocks.ACTION_VOTE_DOWN)
     def vote_down(ack, body, action, client, respond):
         ack()
-        services.answers.submit(vote, services, Click.of(body, action), client, respond, records.DOWN)
+        services.answers.submit(vote, services, Click.of(body, action), client, respond, question_log.DOWN)
 
     @app.action(blocks.ACTION_SHARE)
     def share_button(ack, body, action, client, respond):
@@ -107,7 +107,7 @@ def register(app, services: Services) -> None:
 
 def vote(services: Services, click: Click, client: WebClient, respond, choice: str) -> None:
     """One stored vote per user per answer; the message shows the tally; 👎 opens the form."""
-    if choice == records.DOWN and click.trigger_id:
+    if choice == question_log.DOWN and click.trigger_id:
         try:  # first: the trigger id expires 3 s after the click
             client.views_open(trigger_id=click.trigger_id, view=blocks.reason_modal(click.answer_id))
         except Exception:
@@ -115,9 +115,9 @@ def vote(services: Services, click: Click, client: WebClient, respond, choice: s
     with apology_on_error("recording a vote", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
-        votes = records.record_vote(services.db, click.answer_id, click.user, choice)
+        votes = question_log.record_vote(services.db, click.answer_id, click.user, choice)
         show_votes(services.db, click, votes, client, respond)
-    if choice == records.DOWN:
+    if choice == question_log.DOWN:
         quietly(hand_over_voted_down, services, click, client)
 
 
@@ -129,10 +129,10 @@ def hand_over_voted_down(services: Services, click: Click, client: WebClient) ->
     settings = services.channels.get(click.channel)
     if not settings.escalate:
         return
-    row = records.find_answer(services.db, click.answer_id)
+    row = question_log.find_answer(services.db, click.answer_id)
     if row is None or not row.thread_ts or row.channel_id != click.channel:
         return
-    hand_over(services.db, client, settings, row.thread_ts, records.answer_from_log(row),
+    hand_over(services.db, client, settings, row.thread_ts, question_log.answer_from_log(row),
               services.settings.kb_handovers_per_hour, asker=row.user_id, voted_down=True)
 
 
@@ -147,16 +147,16 @@ def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respo
         for _ in range(TALLY_ROUNDS):
             client.chat_update(channel=click.channel, ts=click.message_ts, text=click.message_text,
                                blocks=blocks.with_votes(click.message_blocks, votes))
-            latest = records.vote_counts(db, click.answer_id)
+            latest = question_log.vote_counts(db, click.answer_id)
             if latest == votes:
                 return
             votes = latest
         return
-    row = records.find_answer(db, click.answer_id)
+    row = question_log.find_answer(db, click.answer_id)
     if row is None:
         respond(text="Thanks — your vote was recorded.", response_type="ephemeral", replace_original=False)
         return
-    answer = records.answer_from_log(row)
+    answer = question_log.answer_from_log(row)
     respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True, votes=votes),
             response_type="ephemeral", replace_original=True)
 
@@ -169,7 +169,7 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
     with apology_on_error("sharing an answer", lambda ref: respond(
             text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=UNAVAILABLE, response_type="ephemeral", replace_original=False)):
-        row = records.find_answer(db, answer_id)
+        row = question_log.find_answer(db, answer_id)
         if row is None:
             respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
                     response_type="ephemeral", replace_original=False)
@@ -180,7 +180,7 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
             respond(text=NOT_HERE if audience.sees_nothing else SHARE_REFUSED, response_type="ephemeral",
                     replace_original=False)
             return
-        answer = records.answer_from_log(row)
+        answer = question_log.answer_from_log(row)
         public = blocks.answer_blocks(answer, shared_by=user, question=row.question)
         posted = False
         if channel is not None:  # a click from a message names its conversation; without one, Slack would refuse the post
@@ -200,7 +200,7 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
 def shareable(db: Database, doc_ids: list[str], audience: Audience) -> bool:
     """Whether every document an answer used is, now, in a scope `audience` sees (a document that is
     no longer indexed cannot be checked, so it is not shareable)."""
-    access = records.document_access(db, doc_ids)
+    access = question_log.document_access(db, doc_ids)
     return all(doc_id in access and audience.sees_all([access[doc_id]]) for doc_id in doc_ids)
 
 
@@ -208,7 +208,7 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
     """The 👎 form's text, stored with the vote. The form has closed by now: if storing fails, the
     user is told in a direct message from Docent, with what they wrote, so it is not lost."""
     try:
-        records.record_reason(services.db, reason.answer_id, reason.user, reason.text)
+        question_log.record_reason(services.db, reason.answer_id, reason.user, reason.text)
         return
     except Exception as exc:
         ref = reference_id()

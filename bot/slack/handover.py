@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from bot.metrics import HANDOVERS
-from bot.records import Database
+from bot.question_log import Database
 from bot.slack import blocks
 from bot.slack.store import claim_handover
 

@@ -24,7 +24,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from bot import records
+from bot import question_log
 from bot.metrics import UNPROMPTED
 from bot.question_detector import is_question
 from bot.slack import blocks, store
@@ -89,15 +89,15 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
         settings = services.channels.get(channel)
         if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour, asker=asked.user):
             # logged without its thread or message: people answer there, and Docent must not take their
-            # replies for follow-ups to it (`records.thread_question` finds threads by those two)
-            quietly(records.log_query, db, question=question, answer=reply, context_question=None,
+            # replies for follow-ups to it (`question_log.thread_question` finds threads by those two)
+            quietly(question_log.log_query, db, question=question, answer=reply, context_question=None,
                     timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
         return
     answer_ts = AnswerDelivery(client, channel, ts, user=asked.user, team=asked.team).finish(
         blocks.fallback_text(reply), blocks.answer_blocks(reply))
     UNPROMPTED.inc()
     services.threads.add(channel, ts)
-    quietly(records.log_query, db, question=question, answer=reply, context_question=None, timings_ms=timings,
+    quietly(question_log.log_query, db, question=question, answer=reply, context_question=None, timings_ms=timings,
             **details)
     quietly(store.remember_answer, db, channel, ts, answer_ts, surface=SURFACE, thread_ts=ts, user=asked.user,
             answer_id=reply.id)

@@ -25,10 +25,10 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
-from bot import records
+from bot import question_log
 from bot.gaps import normalised
 from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
-from bot.records import Database
+from bot.question_log import Database
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_view import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 from bot.slack.resync import summary
@@ -99,8 +99,8 @@ def visible_in_dm(services: Services, user: str) -> set[str]:
 def example_questions(db: Database, visible: set[str], limit: int = EXAMPLES) -> list[str]:
     """The most asked answered questions, asked in public channels, whose cited pages are all
     visible (see the docstring). Shown to everyone: the App Home, the assistant's prompts."""
-    rows = records.answered_in_public(db, EXAMPLE_SURFACES, EXAMPLE_ROWS)
-    access = records.document_access(db, sorted({d for r in rows for d in r.doc_ids}))
+    rows = question_log.answered_in_public(db, EXAMPLE_SURFACES, EXAMPLE_ROWS)
+    access = question_log.document_access(db, sorted({d for r in rows for d in r.doc_ids}))
     askers: dict[str, set[str]] = defaultdict(set)
     wording: dict[str, str] = {}
     for row in rows:
@@ -115,7 +115,7 @@ def example_questions(db: Database, visible: set[str], limit: int = EXAMPLES) ->
 def own_questions(db: Database, kb: KnowledgeBase, user: str, visible: set[str],
                   limit: int = MINE) -> list[AskedQuestion]:
     """The user's last questions, newest first, each with the first cited page they may see now."""
-    rows = records.questions_of(db, user, limit)
+    rows = question_log.questions_of(db, user, limit)
     docs = kb.pages([d for r in rows for d in r.doc_ids])
     mine = []
     for row in rows:
@@ -157,13 +157,13 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
     """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
     db = services.db
     if user not in services.settings.admin_users:
-        records.log_admin_action(db, user, "resync", name, allowed=False,
+        question_log.log_admin_action(db, user, "resync", name, allowed=False,
                                  result="refused: not in KB_ADMIN_USERS (App Home)")
         return
     if name not in services.resyncs.names:
         publish_home(services, client, user, note=f"There is no source `{name[:80]}` any more.")
         return
-    action_id = records.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
+    action_id = question_log.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
 
     def finished(report, error) -> None:
         if report is None and error is None:
@@ -174,11 +174,11 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
             result = f"refused: {report.refused}"
         else:
             result = summary(report)
-        records.finish_admin_action(db, action_id, result)
+        question_log.finish_admin_action(db, action_id, result)
         publish_home(services, client, user, note=f"Resync of `{name}`: {result}")
 
     if services.resyncs.start(name, lambda done, total: None, finished):
         publish_home(services, client, user, note=f"🔄 Resync of `{name}` started…")
     else:
-        records.finish_admin_action(db, action_id, "refused: already running")
+        question_log.finish_admin_action(db, action_id, "refused: already running")
         publish_home(services, client, user, note=f"A resync of `{name}` is already running.")

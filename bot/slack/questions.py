@@ -24,7 +24,7 @@ import time
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import records
+from bot import question_log
 from bot.slack import blocks, store
 from bot.slack.access import NOT_HERE
 from bot.slack.asked import Asked, asked_from
@@ -100,7 +100,7 @@ def answer_follow_up(services: Services, client: WebClient, asked: Asked) -> Non
     # only a thread reply is submitted here (`is_follow_up_candidate`: the event has a thread_ts)
     assert asked.context_thread is not None
     try:
-        earlier = records.thread_question(services.db, asked.channel, asked.context_thread)
+        earlier = question_log.thread_question(services.db, asked.channel, asked.context_thread)
     except Exception as exc:
         if not is_unreachable(exc):
             log.exception("could not look up thread %s in %s; not treating the message as a follow-up",
@@ -133,7 +133,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
     question = ""
 
     def apologise(ref: str) -> None:
-        quietly(records.log_query, services.db, question=question or asked.text or "(empty)", error_ref=ref,
+        quietly(question_log.log_query, services.db, question=question or asked.text or "(empty)", error_ref=ref,
                 **details)
         post(client, channel, reply_thread, apology(ref))
 
@@ -162,7 +162,7 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
             delivery.abandon()  # the apology is the one reply, not beside half an answer
             raise
         timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
-        quietly(records.log_query, db, question=question, answer=reply, context_question=earlier,
+        quietly(question_log.log_query, db, question=question, answer=reply, context_question=earlier,
                 timings_ms=timings, **details)
         answer_ts = delivery.finish(blocks.fallback_text(reply), blocks.answer_blocks(reply))
         if reply_thread:

@@ -1,15 +1,15 @@
 """`/kb resync`: admins start a real sync of a configured source from Slack (`bot.slack.resync`
 runs it in the background); progress and a summary come back through the response URL.
 
-Admins only (KB_ADMIN_USERS), and every attempt is recorded (`records.log_admin_action`).
+Admins only (KB_ADMIN_USERS), and every attempt is recorded (`question_log.log_admin_action`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from bot import records
-from bot.records import Database
+from bot import question_log
+from bot.question_log import Database
 from bot.slack.errors import apology, apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
 from bot.slack.resync import summary
@@ -72,15 +72,15 @@ def resync(services: Services, ack, command: dict, respond, text: str) -> None:
             respond(text=f"✅ Resync finished — {neutralise(escape(result))}", response_type="ephemeral",
                     replace_original=False)
         if action_id is not None:
-            quietly(records.finish_admin_action, db, action_id, result)
+            quietly(question_log.finish_admin_action, db, action_id, result)
 
     with apology_on_error("/kb resync", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
         if not services.resyncs.start(name, progress, finished, allow_deletes=allow_deletes):
             respond(text=f"A resync of `{escape(name)}` is already running; you will see its summary when it ends.",
                     response_type="ephemeral", replace_original=False)
             if action_id is not None:
-                quietly(records.finish_admin_action, db, action_id, "refused: already running")
+                quietly(question_log.finish_admin_action, db, action_id, "refused: already running")
 
 
 def _record_admin(db: Database, user: str, argument: str, allowed: bool, result: str) -> int | None:
-    return quietly(records.log_admin_action, db, user, "resync", argument, allowed, result)
+    return quietly(question_log.log_admin_action, db, user, "resync", argument, allowed, result)

@@ -3,7 +3,7 @@
 Listener modules import this module; `bot.slack.app` imports them; this module imports no
 listener module — so imports point one way. A listener reads the wiki through `kb`
 (`KnowledgeBase`: answers, status, page titles, source health, the gaps report), the query log,
-votes and admin actions through `bot.records` and Slack's own tables through `bot.slack.store`,
+votes and admin actions through `bot.question_log` and Slack's own tables through `bot.slack.store`,
 both with `db`; it never reaches into the index or runs SQL itself.
 """
 
@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from bot.knowledge import KnowledgeBase
-from bot.records import Database
+from bot.question_log import Database
 from bot.settings import Settings
 from bot.slack.access import SlackAccess
 from bot.slack.resync import Resyncs
@@ -28,7 +28,7 @@ RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while th
 class RecentThreads:
     """The threads this process has answered in, newest last, bounded.
 
-    The durable record of the bot's threads is the query log (`records.thread_question`); this is
+    The durable record of the bot's threads is the query log (`question_log.thread_question`); this is
     consulted only when the database cannot be reached, so that a follow-up in a thread the bot
     is part of gets "temporarily unavailable" rather than silence — while other people's threads,
     which the bot cannot tell apart without the database, are still left alone."""
@@ -53,7 +53,7 @@ class RecentThreads:
 @dataclass
 class Services:
     """What every listener uses: the knowledge base (`kb`), the database of the records and of
-    Slack's own tables (`db`: only ever passed to `bot.records` and `bot.slack.store` functions),
+    Slack's own tables (`db`: only ever passed to `bot.question_log` and `bot.slack.store` functions),
     who sees what (`access`), the once-only claims (`deduper`), admin resyncs, the threads
     answered here, and the answers pool."""
 

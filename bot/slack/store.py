@@ -1,6 +1,6 @@
 """Slack's own tables, and every query on them: delivery claims, answer messages, hand-overs.
 
-The listeners call these functions (and `bot.records` for the query log, votes and admin actions)
+The listeners call these functions (and `bot.question_log` for the query log, votes and admin actions)
 with the database (`Services.db`); nothing else in `bot.slack` runs SQL.
 
 **Delivery claims** (`slack_deliveries`, `Deduper`): once-only handling of Slack deliveries,
@@ -42,9 +42,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from bot.records import Database
+from bot.question_log import Database
 from indexing.database import affected
-from indexing.registry import timestamptz, utcnow
+from indexing.index_tables import timestamptz, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def answer_to(db: Database, channel: str, question_ts: str) -> AnswerMessage | N
 
 def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | None:
     """The question whose answer is the message `channel`/`answer_ts` (a reply under a DM answer)."""
-    from bot.records import QueryLog
+    from bot.question_log import QueryLog
 
     with db.session() as s:
         row = s.exec(select(AnswerMessage).where(AnswerMessage.channel_id == channel,

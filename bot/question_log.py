@@ -38,7 +38,7 @@ from bot.answer import Answer, Source
 from indexing.database import affected
 from indexing.gate import Outcome
 from indexing.heading_path import HeadingPath
-from indexing.registry import timestamptz, utcnow
+from indexing.index_tables import timestamptz, utcnow
 
 UP, DOWN = "up", "down"
 
@@ -198,7 +198,7 @@ def answer_from_log(row: QueryLog) -> Answer:
 
 def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     """The current access scope of each of these documents that is still indexed."""
-    from indexing.registry import DocumentRecord
+    from indexing.index_tables import DocumentRecord
 
     if not doc_ids:
         return {}

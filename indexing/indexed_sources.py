@@ -19,7 +19,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from connectors.sources import SourceConfig
-from indexing.registry import DocumentRecord, SourceRecord, Status, SyncRun, utcnow
+from indexing.index_tables import DocumentRecord, SourceRecord, Status, SyncRun, utcnow
 
 ADHOC = "adhoc"  # synced with `kb sync PATH`
 CONFIG = "config"  # from the sources file or KB_WIKI
