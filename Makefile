@@ -1,4 +1,4 @@
-# Two commands a newcomer needs: `make run` (try Docent) and `make test`; `make lint` before a commit.
+# Two commands a newcomer needs: `make run` (try Docent) and `make test` (the linters, then the suite).
 # Both create .venv and install the project from pyproject.toml the first time.
 
 VENV ?= .venv
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/kb run
 
-test: $(STAMP)
+test: lint
 	$(VENV)/bin/python -m pytest
 
 # ruff and mypy as pyproject.toml configures them ([tool.ruff], [tool.mypy]); mypy keeps its cache
