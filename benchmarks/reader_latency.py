@@ -1,9 +1,9 @@
-"""The built-in reader's cost per question for N = 5 / 10 / 20 sections, on real dumped sections.
+"""The built-in reader's cost per question for N = 1 / 5 / 10 / 20 sections, on real dumped sections.
 
     python -m benchmarks.reader_latency --model /work/kb/reader/exports/v1-final.onnx --corpus clef --questions 60
 
 Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
-question's top N sections with an int8 export (`benchmarks.reader_onnx`), and prints
+question's top N sections with an int8 export (`indexing.reader`), and prints
 p50 / p95 per N beside the baseline measured in the same process: embedding the question with
 the bundled model (today's only model call per question, int8 ONNX as well).
 """
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", type=Path, required=True, help="an int8 export (benchmarks.reader_export)")
     args = parser.parse_args(argv)
     from indexing.onnx_embedding import OnnxEmbedder
-    from benchmarks.reader_onnx import Reader
+    from indexing.reader import OnnxReader as Reader
 
     rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
     reader = Reader(args.model, threads=args.threads)
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         embedder.embed_query(row["searched"])
         timings["embed question (baseline)"].append((time.perf_counter() - start) * 1000)
-        for n in (5, 10, 20):
+        for n in (1, 5, 10, 20):
             texts = [passage(h) for h in row["hits"][:n]]
             start = time.perf_counter()
             reader.score(row["searched"], texts)
