@@ -365,6 +365,9 @@ def main(argv: list[str] | None = None) -> None:
     r = sub.add_parser("report")
     r.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
     r.add_argument("--top-n", type=int, default=10)
+    r.add_argument("--max-confident", type=float,
+                   help="the fit's share of unanswerable questions it may answer confidently (bot.gate_fit.MAX_CONFIDENT, "
+                        "0.25 shipped): another operating point, for every candidate alike")
     args = parser.parse_args(argv)
     if args.command == "collect":
         print(collect(args.corpus, args.home))
@@ -378,6 +381,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from benchmarks.reader_candidates import candidates
 
+        if args.max_confident is not None:
+            import bot.gate_fit
+
+            bot.gate_fit.MAX_CONFIDENT = args.max_confident
         rows = load_rows()
         if not rows:
             sys.exit(f"nothing collected in {OUT}: run `collect` first")
