@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.reader_eval import Candidate, evaluate, load_logits, loco_combined, today
+from benchmarks.reader_eval import Candidate, evaluate, load_logits, loco_combined, loco_veto, today
 
 TYPED_SECTIONS = 3  # the answer-type check reads the best chunks of this many top sections
 WEIGHTS = [round(0.02 * i, 2) for i in range(0, 26)]  # 0 … 0.5
@@ -55,5 +55,7 @@ def candidates(rows: list[dict], ce_names: list[str], top_n: int):
             rows, name, lambda w: lambda r: today(r) + w * best(r), WEIGHTS)
         yield f"{name}: today + w·sigmoid(CE of the fused top-1), fused order", loco_combined(
             rows, name, lambda w: lambda r: today(r) + w * best(r, 1), WEIGHTS)
+        yield (f"{name}: veto — today's gate, an answered question kept only if today + w·sigmoid(CE of the top 1) "
+               "reaches that sum's fitted answer_from (else uncertain)"), loco_veto(rows, logits, WEIGHTS, top_n)
         yield f"{name}: today + w·sigmoid(best CE) − 0.1·typed miss", loco_combined(
             rows, name, lambda w: lambda r: today(r) + w * best(r) - 0.1 * typed_miss(r), WEIGHTS)

@@ -79,22 +79,26 @@ def load_rows(corpora=ENGLISH + CHINESE) -> list[dict]:
     return rows
 
 
-def passage(hit: dict) -> str:
-    """What a reader reads of a section: where it is, then its best-matching chunk."""
-    where = " › ".join(p for p in (hit["title"], hit["heading"]) if p)
-    return f"{where}: {hit['chunk']}"
+def passage(hit: dict, question: str | None = None, within: str = "chunk") -> str:
+    """What a reader reads of a section (`indexing.reader.passage`): its place, then its best
+    chunk — or, given the question, the window around the section's sentence sharing most of its
+    words (`indexing.reader.answer_window`)."""
+    from indexing.reader import answer_window
+    from indexing.reader import passage as text
+
+    return text(hit["title"], hit["heading"], answer_window(question, hit[within]) if question else hit["chunk"])
 
 
 # ---------------------------------------------------------------- scoring with a cross-encoder
 
-def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENGLISH) -> Path:
+def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENGLISH, window: str | None = None) -> Path:
     """Logits of `model` (a Hugging Face folder or a trainer's `state.pt`, run by torch, or a
-    `.onnx` file run by `benchmarks.reader_onnx`) for every (searched question, top-N section)
+    `.onnx` file run by `indexing.reader`) for every (searched question, top-N section)
     pair of the English corpora (Chinese questions keep today's CJK gate); cached by `name`."""
     rows = load_rows(corpora)
     target = OUT / f"ce-{name}.jsonl"
     if str(model).endswith(".onnx"):
-        from benchmarks.reader_onnx import Reader
+        from indexing.reader import OnnxReader as Reader
 
         reader = Reader(Path(model), threads=threads)
         run = reader.logits
@@ -102,7 +106,7 @@ def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENG
         run = _torch_scorer(model, threads)
     with target.open("w") as out:
         for row in rows:
-            texts = [passage(h) for h in row["hits"][:top_n]]
+            texts = [passage(h, row["searched"] if window else None, window or "chunk") for h in row["hits"][:top_n]]
             logits = run(row["searched"], texts) if texts else []
             out.write(json.dumps({"corpus": row["corpus"], "id": row["id"],
                                   "logits": [round(float(x), 4) for x in logits]}) + "\n")
@@ -253,6 +257,73 @@ def loco_combined(rows: list[dict], name: str, make, grid, order_make=None, top_
     return report
 
 
+def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid: list[float], top_n: int = 10) -> dict:
+    """The reader as a veto, leave-one-corpus-out: today's gate decides, and an English question it
+    answers is answered only if `today + w·reader(top 1)` also reaches that sum's `answer_from`
+    (else uncertain) — the reader can take confidence away, never add it. w and both pairs of
+    thresholds are fitted without the held-out corpus (`bot.gate_fit`'s rule, unchanged)."""
+    from bot.gate_fit import fit
+    from indexing.gate import Outcome, outcome_for
+
+    def make(w: float) -> Callable[[dict], float]:
+        return lambda r: today(r) + w * top1(r, logits)
+
+    report = {}
+    for held in sorted({r["corpus"] for r in rows}):
+        rest = [r for r in rows if r["corpus"] != held]
+        w = fit_weight(rows, held, make, grid)
+        combined = make(w)
+        plain, summed = fit(as_gate_rows(rest, today)), fit(as_gate_rows(rest, combined))["en"]
+
+        def outcome(r: dict, plain=plain, combined=combined, summed=summed) -> Outcome:
+            lang = "cjk" if r["signals"].get("cjk") else "en"
+            base = outcome_for(today(r), *plain[lang])
+            vetoed = lang == "en" and base is Outcome.ANSWERED and combined(r) < summed[1]
+            return Outcome.UNCERTAIN if vetoed else base
+
+        def share(group: list[dict]) -> dict:
+            got = [outcome(r) for r in group]
+            return {"n": len(group), **{o.value: round(got.count(o) / len(group), 3) if group else None for o in Outcome}}
+
+        mine = [r for r in rows if r["corpus"] == held]
+        own = [r for r in mine if r["set"] in ("public", "casual")]
+        answerable = [r for r in mine if _is_answerable(r) and r["expected"]]
+        ranks = [hit_rank(r, None, top_n) for r in answerable]
+        report[held] = {
+            "thresholds": summed, "weight": w,
+            "own": {"answerable": share([r for r in own if _is_answerable(r)]),
+                    "unanswerable": share([r for r in own if not _is_answerable(r)])},
+            "foreign": share([r for r in mine if r["set"] == "foreign"]),
+            "auc": corpus_auc(mine, combined),
+            "hit1": sum(k == 1 for k in ranks) / len(ranks) if ranks else None,
+            "mrr": sum(1 / k for k in ranks if k) / len(ranks) if ranks else None,
+        }
+    return report
+
+
+def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float, tuple[float, float]]:
+    """What would ship for a scored reader read on the fused top section: the weight of
+    `today + w·sigmoid(CE of the top 1)` fitted on every English corpus (best mean AUC), and the
+    thresholds `bot.gate_fit` fits for that score on every corpus (`indexing.reader`'s constants)."""
+    from bot.gate_fit import fit
+
+    logits = load_logits(name)
+
+    def make(w: float) -> Callable[[dict], float]:
+        return lambda r: today(r) + w * top1(r, logits)
+
+    weight = fit_weight(rows, "", make, grid)
+    return weight, fit(as_gate_rows(rows, make(weight)))["en"]
+
+
+def top1(row: dict, logits: dict[tuple[str, str], list[float]]) -> float:
+    """sigmoid(the reader's logit for the fused top section), 0 when it read none (as the gate's `rerank_best or 0`)."""
+    from indexing.reader import sigmoid
+
+    values = logits.get((row["corpus"], row["id"]), [])
+    return round(sigmoid(values[0]), 6) if values else 0.0
+
+
 # ---------------------------------------------------------------- printing
 
 def _share(s: dict) -> str:
@@ -287,17 +358,33 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("model", type=Path)
     s.add_argument("--name", required=True)
     s.add_argument("--top-n", type=int, default=10)
+    s.add_argument("--window", choices=["chunk", "text"],
+                   help="read the window around the best sentence of the best chunk or of the section, not the chunk's head")
+    g = sub.add_parser("ship", help="the weight and thresholds a scored reader would ship with (fitted on every corpus)")
+    g.add_argument("--ce", required=True)
     r = sub.add_parser("report")
     r.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
     r.add_argument("--top-n", type=int, default=10)
+    r.add_argument("--max-confident", type=float,
+                   help="the fit's share of unanswerable questions it may answer confidently (bot.gate_fit.MAX_CONFIDENT, "
+                        "0.25 shipped): another operating point, for every candidate alike")
     args = parser.parse_args(argv)
     if args.command == "collect":
         print(collect(args.corpus, args.home))
     elif args.command == "score":
-        print(score(args.model, args.name, args.top_n))
+        print(score(args.model, args.name, args.top_n, window=args.window))
+    elif args.command == "ship":
+        from benchmarks.reader_candidates import WEIGHTS
+
+        weight, (refuse, answer) = shipped_gate(load_rows(), args.ce, WEIGHTS)
+        print(f"GATE_WEIGHT = {weight}\nTHRESHOLDS = ({refuse}, {answer})")
     else:
         from benchmarks.reader_candidates import candidates
 
+        if args.max_confident is not None:
+            import bot.gate_fit
+
+            bot.gate_fit.MAX_CONFIDENT = args.max_confident
         rows = load_rows()
         if not rows:
             sys.exit(f"nothing collected in {OUT}: run `collect` first")

@@ -60,7 +60,7 @@ def export(checkpoint: Path, target: Path) -> None:
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "logits": {0: "batch"}})
         target.parent.mkdir(parents=True, exist_ok=True)
         _quantize(full, target)
-        from benchmarks.reader_onnx import Reader
+        from indexing.reader import OnnxReader as Reader
 
         for name, path in (("float", full), ("int8", target)):
             got = [Reader(path, threads=1).logits(q, [t])[0] for q, t in CHECK_PAIRS]

@@ -1,9 +1,11 @@
-"""The built-in reader's cost per question for N = 5 / 10 / 20 sections, on real dumped sections.
+"""The built-in reader's cost per question for N = 1 / 5 / 10 / 20 sections, on real dumped sections.
 
-    python -m benchmarks.reader_latency --model /work/kb/reader/exports/v1-final.onnx --corpus clef --questions 60
+    python -m benchmarks.reader_latency --corpus sg --questions 40   # the shipped model; --model another export
 
 Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
-question's top N sections with an int8 export (`benchmarks.reader_onnx`), and prints
+question's top N sections with an int8 export (`indexing.reader`) — reading each section the
+way the shipped reader does, the window of its best chunk around the best sentence, with the
+window's cost inside the timing — and prints
 p50 / p95 per N beside the baseline measured in the same process: embedding the question with
 the bundled model (today's only model call per question, int8 ONNX as well).
 """
@@ -27,13 +29,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="clef")
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", type=Path, required=True, help="an int8 export (benchmarks.reader_export)")
+    parser.add_argument("--model", type=Path, help="an int8 export (benchmarks.reader_export); default: the shipped one")
     args = parser.parse_args(argv)
     from indexing.onnx_embedding import OnnxEmbedder
-    from benchmarks.reader_onnx import Reader
+    from indexing.reader import MODEL
+    from indexing.reader import OnnxReader as Reader
 
     rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
-    reader = Reader(args.model, threads=args.threads)
+    reader = Reader(args.model or MODEL, threads=args.threads)
     embedder = OnnxEmbedder(OUT / "latency-home", quantized=True)
     reader.score("warm up", ["warm up"])
     embedder.embed_query("warm up")
@@ -42,9 +45,9 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         embedder.embed_query(row["searched"])
         timings["embed question (baseline)"].append((time.perf_counter() - start) * 1000)
-        for n in (5, 10, 20):
-            texts = [passage(h) for h in row["hits"][:n]]
+        for n in (1, 5, 10, 20):
             start = time.perf_counter()
+            texts = [passage(h, row["searched"]) for h in row["hits"][:n]]
             reader.score(row["searched"], texts)
             timings.setdefault(f"reader, N={n}", []).append((time.perf_counter() - start) * 1000)
     base = statistics.median(timings["embed question (baseline)"])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from indexing.gate import GateSignals, Outcome, gate_score, outcome_for
+from indexing.gate import GateSignals, Outcome, gate_score, outcome_for, reader_gate_score
 
 MAX_REFUSED = 0.03  # target ≤ 0.05 out of corpus: a margin for the step from fit to held-out
 MAX_CONFIDENT = 0.25  # target ≤ 0.30
@@ -60,16 +60,20 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
     return fitted
 
 
-def fit_rerank(rows: list[dict]) -> tuple[float, float] | None:
+def fit_rerank(rows: list[dict], weight: float | None = None) -> tuple[float, float] | None:
     """(refuse_below, answer_from) for the rerank stage's best score (`KB_RERANK_REFUSE_BELOW` /
     `KB_RERANK_ANSWER_FROM`), by the same rules as `fit`, over every language (a cross-encoder
     reads question and section together); None when no row was reranked. A reranker's scores are
     on its own scale, so the thresholds tried are the scores it gave; rows where the stage fell
-    back are left out."""
+    back are left out. With `weight` (the built-in reader's) the score cut is today's plus that
+    weight times the reader's (`indexing.gate.reader_gate_score`)."""
     scored = [r for r in rows if r["signals"].get("rerank_best") is not None]
     if not scored:
         return None
-    score = {id(r): float(r["signals"]["rerank_best"]) for r in scored}
+    if weight is None:
+        score = {id(r): float(r["signals"]["rerank_best"]) for r in scored}
+    else:
+        score = {id(r): round(reader_gate_score(signals_of(r), weight), 6) for r in scored}
     values = sorted(set(score.values()))
     return _fit_scores(scored, score, [*values, values[-1] + 1e-6])
 

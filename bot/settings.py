@@ -78,8 +78,9 @@ class Settings(BaseSettings):
     kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
     kb_gate_answer_from_cjk: float = 0.445
-    # the rerank stage (indexing.rerank): off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
-    kb_rerank: str = "off"
+    # the rerank stage (indexing.rerank): builtin (the shipped reader: a veto on confident answers,
+    # indexing.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
+    kb_rerank: str = "builtin"
     kb_rerank_url: str | None = None  # the full URL, e.g. http://tei:8080/rerank or https://api.cohere.com/v2/rerank
     kb_rerank_model: str | None = None
     kb_rerank_api_key: SecretStr | None = None

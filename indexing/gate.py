@@ -178,11 +178,22 @@ def outcome_for(score: float, refuse_below: float, answer_from: float) -> Outcom
     return Outcome.ANSWERED if score >= answer_from else Outcome.UNCERTAIN
 
 
-def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None) -> Outcome:
+def reader_gate_score(signals: GateSignals, weight: float) -> float:
+    """Today's score plus `weight` times the reader's (the built-in reader, `indexing.reader`): the
+    two together separate answerable from unanswerable questions better than either alone."""
+    return round(gate_score(signals) + weight * (signals.rerank_best or 0.0), 6)
+
+
+def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None,
+                 rerank_weight: float | None = None) -> Outcome:
     """Answered, uncertain or not found, from the signals and the configured thresholds
     (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With `rerank_thresholds`
     (fitted for the configured reranker) and a rerank score, that score is cut instead, in every
-    language: a cross-encoder reads the question and the section together.
+    language: a cross-encoder reads the question and the section together. With a `rerank_weight`
+    (the built-in reader) the reader is a veto instead: today's gate decides, and a question it
+    answers stays answered only if today's score plus that weight times the reader's reaches the
+    `answer_from` fitted for that sum — else it is uncertain. The reader can take confidence away,
+    never add it (docs/tuning.md, *A built-in reader*).
 
     A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
     nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
@@ -190,8 +201,12 @@ def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, floa
     no keyword hit."""
     if not signals.best_bm25:
         return Outcome.NOT_FOUND
-    if rerank_thresholds is not None and signals.rerank_best is not None:
+    if rerank_thresholds is not None and signals.rerank_best is not None and rerank_weight is None:
         return outcome_for(signals.rerank_best, *rerank_thresholds)
     if signals.cjk:
         return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
-    return outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)
+    outcome = outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)
+    if (outcome is Outcome.ANSWERED and rerank_thresholds is not None and rerank_weight is not None
+            and signals.rerank_best is not None and reader_gate_score(signals, rerank_weight) < rerank_thresholds[1]):
+        return Outcome.UNCERTAIN
+    return outcome

@@ -59,8 +59,11 @@ OK, ERROR, TIMEOUT = "ok", "error", "timeout"  # a run's outcome, as `/metrics` 
 class Reranker(Protocol):
     """Scores (query, text) pairs; higher is a better answer. Optional attributes the stage reads:
     `workers` (calls it may run at once, default 1), `thresholds` ((refuse_below, answer_from)
-    fitted for it, used when the settings give none), `load()` (the slow part, run at start-up)
-    and `close()`."""
+    fitted for it, used when the settings give none), `gate` ((weight, thresholds): its score is a veto
+    on today's answered outcome instead of the gate — the built-in reader's, `indexing.gate.gate_outcome`),
+    `top_n` (the sections it was measured on, over `KB_RERANK_TOP_N`), `text_of(question, hit,
+    max_chars)` (what it reads of a section, as it was trained), `reads_cjk` (False: mostly-CJK questions are
+    not sent to it), `load()` (the slow part, run at start-up) and `close()`."""
 
     name: str
 
@@ -106,6 +109,8 @@ def make_reranker(config: RerankConfig) -> Reranker | None:
     choice = (config.backend or "off").strip()
     if choice.lower() == "off":
         return None
+    import indexing.reader  # noqa: F401 — registers "builtin" (numpy only; the model loads on first use)
+
     if choice in BACKENDS:
         return BACKENDS[choice](config)
     folder = Path(choice).expanduser()
@@ -196,8 +201,12 @@ class RerankStage:
     def __init__(self, reranker: Reranker, config: RerankConfig) -> None:
         self.reranker = reranker
         self.config = config
-        self.top_n = max(1, config.top_n)
-        self.thresholds = config.thresholds or getattr(reranker, "thresholds", None)
+        self.top_n = max(1, getattr(reranker, "top_n", None) or config.top_n)
+        weight, fitted = getattr(reranker, "gate", (None, getattr(reranker, "thresholds", None)))
+        self.thresholds: tuple[float, float] | None = config.thresholds or fitted
+        self.weight: float | None = weight  # None: the thresholds cut the rerank score alone
+        self._text_of = getattr(reranker, "text_of", lambda question, hit, max_chars: section_text(hit, max_chars))
+        self._reads_cjk = getattr(reranker, "reads_cjk", True)
         workers = max(1, int(getattr(reranker, "workers", 1)))
         self._warm = False
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docent-rerank")
@@ -213,11 +222,14 @@ class RerankStage:
             load()
         self._warm = True
 
-    def rerank(self, question: str, hits: list[Hit], signals: GateSignals) -> tuple[list[Hit], GateSignals, RerankRun]:
+    def rerank(self, question: str, hits: list[Hit], signals: GateSignals) -> tuple[list[Hit], GateSignals, RerankRun | None]:
         """The hits with the top N in the backend's order (each with its `rerank` score) and the
-        signals with `rerank_best`; on error or over budget, the hits and signals as they came."""
+        signals with `rerank_best`; on error or over budget, the hits and signals as they came.
+        A mostly-CJK question a backend does not read comes back as it came, with no run."""
+        if signals.cjk and not self._reads_cjk:
+            return hits, signals, None
         head = hits[: self.top_n]
-        texts = [section_text(h, self.config.max_chars) for h in head]
+        texts = [self._text_of(question, h, self.config.max_chars) for h in head]
         started = time.monotonic()
         try:
             if not self._warm:  # the first question loads a local model, as the embedder's does: not in the budget

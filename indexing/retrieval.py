@@ -166,7 +166,8 @@ def retrieve(
         hits, signals, run = stage.rerank(searched, hits, signals)
         lap("rerank")
     hits = hits[:top_k]
-    outcome = gate_outcome(signals, cfg, stage.thresholds if stage else None) if hits else Outcome.NOT_FOUND
+    rerank_gate = (stage.thresholds, stage.weight) if stage else (None, None)
+    outcome = gate_outcome(signals, cfg, *rerank_gate) if hits else Outcome.NOT_FOUND
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,

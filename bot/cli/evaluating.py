@@ -65,7 +65,7 @@ def evaluate(
         rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]
         fitted = fit(rows)
         result["calibration"]["gate"] = {lang: {"refuse_below": t[0], "answer_from": t[1]} for lang, t in fitted.items()}
-        rerank = fit_rerank(rows) if index.rerank is not None else None  # thresholds for this reranker's scores
+        rerank = fit_rerank(rows, index.rerank.weight) if index.rerank is not None else None  # for this reranker's scores
         if rerank is not None:
             result["calibration"]["rerank"] = {"backend": index.rerank.name, "refuse_below": rerank[0],
                                                "answer_from": rerank[1]}
