@@ -84,11 +84,11 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         warm_up(index)
         workers = Workers()
         access = slack_access(settings, client)
-        app = build_app(settings, index, client, kb=root.knowledge_base(llm=True), socket_mode=socket_mode,
-                        workers=workers, access=access)
+        knowledge = root.knowledge_base(llm=True)
+        app = build_app(settings, index, client, kb=knowledge, socket_mode=socket_mode, workers=workers, access=access)
         listener = start_listening(index, access)
         root.on_close(listener.stop, "the listener")
-        root.start_indexing(lambda scheduler: schedule_digest(scheduler, settings, index, client))
+        root.start_indexing(lambda scheduler: schedule_digest(scheduler, settings, knowledge, client))
         root.on_close(start_housekeeping(index, settings.kb_query_log_days), "housekeeping")
         root.on_close(lambda: drain(workers), "the answers in flight")  # questions arrive from here on
         if socket_mode:

@@ -22,6 +22,7 @@ from slack_harness import all_text, bot_settings
 
 from bot import question_log
 from bot.answer import answer_question
+from bot.knowledge import KnowledgeBase
 from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest
 from indexing.locks import LeaderLock
 
@@ -50,7 +51,7 @@ def seeded(index, tmp_path_factory):
 def digest(seeded, slack):
     own, sources = seeded
     settings = bot_settings(slack, kb_sources=sources, kb_digest_channel=ADMINS)
-    return settings, own, WebClient(token=BOT_TOKEN, base_url=slack.api_url)
+    return settings, own, WebClient(token=BOT_TOKEN, base_url=slack.api_url), KnowledgeBase(own, [])
 
 
 def digests(slack) -> list:
@@ -58,10 +59,10 @@ def digests(slack) -> list:
 
 
 def test_the_digest_posts_the_gaps_to_the_admin_channel(digest, slack):
-    settings, own, client = digest
+    settings, own, client, kb = digest
     leader = LeaderLock(own.engine, "scheduler")
     try:
-        run = run_digest(settings, own, client, leader)
+        run = run_digest(settings, kb, client, leader)
     finally:
         leader.release()
     post = digests(slack)[-1]
@@ -72,11 +73,11 @@ def test_the_digest_posts_the_gaps_to_the_admin_channel(digest, slack):
 
 
 def test_the_digest_shows_only_page_titles_visible_in_its_channel(digest, slack):
-    settings, own, client = digest
+    settings, own, client, kb = digest
     leader = LeaderLock(own.engine, "scheduler")
     try:
-        run_digest(settings, own, client, leader)
-        in_hr = run_digest(settings.model_copy(update={"kb_digest_channel": "CHR"}), own, client, leader)
+        run_digest(settings, kb, client, leader)
+        in_hr = run_digest(settings.model_copy(update={"kb_digest_channel": "CHR"}), kb, client, leader)
     finally:
         leader.release()
     assert "Salary bands 2026" not in json.dumps(digests(slack)[-1].params["blocks"])
@@ -85,7 +86,7 @@ def test_the_digest_shows_only_page_titles_visible_in_its_channel(digest, slack)
 
 
 def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
-    settings, own, client = digest
+    settings, own, client, kb = digest
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from sqlalchemy import create_engine
@@ -98,11 +99,11 @@ def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
     try:
         assert holder.stdout.readline().strip() == "True", "the other process leads"
         before = len(digests(slack))
-        skipped = run_digest(settings, own, client, leader)
+        skipped = run_digest(settings, kb, client, leader)
         assert (skipped.posted, skipped.reason, len(digests(slack))) == (False, "not the leader", before)
         holder.stdin.close()  # the leader exits: Postgres frees its lock
         holder.wait(timeout=30)
-        taken_over = run_digest(settings, own, client, leader)
+        taken_over = run_digest(settings, kb, client, leader)
         assert taken_over.posted and len(digests(slack)) == before + 1
     finally:
         leader.release()
@@ -114,12 +115,12 @@ def test_kb_serves_scheduler_runs_the_digest_on_its_schedule(digest, slack):
     from indexing.runner import SyncRunner
     from indexing.scheduler import start_scheduler, stop_scheduler
 
-    settings, own, client = digest
+    settings, own, client, kb = digest
     runner = SyncRunner(own, settings.sources())
     scheduler = start_scheduler(runner, settings.sources())
     try:
         before = len(digests(slack))
-        assert schedule_digest(scheduler, settings.model_copy(update={"kb_digest_schedule": "every 1s"}), own, client)
+        assert schedule_digest(scheduler, settings.model_copy(update={"kb_digest_schedule": "every 1s"}), kb, client)
         slack.wait_for(lambda: len(digests(slack)) > before, timeout=30)
         assert scheduler.get_job("digest") is not None
     finally:
@@ -129,9 +130,9 @@ def test_kb_serves_scheduler_runs_the_digest_on_its_schedule(digest, slack):
 def test_no_digest_channel_means_no_digest_job(digest):
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    settings, own, client = digest
+    settings, own, client, kb = digest
     scheduler = BackgroundScheduler(timezone="UTC")
-    assert not schedule_digest(scheduler, settings.model_copy(update={"kb_digest_channel": None}), own, client)
+    assert not schedule_digest(scheduler, settings.model_copy(update={"kb_digest_channel": None}), kb, client)
     assert scheduler.get_jobs() == []
 
 

@@ -300,6 +300,7 @@ def test_kb_gaps_lists_answers_by_people_and_writes_drafts_without_overwriting(h
 
 def test_a_gap_from_a_restricted_channel_is_shown_only_where_its_scopes_are_visible(
         helpbot, slack, index, sources_file):
+    from bot.knowledge import KnowledgeBase
     from bot.slack.client import web_client
     from bot.slack.digest import post_digest
 
@@ -312,7 +313,7 @@ def test_a_gap_from_a_restricted_channel_is_shown_only_where_its_scopes_are_visi
     client = web_client(settings)
     general = new_channel()
     for channel in (general, HR_OWNERS):
-        post_digest(settings, index, client, channel)
+        post_digest(settings, KnowledgeBase(index, []), client, channel)
     shown = {channel: all_text(posts_in(slack, channel)[-1].params["blocks"]).split("Answered by people", 1)[1]
              for channel in (general, HR_OWNERS)}
     assert f"<#{CLICKS}>" in shown[general] and f"<#{HR_HELP}>" not in shown[general]

@@ -138,7 +138,8 @@ def post_gaps_digest(settings, days: int) -> None:
     if not settings.slack_bot_token:
         fail("--post needs SLACK_BOT_TOKEN")
     try:
-        ts = post_digest(settings, common.root(settings).index, web_client(settings), settings.kb_digest_channel, days)
+        kb = common.root(settings).knowledge_base(sources=[])  # reads the query log only
+        ts = post_digest(settings, kb, web_client(settings), settings.kb_digest_channel, days)
     except SlackApiError as exc:
         fail(f"Slack refused the digest: {exc.response.get('error', exc)}")
     typer.echo(f"posted the gaps digest of the last {days} days to {settings.kb_digest_channel} (ts {ts})")

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.gaps import gaps_report
 from bot.slack.home_view import gaps_blocks
+
+if TYPE_CHECKING:
+    from bot.knowledge import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ def digest_problem(settings) -> str | None:
     return None
 
 
-def schedule_digest(scheduler, settings, index, client) -> bool:
+def schedule_digest(scheduler, settings, kb: KnowledgeBase, client) -> bool:
     """Add the weekly job to `scheduler` (started by `indexing.scheduler.start_scheduler`, whose
     leader lock it shares); False when no digest channel is configured."""
     from connectors.sources import parse_schedule
@@ -56,31 +59,31 @@ def schedule_digest(scheduler, settings, index, client) -> bool:
     if not channel:
         return False
     schedule = parse_schedule(settings.kb_digest_schedule, where="KB_DIGEST_SCHEDULE")
-    scheduler.add_job(run_digest, schedule.trigger(), args=[settings, index, client, scheduler.docent_leader],
+    scheduler.add_job(run_digest, schedule.trigger(), args=[settings, kb, client, scheduler.docent_leader],
                       id="digest", max_instances=1, coalesce=True, misfire_grace_time=3600)
     log.info("gaps digest to %s scheduled: %s", channel, schedule.text)
     return True
 
 
-def run_digest(settings, index, client, leader) -> DigestRun:
+def run_digest(settings, kb: KnowledgeBase, client, leader) -> DigestRun:
     """One run: post the digest if this process leads the scheduler; never raises."""
     channel = settings.kb_digest_channel
     try:
         if not leader.is_leader():
             log.info("gaps digest skipped: another Docent process is the scheduler")
             return DigestRun(posted=False, reason="not the leader")
-        return DigestRun(posted=True, ts=post_digest(settings, index, client, channel))
+        return DigestRun(posted=True, ts=post_digest(settings, kb, client, channel))
     except Exception as exc:
         log.exception("the gaps digest to %s failed", channel)
         return DigestRun(posted=False, reason=f"{type(exc).__name__}: {exc}")
 
 
-def post_digest(settings, index, client, channel: str, days: int = DAYS) -> str:
+def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = DAYS) -> str:
     """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
     from bot.slack.access import SlackAccess
 
     audience = SlackAccess(settings.access_config(), client).audience(channel, None)
-    report = gaps_report(index, days, scopes=audience.search_scopes)
+    report = kb.gaps(days, scopes=audience.search_scopes)
     message = digest_blocks(report)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bot.gaps import GapsReport, candidate_outcomes, summary_lines
+from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
@@ -35,7 +36,6 @@ HOW_TO_ASK = ("*Ask me anything the wiki covers.*\n"
               "• `/kb ask <question>` answers privately, with a button to share it.\n"
               "Every answer cites its pages; 👍 / 👎 tell the wiki owners what worked.")
 
-Block = dict
 
 
 @dataclass

@@ -244,4 +244,4 @@ def prune_handovers(db: Database, before: datetime) -> int:
     """Forget hand-overs made before `before` — their questions and people's answers are personal
     data, kept as long as the query log keeps questions (`bot.housekeeping`)."""
     with db.engine.begin() as conn:
-        return conn.execute(text("DELETE FROM handovers WHERE created_at < :before"), {"before": before}).rowcount or 0
+        return affected(conn.execute(text("DELETE FROM handovers WHERE created_at < :before"), {"before": before}))
