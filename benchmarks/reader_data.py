@@ -181,7 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     pairs = build(args.mirror, args.questions, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
+    partial = args.out.with_name(args.out.name + ".partial")  # a stopped run leaves no file a resume would trust
+    partial.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
+    partial.replace(args.out)
     kinds = {k: sum(p.kind == k for p in pairs) for k in ("pos", "removed", "near", "swap", "other")}
     print(f"{len(pairs)} pairs from {len({p.article for p in pairs})} articles: {kinds} → {args.out}")
 

@@ -1,4 +1,4 @@
-"""What a non-editable install gets: every module, and the sample wiki `kb run` falls back to.
+"""What a non-editable install gets: every module, the sample wiki `kb run` falls back to, and the built-in reader.
 
 The wheel is built from a clean copy of this checkout with the venv's own setuptools (no network,
 no build isolation), installed with `--no-deps` into a folder of its own, and imported from there
@@ -41,6 +41,8 @@ def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
              for p in (REPO / "sample-wiki").rglob("*") if p.is_file()}
     assert modules and modules <= names, f"missing from the wheel (add the package to pyproject.toml): {sorted(modules - names)}"
     assert len(pages) > 10 and pages <= names, sorted(pages - names)
+    # the built-in reader, KB_RERANK's default, and its model card
+    assert {"indexing/models/reader-int8.onnx", "indexing/models/README.md"} <= names
 
 
 def test_an_installed_docent_finds_its_sample_wiki(wheel, tmp_path):
@@ -48,13 +50,14 @@ def test_an_installed_docent_finds_its_sample_wiki(wheel, tmp_path):
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),
                            str(wheel), "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    code = ("import bot.settings as s; from bot.settings import Settings; "
-            "print(s.__file__); print(Settings(_env_file=None).sources()[0].location)")
+    code = ("import bot.settings as s; from bot.settings import Settings; from indexing.reader import MODEL; "
+            "print(s.__file__); print(Settings(_env_file=None).sources()[0].location); print(MODEL)")
     env = {**os.environ, "PYTHONPATH": str(target)}
     for name in ("KB_WIKI", "KB_SOURCES"):
         env.pop(name, None)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split("\n")
-    module, wiki = Path(out[0]), Path(out[1])
+    module, wiki, reader = Path(out[0]), Path(out[1]), Path(out[2])
     assert module.is_relative_to(target), "imported from the installed copy, not a checkout"
     assert wiki.is_relative_to(target) and (wiki / "people" / "leave.md").is_file()
+    assert reader.is_relative_to(target) and reader.stat().st_size > 20_000_000
