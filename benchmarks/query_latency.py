@@ -1,7 +1,7 @@
 """Query latency: retrieval + extractive answer over the handbook's eval questions, model loaded.
 
     .venv/bin/python -m benchmarks.query_latency [--home KB_HOME_WITH_HANDBOOK] [--repeat 3] [--scope S]
-        [--lead-vectors stored,question-time]
+        [--lead-vectors stored,question-time] [--rerank off,builtin]
 
 Without `--home`, syncs the 821-page handbook into a fresh index first (slow: embedding).
 The baseline in the same process is embedding the question alone, the floor for any answer.
@@ -15,6 +15,9 @@ finds nothing (`bot.lead.stored_vectors` answers {}) and the process's sentence 
 before every answer, so each answer embeds its sentences as a question about sections nobody
 asked recently does. (Its question vector still comes from retrieval; before, the lead embedded
 the question a second time, ~5-20 ms more.) Rounds of each setting alternate.
+
+`--rerank off,builtin` compares, the same way, answers without a rerank stage and with the given
+`KB_RERANK` backend (`builtin`: the shipped reader, `indexing.reader`), lead vectors stored.
 """
 
 from __future__ import annotations
@@ -34,10 +37,17 @@ def main() -> None:
     parser.add_argument("--lead-vectors", default="stored",
                         help="where the lead's sentence vectors come from, alternating round by round: "
                              "'stored' (the index), 'question-time' (embedded per answer, cold), or both: 'stored,question-time'")
+    parser.add_argument("--rerank", default=None,
+                        help="KB_RERANK values to alternate round by round, e.g. 'off,builtin' (lead vectors stored)")
     args = parser.parse_args()
     import bot.lead
 
     settings = args.lead_vectors.split(",")
+    reranks = args.rerank.split(",") if args.rerank else []
+    if reranks and len(settings) > 1:
+        parser.error("--rerank compares with lead vectors stored: give one or the other")
+    if reranks:
+        settings = [f"rerank {r}" for r in reranks]
     stored_vectors = bot.lead.stored_vectors
 
     from bot.knowledge import KnowledgeBase
@@ -51,6 +61,13 @@ def main() -> None:
         folder = MarkdownFolder(HANDBOOK, source="handbook", exclude=CORPUS_EXCLUDES)
         sync_documents(index, folder.documents(), "handbook")
     index.embedder.embed_query("warm-up")
+    from indexing.config import RerankConfig
+    from indexing.rerank import open_stage
+
+    stages_of = {f"rerank {r}": open_stage(RerankConfig(backend=r)) for r in reranks}
+    for stage in stages_of.values():
+        if stage is not None:
+            stage.warm()
     kb = KnowledgeBase(index)
     audience = Audience.limited(args.scope) if args.scope else Audience.operator()
     kb.ask("warm-up question about the handbook", audience)
@@ -60,7 +77,9 @@ def main() -> None:
     embedded_when_stored = 0  # sentences the lead still had to embed in 'stored' rounds (none stored for them)
     for r in range(args.repeat * len(settings)):
         setting = settings[r % len(settings)]
-        bot.lead.stored_vectors = stored_vectors if setting == "stored" else (lambda *a: {})
+        if reranks:
+            index.rerank = stages_of[setting]
+        bot.lead.stored_vectors = stored_vectors if setting != "question-time" else (lambda *a: {})
         bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
         for q in questions:
             started = time.perf_counter()
@@ -71,7 +90,7 @@ def main() -> None:
             started = time.perf_counter()
             answer = kb.ask(q, audience)
             total[setting].append((time.perf_counter() - started) * 1000)
-            for stage in ("embed", "vector", "bm25", "fuse", "lead", "answer"):
+            for stage in ("embed", "vector", "bm25", "fuse", "rerank", "lead", "answer"):
                 stages[setting].setdefault(stage, []).append(answer.timings_ms.get(stage, 0.0))
             if r < len(settings):
                 leads[setting].append(answer.lead)
@@ -82,7 +101,7 @@ def main() -> None:
             ("scopes searched", ", ".join(args.scope) if args.scope else "all"),
             ("embed question only p50, ms", pct(embed_only, 50))]
     for setting in settings:
-        rows += [(f"lead vectors {setting}: answer p50, ms", pct(total[setting], 50)),
+        rows += [(f"{setting if reranks else 'lead vectors ' + setting}: answer p50, ms", pct(total[setting], 50)),
                  ("  answer p95, ms", pct(total[setting], 95)),
                  ("  answer p95 / embed-only p50", pct(total[setting], 95) / pct(embed_only, 50))]
         rows += [(f"  {stage} p50 / p95, ms", f"{pct(v, 50):.1f} / {pct(v, 95):.1f}") for stage, v in stages[setting].items()]
