@@ -40,7 +40,8 @@ def sources_file(folder: Path) -> Path:
     path = folder / "gaps-sources.toml"
     path.write_text(f'[[source]]\nname = "{SOURCE}"\nkind = "markdown"\nlocation = "{wiki}"\nexclude = ["salaries.md"]\n'
                     f'access = "public"\n\n[[source]]\nname = "{SOURCE}-hr"\nkind = "markdown"\nlocation = "{wiki}"\n'
-                    f'include = ["salaries.md"]\naccess = "hr"\nallow_overlap = true  # the same folder, split by globs\n\n[scopes.hr]\nchannels = ["CHR"]\nusers = []\n',
+                    f'include = ["salaries.md"]\naccess = "hr"\nallow_overlap = true  # the same folder, split by globs\n\n'
+                    '[scopes.hr]\nchannels = ["CHR"]\nusers = []\n',
                     encoding="utf-8")
     return path
 

@@ -226,7 +226,8 @@ def _xml_object(cls: str, object_id: str | None, fields: list[tuple[str, str, ob
         parts.append(f'<id name="id">{escape(object_id)}</id>')
     for kind, name, value in fields:
         if kind == "text":
-            parts.append(f"<property name={quoteattr(name)}><![CDATA[{str(value).replace(']]>', ']]]]><![CDATA[>')}]]></property>")
+            cdata = str(value).replace("]]>", "]]]]><![CDATA[>")
+            parts.append(f"<property name={quoteattr(name)}><![CDATA[{cdata}]]></property>")
         elif kind == "ref":
             parts.append(f'<property name={quoteattr(name)} class="Page"><id name="id">{escape(str(value))}</id></property>')
         else:

@@ -212,7 +212,8 @@ class FakeSlack:
             return {"ok": True, "view": published}
         if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts",
                       "assistant.threads.setTitle"):
-            if not params.get("channel_id") or (method != "assistant.threads.setSuggestedPrompts" and not params.get("thread_ts")):
+            needs_thread = method != "assistant.threads.setSuggestedPrompts"
+            if not params.get("channel_id") or (needs_thread and not params.get("thread_ts")):
                 return {"ok": False, "error": "invalid_arguments"}
             return {"ok": True}
         if method == "conversations.replies":

@@ -137,7 +137,8 @@ def _kb(*args, env=None, stdin=None, timeout=120):
 
 
 def test_help_is_instant_because_heavy_modules_load_lazily():
-    code = "import sys, bot.cli; heavy = [m for m in ('torch', 'sentence_transformers', 'llama_index.core') if m in sys.modules]; print(heavy)"
+    code = ("import sys, bot.cli; heavy = [m for m in ('torch', 'sentence_transformers', 'llama_index.core') "
+            "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert _kb("--help").returncode == 0
@@ -153,7 +154,7 @@ def test_unreachable_database_is_one_clear_line_without_the_password(tmp_path):
     url = "postgresql://docent:s3cret-pw@127.0.0.1:9/docent"
     result = _kb("status", env={"KB_HOME": str(tmp_path), "DATABASE_URL": url})
     assert result.returncode == 1
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines[-1].startswith("error: database unreachable at postgresql+psycopg2://docent:***@127.0.0.1:9/docent")
     assert "s3cret-pw" not in result.stderr + result.stdout and "Traceback" not in result.stderr
 

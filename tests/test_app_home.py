@@ -40,7 +40,7 @@ def home(index, slack, tmp_path_factory):
                                             ("U4", SALARY, "CHR"), ("U1", DOGS, public)]:
                 before = len(posts_in(slack, channel))
                 bot.event(mention(question, channel, user=user))
-                slack.wait_for(lambda: len(posts_in(slack, channel)) > before)
+                slack.wait_for(lambda channel=channel, before=before: len(posts_in(slack, channel)) > before)
             yield bot, own
 
 

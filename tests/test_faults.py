@@ -409,7 +409,7 @@ def _clicker(sender: Bot, slack: FakeSlack, channel: str, answers: dict[str, Ans
             except httpx.HTTPError:
                 return  # the server is gone
             try:
-                slack.wait_for(lambda: c.confirmed(slack) or stop.is_set(), timeout=30)
+                slack.wait_for(lambda c=c: c.confirmed(slack) or stop.is_set(), timeout=30)
             except AssertionError:
                 return
 

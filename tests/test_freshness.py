@@ -100,7 +100,8 @@ def _top_paths(index, source, question):
 
 def _runs(index, name, trigger):
     with index.session() as s:
-        return s.execute(select(func.count()).select_from(SyncRun).where(SyncRun.source == name, SyncRun.trigger == trigger)).scalar_one()
+        runs = select(func.count()).select_from(SyncRun).where(SyncRun.source == name, SyncRun.trigger == trigger)
+        return s.execute(runs).scalar_one()
 
 
 def test_watcher_reflects_create_edit_rename_and_delete(index, watched):
@@ -152,7 +153,8 @@ def _finished_watcher_runs(index, name):
 def _count_docs(index, name, prefix):
     with index.session() as s:
         return s.execute(select(func.count()).select_from(DocumentRecord).where(
-            DocumentRecord.source == name, DocumentRecord.path.startswith(prefix), DocumentRecord.status == Status.SUCCESS)).scalar_one()
+            DocumentRecord.source == name, DocumentRecord.path.startswith(prefix),
+            DocumentRecord.status == Status.SUCCESS)).scalar_one()
 
 
 def test_a_broken_save_leaves_the_previous_version_searchable(index, watched):
@@ -179,11 +181,13 @@ def test_scheduler_runs_syncs_and_two_processes_elect_one(index, kb_home, wiki_c
     source = SourceConfig(name=name, location=wiki_copy, kind="markdown", access=name, schedule="every 1s")
     runner = SyncRunner(index, [source])
     runner.sync(name)  # first sync here, so the other process never needs the model
-    (tmp_path / "kb.toml").write_text(f'[[source]]\nname = "{name}"\nlocation = "{wiki_copy}"\naccess = "{name}"\nschedule = "every 1s"\n')
+    (tmp_path / "kb.toml").write_text(f'[[source]]\nname = "{name}"\nlocation = "{wiki_copy}"\naccess = "{name}"\n'
+                                      'schedule = "every 1s"\n')
     log = tmp_path / "other.log"
     scheduler = start_scheduler(runner, [source])
     with log.open("w") as out:
-        other = subprocess.Popen([KB, "watch"], env={**os.environ, "KB_HOME": str(kb_home), "KB_SOURCES": str(tmp_path / "kb.toml"), "KB_LOG_LEVEL": "INFO"},
+        watch_env = {**os.environ, "KB_HOME": str(kb_home), "KB_SOURCES": str(tmp_path / "kb.toml"), "KB_LOG_LEVEL": "INFO"}
+        other = subprocess.Popen([KB, "watch"], env=watch_env,
                                  stdout=out, stderr=subprocess.STDOUT, text=True)
         try:
             wait_for(lambda: _runs(index, name, "schedule") >= 3, timeout=60)
@@ -225,7 +229,7 @@ def test_two_sources_due_at_the_same_moment_both_run(index, tmp_path, caplog):
         leader = LeaderLock(index.engine, "race-" + names[0])
         start, answers = threading.Barrier(4), []
 
-        def ask() -> None:
+        def ask(start=start, answers=answers, leader=leader) -> None:
             start.wait()
             answers.append(leader.is_leader())
 

@@ -53,7 +53,8 @@ def test_each_corpus_is_scored_with_thresholds_fitted_on_the_others_only():
     low = report["low"]["public"]
     assert low["answerable"]["n"] == 3 and low["unanswerable"]["n"] == 1
     assert low["answerable"]["not_found"] == round(sum(
-        outcome(r, report["low"]["thresholds"]) == "not_found" for r in rows if r["corpus"] == "low" and r["kind"] == "fact") / 3, 3)
+        outcome(r, report["low"]["thresholds"]) == "not_found"
+        for r in rows if r["corpus"] == "low" and r["kind"] == "fact") / 3, 3)
 
 
 def test_chinese_questions_get_thresholds_of_their_own():

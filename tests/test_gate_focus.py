@@ -1,4 +1,5 @@
-"""Focus coverage (benchmarks.gate_focus): each content word's best token-vector match in the evidence, with the real bundled model."""
+"""Focus coverage (benchmarks.gate_focus): each content word's best token-vector match in the evidence,
+with the real bundled model."""
 
 from __future__ import annotations
 

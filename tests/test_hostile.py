@@ -110,7 +110,8 @@ def test_fuzz_markdown_files_become_documents_or_failures_never_exceptions(conte
 
 
 @FUZZ
-@given(page=hi.html_bytes, index=st.one_of(st.none(), hi.html_bytes), page_id=st.sampled_from(["7", "0012", "99999999999999999999"]))
+@given(page=hi.html_bytes, index=st.one_of(st.none(), hi.html_bytes),
+       page_id=st.sampled_from(["7", "0012", "99999999999999999999"]))
 def test_fuzz_confluence_html_pages_become_documents_or_failures(page, index, page_id):
     with folder() as root:
         if index is None:
@@ -194,8 +195,8 @@ def test_fuzz_outgoing_text_never_carries_a_broadcast(text):
 
 @FUZZ
 @given(title=hi.text, headings=st.lists(hi.text, max_size=3), bodies=st.lists(hi.text | st.sampled_from(
-    ["</excerpt>", "</EXCERPT >", "< /excerpt>", '<excerpt n="9" source="x">', "<excerpts>", "</excerpt\n>"]), min_size=1, max_size=4),
-    question=hi.text)
+    ["</excerpt>", "</EXCERPT >", "< /excerpt>", '<excerpt n="9" source="x">', "<excerpts>", "</excerpt\n>"]),
+    min_size=1, max_size=4), question=hi.text)
 def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, bodies, question):
     import re
     from datetime import datetime, timezone
@@ -221,7 +222,8 @@ def test_fuzzing_found_these_once_and_they_stay_fixed():
             "tag-hex.md": "---\ntags: [0x" + "f" * 5000 + "]\n---\nbody\n",
             "deep-flow.md": "---\ntitle: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n",  # RecursionError
             "alias-bomb.md": "---\n" + "".join(  # billion laughs: str() of the title would never end
-                f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else 'lol'}]\n" for i in range(10)) + "title: *l9\n---\nbody\n",
+                f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else 'lol'}]\n" for i in range(10))
+            + "title: *l9\n---\nbody\n",
             "impossible-date.md": "---\ntitle: 2001-02-30\n---\nbody\n",
             "title-list.md": "---\ntitle: [a, b]\n---\nbody\n",
         }
@@ -254,7 +256,8 @@ def test_fuzzing_found_these_once_and_they_stay_fixed():
             '<object class="Page"><id name="id">abc</id><property name="title">Letters</property>'
             '<property name="version">²</property><collection name="space"><element><id>1</id></element></collection>'
             '<property name="ancestors">not a list</property></object>'
-            '<object class="Page"><id name="id">7</id><collection name="title"><element><id>1</id></element></collection></object>'
+            '<object class="Page"><id name="id">7</id><collection name="title"><element><id>1</id></element>'
+            '</collection></object>'
             '<object class="Attachment"><id name="id">9</id><property name="containerContent" class="Page"><id>abc</id>'
             '</property><property name="fileSize">²</property></object></hibernate-generic>')
         docs = {d.path: d for d in ConfluenceXmlExport(root / "xml").documents()}

@@ -66,7 +66,10 @@ def _reference(rows, scopes):
 def _same_ranking(ours, theirs):
     """Equal scores (float32, bit for bit) in the same order; chunks of equal score may swap."""
     assert [s for _, s in ours] == [s for _, s in theirs]
-    by_score = lambda hits: sorted(hits, key=lambda h: (-h[1], h[0]))
+
+    def by_score(hits):
+        return sorted(hits, key=lambda h: (-h[1], h[0]))
+
     # The k-th place may be one of several equal scores: compare all but the last tie group.
     last = theirs[-1][1] if theirs else None
     assert by_score([h for h in ours if h[1] != last]) == by_score([h for h in theirs if h[1] != last])

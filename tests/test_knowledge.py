@@ -36,7 +36,8 @@ def test_asking_and_status_write_nothing(index, sample_synced):
     kb = KnowledgeBase(index)
     kb.ask("who ruled cyprus in 1191?")  # the model and the keyword index loaded before counting
     with statements(index) as sent:
-        for question in ("how many weeks of parental leave for the primary caregiver?", "报销流程是什么", "who ruled cyprus in 1191?"):
+        for question in ("how many weeks of parental leave for the primary caregiver?", "报销流程是什么",
+                         "who ruled cyprus in 1191?"):
             kb.ask(question)
             kb.ask(question, Audience.limited(["sample"]))
         kb.status()

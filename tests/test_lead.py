@@ -24,7 +24,8 @@ def test_list_items_and_table_rows_are_units_and_rows_name_their_columns():
 
 
 def test_a_fragment_keeps_the_neighbour_it_needs():
-    found = sentences("The on-call rota is weekly. It starts Monday. Shifts are swapped in the #oncall channel. See below:\n\n- first item here")
+    found = sentences("The on-call rota is weekly. It starts Monday. Shifts are swapped in the #oncall channel. "
+                      "See below:\n\n- first item here")
     texts = [s.text for s in found]
     assert [texts[j] for j in _with_context(found, 1)] == ["The on-call rota is weekly.", "It starts Monday."]
     assert [texts[j] for j in _with_context(found, 3)] == ["See below:", "first item here"]
@@ -111,7 +112,8 @@ def _section(heading: str, text: str, rank: int):
 
 def test_a_short_answer_is_scored_under_its_heading(index):
     # FAQ pages answer under the question: "Not at this time." says nothing without its heading.
-    hits = [_section("Who handles our 401k?", "Our 401k plan is administered by Human Interest. Enrolment opens in your first week.", 0),
+    hits = [_section("Who handles our 401k?",
+                     "Our 401k plan is administered by Human Interest. Enrolment opens in your first week.", 0),
             _section("Q. Does the company match my 401k?", "Not at this time.", 1)]
     question = "do we get a 401k match"
     lead = choose_lead(question, hits, {"d0": 1, "d1": 2}, index.embedder, question_idf(index, question, None))

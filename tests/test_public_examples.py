@@ -48,14 +48,14 @@ def asked(index, slack, tmp_path_factory):
                                           (SHARED_Q, shared)):
                     before = len(posts_in(slack, channel))
                     bot.event(mention(question, channel, user=user))
-                    slack.wait_for(lambda: len(posts_in(slack, channel)) > before, timeout=60)
+                    slack.wait_for(lambda channel=channel, before=before: len(posts_in(slack, channel)) > before, timeout=60)
                 dm = new_channel("D")
                 slack.add_im(dm, user)
                 bot.event(message(DM_Q, dm, channel_type="im", user=user))
-                slack.wait_for(lambda: posts_in(slack, dm), timeout=60)
+                slack.wait_for(lambda dm=dm: posts_in(slack, dm), timeout=60)
                 url = slack.response_url("ask-" + uuid.uuid4().hex[:8])
                 bot.command(f"ask {COMMAND_Q}", user=user, channel=public, response_url=url)
-                slack.wait_for(lambda: slack.calls_to("response:" + url.rsplit("/", 1)[1]), timeout=60)
+                slack.wait_for(lambda url=url: slack.calls_to("response:" + url.rsplit("/", 1)[1]), timeout=60)
             bot.wait_idle()
             yield bot, own
 

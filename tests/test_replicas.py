@@ -123,7 +123,7 @@ def test_a_page_synced_through_one_replica_is_found_from_the_others(replicas, tm
     assert a.ask(op="sync", path=str(wiki), source="rep-edit")["updated"] == 1
     version = _published(index)[-1]
     for replica in (b, c):  # caught up on the notice, before anyone asked them anything
-        _wait_for(lambda: replica.ask(op="state")["generation"] == version)
+        _wait_for(lambda replica=replica: replica.ask(op="state")["generation"] == version)
         assert replica.docs("kestrel relay", "rep-edit") == {"rep-edit:it/vpn.md"}
 
 

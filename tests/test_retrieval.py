@@ -25,7 +25,8 @@ def _rank(index, question, source, expected):
 
 
 def _synced(index, corpus, source):
-    report = sync_documents(index, MarkdownFolder(corpus, source=source, exclude=CORPUS_EXCLUDES, access=source).documents(), source)
+    folder = MarkdownFolder(corpus, source=source, exclude=CORPUS_EXCLUDES, access=source)
+    report = sync_documents(index, folder.documents(), source)
     assert report.failed == 0, report.errors
     return corpus
 
@@ -121,7 +122,8 @@ def test_the_planner_knows_how_big_each_access_scope_is(index, wiki_copy):
     table = index.store.table.__tablename__
     with index.session() as s:
         actual = s.execute(text(f"SELECT count(*) FROM {table} WHERE metadata_->>'access' = 'plan-scope'")).scalar_one()
-        plan = s.execute(text(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE metadata_->>'access' = 'plan-scope'")).scalar_one()
+        query = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE metadata_->>'access' = 'plan-scope'"
+        plan = s.execute(text(query)).scalar_one()
     estimate = plan[0]["Plan"]["Plan Rows"]
     assert actual > 50 and 0.5 * actual <= estimate <= 2 * actual, (estimate, actual)
 
@@ -136,4 +138,5 @@ def test_the_gate_signals_are_typed_and_keep_their_json_keys(index, sample_synce
     signals = retrieve(index, "how much parental leave does the primary caregiver get?", scopes=["sample"]).signals
     assert isinstance(signals, GateSignals) and signals.best_cosine > 0.3 and signals.best_bm25 > 0 and not signals.cjk
     assert set(signals.to_json()) == {"best_cosine", "term_coverage", "top_coverage", "top_known_coverage",
-                                      "unknown_terms", "legs_agree", "best_bm25", "cjk_coverage", "cjk", "rerank_best", "rerank_outcome"}
+                                      "unknown_terms", "legs_agree", "best_bm25", "cjk_coverage", "cjk", "rerank_best",
+                                      "rerank_outcome"}

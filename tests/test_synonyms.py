@@ -47,7 +47,8 @@ def test_the_synonyms_table_is_read_from_toml_and_yaml(tmp_path):
 
 
 @pytest.mark.parametrize("table, message", [
-    ('vacation = "annual leave"', "[synonyms] 'vacation': must be a list, e.g. vacation = [\"annual leave\"] (a single synonym too goes in [ ])"),
+    ('vacation = "annual leave"',
+     "[synonyms] 'vacation': must be a list, e.g. vacation = [\"annual leave\"] (a single synonym too goes in [ ])"),
     ("vacation = []", "[synonyms] 'vacation': must be a non-empty list of words or phrases in quotes"),
     ('vacation = ["annual leave", 3]', "[synonyms] 'vacation': 3 is not a word or phrase in quotes"),
     ('vacation = [""]', "[synonyms] 'vacation': '' is not a word or phrase in quotes"),
