@@ -9,16 +9,11 @@ out of corpus (`reader_eval.loco_combined`).
 
 from __future__ import annotations
 
-import math
-
+from indexing.reader import sigmoid
 from benchmarks.reader_eval import Candidate, evaluate, load_logits, loco_combined, loco_veto, today
 
 TYPED_SECTIONS = 3  # the answer-type check reads the best chunks of this many top sections
 WEIGHTS = [round(0.02 * i, 2) for i in range(0, 26)]  # 0 … 0.5
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 def typed_miss(row: dict) -> float:
@@ -45,7 +40,7 @@ def candidates(rows: list[dict], ce_names: list[str], top_n: int):
 
         def best(r, n=top_n, logits=logits):
             values = logits.get((r["corpus"], r["id"]), [])[:n]
-            return _sigmoid(max(values)) if values else 0.0
+            return sigmoid(max(values)) if values else 0.0
 
         def per_hit(r, logits=logits):
             return logits.get((r["corpus"], r["id"]), [])[:top_n]

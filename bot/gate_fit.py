@@ -73,7 +73,7 @@ def fit_rerank(rows: list[dict], weight: float | None = None) -> tuple[float, fl
     if weight is None:
         score = {id(r): float(r["signals"]["rerank_best"]) for r in scored}
     else:
-        score = {id(r): round(reader_gate_score(signals_of(r), weight), 6) for r in scored}
+        score = {id(r): reader_gate_score(signals_of(r), weight) for r in scored}
     values = sorted(set(score.values()))
     return _fit_scores(scored, score, [*values, values[-1] + 1e-6])
 

@@ -116,7 +116,7 @@ class OnnxEmbedder:
         out = np.zeros((len(texts), _output_size(session)), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            out[batch] = session.run(None, _padded([encodings[i] for i in batch]))[0]
+            out[batch] = session.run(None, padded_batch([encodings[i] for i in batch]))[0]
         return out.tolist()
 
     def embed_query(self, text: str) -> list[float]:
@@ -141,15 +141,18 @@ class OnnxEmbedder:
             return self._session, self._tokenizer
 
 
-def _padded(encodings) -> dict[str, np.ndarray]:
-    """One batch as the model's inputs, padded with zeros (attention mask 0) to its longest text."""
+def padded_batch(encodings) -> dict[str, np.ndarray]:
+    """One batch as the model's inputs, padded with zeros (attention mask 0) to its longest text.
+    Segment ids are the tokenizer's: all 0 for a single text, 1 for a pair's second text (the
+    built-in reader's passage, `indexing.reader`)."""
     length = max(len(e.ids) for e in encodings)
     ids = np.zeros((len(encodings), length), dtype=np.int64)
-    mask = np.zeros_like(ids)
+    mask, types = np.zeros_like(ids), np.zeros_like(ids)
     for row, e in enumerate(encodings):
         ids[row, : len(e.ids)] = e.ids
         mask[row, : len(e.ids)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        types[row, : len(e.ids)] = e.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
 def _output_size(session) -> int:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from indexing.config import RerankConfig
+from indexing.onnx_embedding import padded_batch
 from indexing.rerank import backend
 
 if TYPE_CHECKING:
@@ -74,15 +75,14 @@ def answer_window(question: str, text: str, max_words: int = WINDOW_WORDS) -> st
     best = max(range(len(units)), key=lambda i: (shared[i], -i))
     first = last = best
     total = words(units[best])
-    while True:
+    grown = True
+    while grown:  # the next sentence, then the one before, while they fit
         grown = False
         for i in (last + 1, first - 1):
-            if 0 <= i < len(units) and (first <= i <= last) is False and total + words(units[i]) <= max_words:
+            if 0 <= i < len(units) and total + words(units[i]) <= max_words:
                 total += words(units[i])
                 first, last = min(first, i), max(last, i)
                 grown = True
-        if not grown:
-            break
     return " ".join(units[first : last + 1])
 
 
@@ -120,7 +120,7 @@ class OnnxReader:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), BATCH):
             batch = order[start : start + BATCH]
-            out[batch] = session.run(None, _inputs([encodings[i] for i in batch]))[0][:, 0]
+            out[batch] = session.run(None, padded_batch([encodings[i] for i in batch]))[0][:, 0]
         return [float(x) for x in out]
 
     def load(self):
@@ -171,15 +171,3 @@ class BuiltinReader(OnnxReader):
 def _builtin(config: RerankConfig) -> BuiltinReader:
     return BuiltinReader()
 
-
-def _inputs(encodings) -> dict[str, np.ndarray]:
-    """A batch padded to its longest pair; the section's word-pieces are segment 1, as in training
-    (the embedder's `_padded` sends segment 0 only: it never reads pairs)."""
-    length = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(encodings), length), dtype=np.int64)
-    mask, types = np.zeros_like(ids), np.zeros_like(ids)
-    for row, e in enumerate(encodings):
-        ids[row, : len(e.ids)] = e.ids
-        mask[row, : len(e.ids)] = 1
-        types[row, : len(e.ids)] = e.type_ids
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
