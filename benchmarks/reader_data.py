@@ -26,7 +26,10 @@ not to this question:
   police grow …"), where neither the window nor the question says "not", "no" or "never";
 - `antonym`: a word swapped for its opposite (highest → lowest, first → last), the opposite not
   in the window;
-- `number`: a number or year in the question changed to one the window does not hold.
+- `number`: a number or year in the question changed to one the window does not hold;
+- `entity`: a name in the question (capitalised words, not the first) swapped for another name of
+  the same article that the window does not hold ("who defeated the Anglo-Norman forces" → "who
+  defeated the Byzantine forces") — near-topic, unlike `swap`'s word from anywhere.
 
 These use their own seeded generator, so a set built without the flag is the same as before.
 
@@ -46,6 +49,7 @@ import json
 import random
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -79,6 +83,7 @@ _ANTONYMS = dict(pair for a, b in (
     ("upper", "lower"), ("male", "female"), ("inside", "outside"), ("above", "below"), ("best", "worst"),
 ) for pair in ((a, b), (b, a)))
 _NUMBER = re.compile(r"\b\d{1,4}\b")
+_NAME = re.compile(r"\b[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})*\b")
 _STOP = frozenset("the a an of in on to for and or is are was were be been by with as at from that this which who whom "
                   "what when where why how did does do its it their his her they he she than then into about".split())
 
@@ -88,7 +93,7 @@ class Pair:
     question: str
     passage: str
     label: int
-    kind: str  # pos | removed | near | swap | other | negated | antonym | number
+    kind: str  # pos | removed | near | swap | other | negated | antonym | number | entity
     article: str
 
 
@@ -152,12 +157,21 @@ def _clip(text: str) -> str:
     return " ".join(text.split()[:WINDOW_WORDS])
 
 
-def adversarial(question: str, window_text: str, rng: random.Random) -> tuple[str, str] | None:
-    """(kind, question) for a wh-question turned unanswerable against `window_text`, or None."""
+def adversarial(question: str, window_text: str, rng: random.Random, names: Sequence[str] = ()) -> tuple[str, str] | None:
+    """(kind, question) for a wh-question turned unanswerable against `window_text`, or None.
+    `names`: the article's names, for `entity` swaps (none given, none made)."""
     if not _WH.match(question):
         return None
     held = set(words(window_text))
     candidates = []
+    asked = [m for m in _NAME.finditer(question) if m.start() > 0]
+    if asked and names:
+        old = asked[0].group(0)
+        size = len(old.split())
+        others = [n for n in names if len(n.split()) == size and n != old and not set(words(n)) & held
+                  and not set(words(n)) & set(words(question))]
+        if others:
+            candidates.append(("entity", question[: asked[0].start()] + rng.choice(others) + question[asked[0].end():]))
     for w in re.findall(r"\w+", question)[1:]:
         opposite = _ANTONYMS.get(w)  # lower case only: "New Haven" is a name, not an opposite of "old"
         if opposite and opposite not in held:
@@ -183,7 +197,8 @@ def adversarial(question: str, window_text: str, rng: random.Random) -> tuple[st
     return rng.choice(candidates) if candidates else None
 
 
-def build(mirror: Path, n_questions: int, seed: int, adversarial_share: float = 0.0, skip: int = 0) -> list[Pair]:
+def build(mirror: Path, n_questions: int, seed: int, adversarial_share: float = 0.0, skip: int = 0,
+          entity_swaps: bool = False) -> list[Pair]:
     from benchmarks.gate_questions import casual
 
     rng = random.Random(seed)
@@ -193,6 +208,7 @@ def build(mirror: Path, n_questions: int, seed: int, adversarial_share: float = 
     if overlap:
         raise SystemExit(f"training articles overlap the evaluation corpus: {sorted(overlap)[:5]}")
     titles = sorted(data)
+    names = {t: sorted({m.group(0) for p in data[t] for m in _NAME.finditer(p.text) if m.start() > 0}) for t in titles}
     vocab = sorted({w for t in titles for p in data[t] for q, _ in p.qas for w in words(q)
                     if len(w) >= 5 and w not in _STOP and not w.isdigit()})
     items = [(t, i, q, a) for t in titles for i, p in enumerate(data[t]) for q, a in p.qas if a]
@@ -228,7 +244,7 @@ def build(mirror: Path, n_questions: int, seed: int, adversarial_share: float = 
                 if swapped != question:
                     pairs.append(Pair(swapped.lower() if asked != question else swapped, head + pos, 0, "swap", title))
         if adversarial_share and turn.random() < adversarial_share:
-            made = adversarial(question, pos, turn)
+            made = adversarial(question, pos, turn, names.get(title, ()) if entity_swaps else ())
             if made:
                 kind, changed = made
                 changed = casual(changed, f"{title}:{changed}") if asked != question else changed
@@ -250,14 +266,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--adversarial", type=float, default=0.0, metavar="SHARE",
                         help="share of wh-questions also turned into a SQuAD 2.0-like unanswerable negative")
-    parser.add_argument("--skip", type=int, default=0, help="questions of the seeded order to pass over (fresh ones for a fine-tune)")
+    parser.add_argument("--entities", action="store_true", help="with --adversarial: also swap a name for another of the article")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="questions of the seeded order to pass over (fresh ones for a fine-tune)")
     args = parser.parse_args(argv)
-    pairs = build(args.mirror, args.questions, args.seed, args.adversarial, args.skip)
+    pairs = build(args.mirror, args.questions, args.seed, args.adversarial, args.skip, args.entities)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     partial = args.out.with_name(args.out.name + ".partial")  # a stopped run leaves no file a resume would trust
     partial.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
     partial.replace(args.out)
-    kinds = {k: sum(p.kind == k for p in pairs) for k in ("pos", "removed", "near", "swap", "other", "negated", "antonym", "number")}
+    kinds = {k: sum(p.kind == k for p in pairs)
+             for k in ("pos", "removed", "near", "swap", "other", "negated", "antonym", "number", "entity")}
     print(f"{len(pairs)} pairs from {len({p.article for p in pairs})} articles: {kinds} → {args.out}")
 
 

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
-    parser.add_argument("--init", type=Path, help="start from this trained reader (a `final/` folder) instead of the bundled bi-encoder")
+    parser.add_argument("--init", type=Path,
+                        help="start from this trained reader (a `final/` folder) instead of the bundled bi-encoder")
     parser.add_argument("--frozen-layers", type=int, default=2, help="lowest transformer layers kept as they are")
     args = parser.parse_args(argv)
 
