@@ -51,6 +51,9 @@ def candidates(rows: list[dict], ce_names: list[str], top_n: int):
         yield f"{name}: today + w·sigmoid(CE of the fused top-1), fused order", loco_combined(
             rows, name, lambda w: lambda r: today(r) + w * best(r, 1), WEIGHTS)
         yield (f"{name}: veto — today's gate, an answered question kept only if today + w·sigmoid(CE of the top 1) "
-               "reaches that sum's fitted answer_from (else uncertain)"), loco_veto(rows, logits, WEIGHTS, top_n)
+               "reaches that sum's fitted answer_from (else uncertain)"), loco_veto(rows, logits, WEIGHTS, top_n,
+                                                                        with_floor=False)
+        yield (f"{name}: veto with a floor — as above, and also uncertain when sigmoid(CE of the top 1) is below "
+               "the fitted floor"), loco_veto(rows, logits, WEIGHTS, top_n)
         yield f"{name}: today + w·sigmoid(best CE) − 0.1·typed miss", loco_combined(
             rows, name, lambda w: lambda r: today(r) + w * best(r) - 0.1 * typed_miss(r), WEIGHTS)

@@ -257,12 +257,19 @@ def loco_combined(rows: list[dict], name: str, make, grid, order_make=None, top_
     return report
 
 
-def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid: list[float], top_n: int = 10) -> dict:
+def reader_scores(rows: list[dict], logits: dict[tuple[str, str], list[float]]) -> dict[int, float]:
+    """{id(row): sigmoid of the reader's top-1 logit} for the rows the reader read (English questions)."""
+    return {id(r): top1(r, logits) for r in rows if r["corpus"] in ENGLISH and not r["signals"].get("cjk")}
+
+
+def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid: list[float], top_n: int = 10,
+              with_floor: bool = True) -> dict:
     """The reader as a veto, leave-one-corpus-out: today's gate decides, and an English question it
     answers is answered only if `today + w·reader(top 1)` also reaches that sum's `answer_from`
-    (else uncertain) — the reader can take confidence away, never add it. w and both pairs of
-    thresholds are fitted without the held-out corpus (`bot.gate_fit`'s rule, unchanged)."""
-    from bot.gate_fit import fit
+    and the reader's own score reaches the floor (else uncertain) — the reader can take confidence
+    away, never add it. w, both pairs of thresholds and the floor are fitted without the held-out
+    corpus (`bot.gate_fit`'s rules, unchanged; `fit_floor` for the floor)."""
+    from bot.gate_fit import fit, fit_floor
     from indexing.gate import Outcome, outcome_for
 
     def make(w: float) -> Callable[[dict], float]:
@@ -274,11 +281,12 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
         w = fit_weight(rows, held, make, grid)
         combined = make(w)
         plain, summed = fit(as_gate_rows(rest, today)), fit(as_gate_rows(rest, combined))["en"]
+        floor = fit_floor(rest, reader_scores(rest, logits), plain["en"][1]) if with_floor else 0.0
 
-        def outcome(r: dict, plain=plain, combined=combined, summed=summed) -> Outcome:
+        def outcome(r: dict, plain=plain, combined=combined, summed=summed, floor=floor) -> Outcome:
             lang = "cjk" if r["signals"].get("cjk") else "en"
             base = outcome_for(today(r), *plain[lang])
-            vetoed = lang == "en" and base is Outcome.ANSWERED and combined(r) < summed[1]
+            vetoed = lang == "en" and base is Outcome.ANSWERED and (combined(r) < summed[1] or top1(r, logits) < floor)
             return Outcome.UNCERTAIN if vetoed else base
 
         def share(group: list[dict]) -> dict:
@@ -290,7 +298,7 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
         answerable = [r for r in mine if _is_answerable(r) and r["expected"]]
         ranks = [hit_rank(r, None, top_n) for r in answerable]
         report[held] = {
-            "thresholds": summed, "weight": w,
+            "thresholds": summed, "weight": w, "floor": floor,
             "own": {"answerable": share([r for r in own if _is_answerable(r)]),
                     "unanswerable": share([r for r in own if not _is_answerable(r)])},
             "foreign": share([r for r in mine if r["set"] == "foreign"]),
@@ -301,11 +309,12 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
     return report
 
 
-def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float, tuple[float, float]]:
+def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float, tuple[float, float], float]:
     """What would ship for a scored reader read on the fused top section: the weight of
-    `today + w·sigmoid(CE of the top 1)` fitted on every English corpus (best mean AUC), and the
-    thresholds `bot.gate_fit` fits for that score on every corpus (`indexing.reader`'s constants)."""
-    from bot.gate_fit import fit
+    `today + w·sigmoid(CE of the top 1)` fitted on every English corpus (best mean AUC), the
+    thresholds `bot.gate_fit` fits for that score on every corpus, and the veto floor
+    (`bot.gate_fit.fit_floor` under today's shipped `answer_from`): `indexing.reader`'s constants."""
+    from bot.gate_fit import fit, fit_floor
 
     logits = load_logits(name)
 
@@ -313,7 +322,8 @@ def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float,
         return lambda r: today(r) + w * top1(r, logits)
 
     weight = fit_weight(rows, "", make, grid)
-    return weight, fit(as_gate_rows(rows, make(weight)))["en"]
+    floor = fit_floor(rows, reader_scores(rows, logits), fit(as_gate_rows(rows, today))["en"][1])
+    return weight, fit(as_gate_rows(rows, make(weight)))["en"], floor
 
 
 def top1(row: dict, logits: dict[tuple[str, str], list[float]]) -> float:
@@ -341,7 +351,8 @@ def table(name: str, report: dict) -> str:
     for corpus, e in report.items():
         t, own, f = e["thresholds"], e["own"], e["foreign"]
         foreign = f"{f['answered']:.2f}" if f["n"] else "—"
-        lines.append(f"| {corpus} | {t[0]:.3f} / {t[1]:.3f} | {e.get('weight', '')} "
+        w = f"{e.get('weight', '')}" + (f", floor {e['floor']}" if e.get("floor") else "")
+        lines.append(f"| {corpus} | {t[0]:.3f} / {t[1]:.3f} | {w} "
                      f"| {_share(own['answerable'])} (n={own['answerable']['n']}) "
                      f"| {_share(own['unanswerable'])} (n={own['unanswerable']['n']}) | {foreign} "
                      f"| {_num(e['auc'])} | {_num(e['hit1'])} | {_num(e['mrr'])} |")
@@ -376,8 +387,8 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "ship":
         from benchmarks.reader_candidates import WEIGHTS
 
-        weight, (refuse, answer) = shipped_gate(load_rows(), args.ce, WEIGHTS)
-        print(f"GATE_WEIGHT = {weight}\nTHRESHOLDS = ({refuse}, {answer})")
+        weight, (refuse, answer), floor = shipped_gate(load_rows(), args.ce, WEIGHTS)
+        print(f"GATE_WEIGHT = {weight}\nTHRESHOLDS = ({refuse}, {answer})\nFLOOR = {floor}")
     else:
         from benchmarks.reader_candidates import candidates
 

@@ -9,6 +9,8 @@ after the last step, in Hugging Face format, for `benchmarks.reader_eval` and th
 
     python -m benchmarks.reader_train --pairs /work/kb/reader/data/pairs.jsonl \
         --out /work/kb/reader/runs/v1 --steps 320 --batch 16
+
+`--init runs/v2/final` fine-tunes a trained reader further (a second stage on new pairs).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
+    parser.add_argument("--init", type=Path,
+                        help="start from this trained reader (a `final/` folder) instead of the bundled bi-encoder")
     parser.add_argument("--frozen-layers", type=int, default=2, help="lowest transformer layers kept as they are")
     args = parser.parse_args(argv)
 
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    base = bundled_model_path()
+    base = args.init or bundled_model_path()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
     # The word-piece embeddings (half of the 22M weights) stay as the bi-encoder learnt them: on

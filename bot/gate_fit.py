@@ -23,6 +23,7 @@ from collections import defaultdict
 
 from indexing.gate import GateSignals, Outcome, gate_score, outcome_for, reader_gate_score
 
+MAX_VETOED = 0.02  # the reader's floor may take confidence from this share of confident right answers
 MAX_REFUSED = 0.03  # target ≤ 0.05 out of corpus: a margin for the step from fit to held-out
 MAX_CONFIDENT = 0.25  # target ≤ 0.30
 NOT_FITTED_UNANSWERABLE = {"squad"}  # see the module docstring
@@ -76,6 +77,19 @@ def fit_rerank(rows: list[dict], weight: float | None = None) -> tuple[float, fl
         score = {id(r): reader_gate_score(signals_of(r), weight) for r in scored}
     values = sorted(set(score.values()))
     return _fit_scores(scored, score, [*values, values[-1] + 1e-6])
+
+
+def fit_floor(rows: list[dict], reader: dict[int, float], answer_from: float) -> float:
+    """The built-in reader's veto floor (`KB_RERANK_FLOOR`): the highest reader score below which
+    at most `MAX_VETOED` of the answerable questions today's gate answers (score ≥ `answer_from`)
+    would lose their confidence, averaged over the fit corpora. `reader` holds each read row's
+    score by row id; rows it did not read (Chinese questions) are left out. A floor this low takes
+    confidence only where the reader reads the top section as not answering at all."""
+    answered = [r for r in rows if id(r) in reader and r["kind"] != "not_found" and r["set"] != "foreign"
+                and score_of(r) >= answer_from]
+    grid = sorted({round(0.005 * i, 3) for i in range(201)})
+    return max((t for t in grid if (_mean_rate(answered, lambda r, t=t: reader[id(r)] < t) or 0) <= MAX_VETOED),
+               default=0.0)
 
 
 def _fit_scores(rows: list[dict], score: dict[int, float], grid: list[float]) -> tuple[float, float]:

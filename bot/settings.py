@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     kb_rerank_max_chars: int = Field(default=1500, ge=100)  # of each section per pair: the stage's cost is its length
     kb_rerank_refuse_below: float | None = None  # fitted for the backend by `kb eval --calibrate`; unset: order only
     kb_rerank_answer_from: float | None = None
+    kb_rerank_floor: float | None = Field(default=None, ge=0, le=1)  # the built-in reader's veto floor; unset: shipped
     kb_llm_base_url: str | None = None  # OpenAI-compatible, e.g. http://localhost:11434/v1 for Ollama
     kb_llm_model: str = "gpt-4o-mini"
     kb_llm_api_key: SecretStr = SecretStr("not-needed")  # never printed: `secret()` reads it where it is sent
@@ -132,7 +133,8 @@ class Settings(BaseSettings):
                 backend=self.kb_rerank, url=self.kb_rerank_url, model=self.kb_rerank_model,
                 api_key=secret(self.kb_rerank_api_key), wire_format=self.kb_rerank_format, top_n=self.kb_rerank_top_n,
                 timeout_ms=self.kb_rerank_timeout_ms, max_chars=self.kb_rerank_max_chars,
-                refuse_below=self.kb_rerank_refuse_below, answer_from=self.kb_rerank_answer_from),
+                refuse_below=self.kb_rerank_refuse_below, answer_from=self.kb_rerank_answer_from,
+                floor=self.kb_rerank_floor),
         )
 
     def llm_client(self):

@@ -29,6 +29,7 @@ class RerankConfig:
     max_chars: int = 1500  # of a section sent per pair (title and heading path first), cut at a word
     refuse_below: float | None = None  # the gate on the best rerank score: both set, or the order only
     answer_from: float | None = None
+    floor: float | None = None  # the built-in reader's veto floor (fitted for it); unset: the reader's own
 
     def __post_init__(self) -> None:
         if (self.refuse_below is None) != (self.answer_from is None):

@@ -185,15 +185,16 @@ def reader_gate_score(signals: GateSignals, weight: float) -> float:
 
 
 def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None,
-                 rerank_weight: float | None = None) -> Outcome:
+                 rerank_weight: float | None = None, rerank_floor: float = 0.0) -> Outcome:
     """Answered, uncertain or not found, from the signals and the configured thresholds
     (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With `rerank_thresholds`
     (fitted for the configured reranker) and a rerank score, that score is cut instead, in every
     language: a cross-encoder reads the question and the section together. With a `rerank_weight`
     (the built-in reader) the reader is a veto instead: today's gate decides, and a question it
     answers stays answered only if today's score plus that weight times the reader's reaches the
-    `answer_from` fitted for that sum — else it is uncertain. The reader can take confidence away,
-    never add it (docs/tuning.md, *A built-in reader*).
+    `answer_from` fitted for that sum, and the reader's own score reaches `rerank_floor` (the
+    reader reads the top section as not answering at all) — else it is uncertain. The reader can
+    take confidence away, never add it (docs/tuning.md, *A built-in reader*).
 
     A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
     nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
@@ -207,6 +208,7 @@ def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, floa
         return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
     outcome = outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)
     if (outcome is Outcome.ANSWERED and rerank_thresholds is not None and rerank_weight is not None
-            and signals.rerank_best is not None and reader_gate_score(signals, rerank_weight) < rerank_thresholds[1]):
+            and signals.rerank_best is not None
+            and (reader_gate_score(signals, rerank_weight) < rerank_thresholds[1] or signals.rerank_best < rerank_floor)):
         return Outcome.UNCERTAIN
     return outcome

@@ -8,8 +8,9 @@ Measured leave-one-corpus-out (docs/tuning.md, *A built-in reader*), it orders s
 than fusion, and as a gate of its own, or added to today's, it answers more of everything —
 unanswerable SQuAD questions too. What held on every public set is a **veto**: today's gate
 decides, and a question it answers stays answered only if `gate_score + GATE_WEIGHT · reader`
-reaches that sum's fitted `answer_from` (`THRESHOLDS[1]`), else the reply is "I'm not sure this
-answers it". So the reader scores only the fused top section (`TOP_N`, what the answer cites
+reaches that sum's fitted `answer_from` (`THRESHOLDS[1]`) and the reader's own score reaches
+`FLOOR` (below it, the reader reads the top section as not answering at all), else the reply is
+"I'm not sure this answers it". So the reader scores only the fused top section (`TOP_N`, what the answer cites
 first), leaves the order alone, and never makes an answer more confident. English questions only:
 its base model reads Chinese poorly, so a mostly-CJK question is not read and keeps the CJK gate.
 
@@ -19,9 +20,10 @@ best-matching chunk around the sentence sharing most of the question's words
 stop before the sentence that answers.
 
 The model is MiniLM-L6 (the embedder's base) with a one-logit head, trained by
-`benchmarks/reader_train.py` on 45,680 pairs built from SQuAD 1.1 *train* articles
-(`benchmarks/reader_data.py`), exported to int8 ONNX (`benchmarks/reader_export.py`); its card is
-`indexing/models/README.md`. It runs on ONNX Runtime, not torch.
+`benchmarks/reader_train.py` on 45,680 pairs built from SQuAD 1.1 *train* articles, then on
+25,498 more with SQuAD 2.0-like unanswerable questions made from other train questions (negated,
+an opposite word, a changed number: `benchmarks/reader_data.py --adversarial`), exported to int8
+ONNX (`benchmarks/reader_export.py`); its card is `indexing/models/README.md`. It runs on ONNX Runtime, not torch.
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ WINDOW_WORDS = 75  # words of a section read around its best sentence (the train
 TOP_N = 1  # the fused top section: what the answer cites first (measured against the best of 5)
 # Fitted on every public set by `python -m benchmarks.reader_eval ship --ce <scored model>` (the
 # weight: best mean AUC over the English sets; the thresholds: `bot.gate_fit`'s rule on the sum).
-# The veto uses answer_from; refuse_below is kept for `kb eval --calibrate`'s report.
-GATE_WEIGHT = 0.18
-THRESHOLDS: tuple[float, float] = (0.295, 0.5)  # (refuse_below, answer_from) of gate_score + GATE_WEIGHT · reader
+# The veto uses answer_from; refuse_below is kept for `kb eval --calibrate`'s report. The floor:
+# `bot.gate_fit.fit_floor` (at most 2% of confident right answers lose their confidence to it).
+GATE_WEIGHT = 0.24
+THRESHOLDS: tuple[float, float] = (0.3, 0.5)  # (refuse_below, answer_from) of gate_score + GATE_WEIGHT · reader
+FLOOR = 0.05  # the reader's own score below which it vetoes (`KB_RERANK_FLOOR` overrides)
 
 
 def passage(title: str, heading: str, chunk: str) -> str:
@@ -145,11 +149,12 @@ class OnnxReader:
 
 class BuiltinReader(OnnxReader):
     """The shipped reader as a rerank backend that gates and does not order (see the module
-    docstring). The stage reads `top_n`, `text_of`, `reads_cjk` and `gate` from it."""
+    docstring). The stage reads `top_n`, `text_of`, `reads_cjk`, `gate` and `floor` from it."""
 
     name = "builtin:reader"
     top_n = TOP_N
     reads_cjk = False
+    floor = FLOOR
 
     def __init__(self, path: Path = MODEL) -> None:
         super().__init__(path)

@@ -61,7 +61,8 @@ class Reranker(Protocol):
     `workers` (calls it may run at once, default 1), `thresholds` ((refuse_below, answer_from)
     fitted for it, used when the settings give none), `gate` ((weight, thresholds): its score is a veto
     on today's answered outcome instead of the gate — the built-in reader's, `indexing.gate.gate_outcome`),
-    `top_n` (the sections it was measured on, over `KB_RERANK_TOP_N`), `text_of(question, hit,
+    `floor` (with `gate`: below it the score alone vetoes; `KB_RERANK_FLOOR` overrides), `top_n` (the
+    sections it was measured on, over `KB_RERANK_TOP_N`), `text_of(question, hit,
     max_chars)` (what it reads of a section, as it was trained), `reads_cjk` (False: mostly-CJK questions are
     not sent to it), `load()` (the slow part, run at start-up) and `close()`."""
 
@@ -205,6 +206,8 @@ class RerankStage:
         weight, fitted = getattr(reranker, "gate", (None, getattr(reranker, "thresholds", None)))
         self.thresholds: tuple[float, float] | None = config.thresholds or fitted
         self.weight: float | None = weight  # None: the thresholds cut the rerank score alone
+        # the built-in reader's veto floor: below it, its score alone takes an answer's confidence away
+        self.floor: float = config.floor if config.floor is not None else getattr(reranker, "floor", 0.0)
         self._text_of = getattr(reranker, "text_of", lambda question, hit, max_chars: section_text(hit, max_chars))
         self._reads_cjk = getattr(reranker, "reads_cjk", True)
         workers = max(1, int(getattr(reranker, "workers", 1)))

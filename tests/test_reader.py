@@ -8,14 +8,17 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
 from test_answer_and_cli import _kb
 from test_rerank import VACATION, handbook, reranking  # noqa: F401 — handbook is a fixture
 
-from bot.gate_fit import fit_rerank
+from bot.gate_fit import fit_floor, fit_rerank
+from bot.settings import Settings
 from indexing.config import IndexConfig, RerankConfig
-from indexing.gate import GateSignals, Outcome, gate_outcome, reader_gate_score
-from indexing.reader import (GATE_WEIGHT, MODEL, THRESHOLDS, TOP_N, BuiltinReader, OnnxReader, answer_window,
-                             passage)
+from indexing.gate import GateSignals, Outcome, gate_outcome, gate_score, reader_gate_score
+from indexing.reader import (FLOOR, GATE_WEIGHT, MODEL, THRESHOLDS, TOP_N, BuiltinReader, OnnxReader,
+                             answer_window, passage)
 from indexing.rerank import make_reranker
 from indexing.retrieval import retrieve
 
@@ -41,6 +44,7 @@ def test_builtin_reads_the_fused_top_section_and_never_reorders(index, handbook)
     with reranking(index, RerankConfig(backend="builtin")) as stage:
         read = retrieve(index, VACATION, scopes=scopes)
     assert stage.name == "builtin:reader" and stage.weight == GATE_WEIGHT and stage.thresholds == THRESHOLDS
+    assert stage.floor == FLOOR
     assert [h.parent_id for h in read.hits] == [h.parent_id for h in fused.hits]  # the order is fusion's
     assert read.rerank is not None and read.rerank.outcome == "ok" and read.rerank.pairs == TOP_N == 1
     assert read.hits[0].rerank is not None and all(h.rerank is None for h in read.hits[1:])
@@ -67,6 +71,50 @@ def test_the_reader_vetoes_a_confident_answer_and_never_adds_confidence():
     assert decide(confident, None) is Outcome.ANSWERED  # not read (fell back): today's gate
     assert decide(unsure, 1.0) is Outcome.UNCERTAIN and decide(weak, 1.0) is Outcome.NOT_FOUND
     assert decide(replace(confident, cjk=True, cjk_coverage=0.9), 0.0) is Outcome.ANSWERED  # the CJK gate's
+
+
+def test_below_the_floor_the_reader_alone_takes_confidence_away():
+    cfg = IndexConfig(home=Path("/nonexistent"))
+    very_sure = GateSignals(best_cosine=cfg.gate_answer_from + 0.3, best_bm25=3.0)  # the sum passes whatever it reads
+    veto = (0.0, cfg.gate_answer_from + 0.1)
+
+    def decide(reader: float, floor: float) -> Outcome:
+        return gate_outcome(replace(very_sure, rerank_best=reader), cfg, veto, GATE_WEIGHT, floor)
+
+    assert decide(0.03, 0.0) is Outcome.ANSWERED  # no floor: the sum alone, and it passes
+    assert decide(0.03, 0.05) is Outcome.UNCERTAIN  # read as not answering at all
+    assert decide(0.05, 0.05) is Outcome.ANSWERED and decide(0.6, 0.05) is Outcome.ANSWERED
+    assert gate_outcome(very_sure, cfg, veto, GATE_WEIGHT, 0.05) is Outcome.ANSWERED  # not read: today's
+
+
+def test_the_floor_is_the_readers_unless_the_setting_gives_one(index, handbook, monkeypatch):  # noqa: F811
+    with reranking(index, RerankConfig(backend="builtin", floor=0.2)) as stage:
+        assert stage.floor == 0.2
+    monkeypatch.setenv("KB_RERANK_FLOOR", "0.12")
+    assert Settings().index_config().rerank.floor == 0.12
+    monkeypatch.setenv("KB_RERANK_FLOOR", "1.5")
+    with pytest.raises(ValidationError, match="KB_RERANK_FLOOR|kb_rerank_floor"):
+        Settings()
+
+
+def test_the_floor_fit_vetoes_at_most_two_percent_of_confident_right_answers():
+    def row(corpus: str, i: int, kind: str, cosine: float) -> dict:
+        return {"corpus": corpus, "set": "public", "id": f"{corpus}{i}", "kind": kind,
+                "signals": {"best_cosine": cosine, "legs_agree": False}}
+
+    # per corpus 50 answerable rows today answers (reader 0.01, 0.02, … 0.50), one it does not
+    # answer (reader 0.0), one unanswerable one (reader 0.0): only the 50 count
+    rows, reader = [], {}
+    for corpus in ("a", "b"):
+        for i in range(50):
+            r = row(corpus, i, "fact", 0.6)
+            rows.append(r)
+            reader[id(r)] = round(0.01 * (i + 1), 2)
+        for r in (row(corpus, 50, "fact", 0.3), row(corpus, 51, "not_found", 0.6)):
+            rows.append(r)
+            reader[id(r)] = 0.0
+    # a floor of 0.02 takes one of each corpus's 50 (0.01 < 0.02): 2%; 0.025 would take two
+    assert fit_floor(rows, reader, answer_from=0.5) == 0.02
 
 
 def test_on_a_real_index_the_veto_takes_confidence_only_where_the_sum_falls_short(index, handbook):  # noqa: F811
@@ -121,6 +169,28 @@ def test_calibrating_the_builtin_fits_its_combined_score():
     # (answerable 0.75 … 0.95, the unanswerable one 0.55): no answerable question refused, none below answered
     assert fit_rerank(rows) == (0.7, 0.7)
     assert fit_rerank(rows, 0.5) == (0.75, 0.75)
+
+
+def test_eval_calibrate_with_the_builtin_fits_and_writes_its_floor(kb_home, handbook, tmp_path):  # noqa: F811
+    questions = tmp_path / "questions.jsonl"
+    rows = [("q1", VACATION, ["leave.md"], "fact"), ("q2", "how many days of annual leave do I get?", ["leave.md"], "fact"),
+            ("q3", "what is the hotel limit per night?", ["expenses.md"], "fact"),
+            ("q4", "can I bring my dog to the office?", [], "not_found")]
+    questions.write_text("".join(json.dumps({"id": i, "question": q, "expected_sources": e, "answer_keywords": [],
+                                             "kind": k}) + "\n" for i, q, e, k in rows))
+    env_file = tmp_path / ".env"
+    result = _kb("eval", str(questions), "--scope", f"{handbook}-all", "--calibrate", "--json", "--write-env",
+                 str(env_file), env={"KB_HOME": str(kb_home), "KB_RERANK": "builtin"}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    fitted, gate = out["calibration"]["rerank"], out["calibration"]["gate"]["en"]
+    # the floor: the highest (on a 0.005 grid) that takes no confidently answered answerable
+    # question's confidence (2% of at most three is none)
+    read = [r["signals"]["rerank_best"] for r in out["questions"] if r["kind"] != "not_found"
+            and gate_score(GateSignals.from_json(r["signals"])) >= gate["answer_from"]]
+    assert read, "the handbook's answerable questions are answered confidently"
+    assert fitted["floor"] == max(t for t in (round(0.005 * i, 3) for i in range(201)) if all(x >= t for x in read))
+    assert f"KB_RERANK_FLOOR={fitted['floor']}" in env_file.read_text().splitlines()
 
 
 def test_the_setting_chooses_the_builtin_and_kb_ask_answers_with_it(kb_home, handbook):  # noqa: F811

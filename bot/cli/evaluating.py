@@ -59,7 +59,7 @@ def evaluate(
     if calibrate:
         from bot.evaluation import calibrate as sweep
 
-        from bot.gate_fit import fit, fit_rerank
+        from bot.gate_fit import fit, fit_floor, fit_rerank
 
         result["calibration"] = sweep(result["questions"])
         rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]
@@ -69,6 +69,9 @@ def evaluate(
         if rerank is not None:
             result["calibration"]["rerank"] = {"backend": index.rerank.name, "refuse_below": rerank[0],
                                                "answer_from": rerank[1]}
+            if index.rerank.weight is not None:  # the built-in reader: its veto floor too
+                read = {id(r): float(r["signals"]["rerank_best"]) for r in rows if r["signals"].get("rerank_best") is not None}
+                result["calibration"]["rerank"]["floor"] = fit_floor(rows, read, fitted["en"][1])
         if write_env is not None:
             for suffix, lang in (("", "en"), ("_CJK", "cjk")):
                 _write_env(write_env, f"KB_GATE_REFUSE_BELOW{suffix}", str(fitted[lang][0]))
@@ -76,6 +79,8 @@ def evaluate(
             if rerank is not None:
                 _write_env(write_env, "KB_RERANK_REFUSE_BELOW", f"{rerank[0]:.6g}")
                 _write_env(write_env, "KB_RERANK_ANSWER_FROM", f"{rerank[1]:.6g}")
+                if "floor" in result["calibration"]["rerank"]:
+                    _write_env(write_env, "KB_RERANK_FLOOR", str(result["calibration"]["rerank"]["floor"]))
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
@@ -99,7 +104,8 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
     if "rerank" in calibration:
         t = calibration["rerank"]
         console.print(f"rerank gate fitted for {t['backend']}: not found below {t['refuse_below']:.6g}, "
-                      f"answered from {t['answer_from']:.6g} (KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM)")
+                      f"answered from {t['answer_from']:.6g} (KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM)"
+                      + (f"; the reader's veto floor {t['floor']} (KB_RERANK_FLOOR)" if "floor" in t else ""))
     table = Table(title="the first gate, for comparison: best cosine threshold (found also when both legs agree)")
     for name in ("threshold", "fit P / R / F1", "held-out P / R / F1", "all P / R / F1", "answerable refused"):
         table.add_column(name, justify="right")
