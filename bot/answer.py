@@ -12,6 +12,7 @@ returned with a note saying so.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import uuid
@@ -21,7 +22,7 @@ from datetime import datetime
 from bot.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
-from bot.llm import NOT_FOUND_REPLY, says_not_found
+from bot.llm import NOT_FOUND_REPLY, NotAChatReply, says_not_found
 from indexing.gate import Outcome
 from indexing.heading_path import HeadingPath
 from indexing.index import Index
@@ -31,6 +32,8 @@ MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
 QUOTE_CHARS = 500
 QUOTED_PASSAGES = 2
+
+log = logging.getLogger(__name__)
 
 
 def uncertain_line(n: int) -> str:
@@ -155,6 +158,7 @@ def answer_question(
             LLM_CALLS.labels(result="ok").inc()
         except Exception as exc:  # any model failure falls back, with a note, never silence
             LLM_CALLS.labels(result="failed").inc()
+            log.warning("the language model did not answer (%s); the extractive answer serves", _reason(exc))
             answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
         if answer.llm_used and says_not_found(answer.text):
             answer.outcome = Outcome.NOT_FOUND  # the passages were near, but the model found no answer in them
@@ -212,5 +216,10 @@ def trim(text: str, limit: int) -> str:
 
 
 def _reason(exc: Exception) -> str:
+    """What the fallback note and the log say of a model failure: "timed out", our own words for a
+    reply that is not a chat completion, else the exception's type (its text can hold the reply's
+    body or the endpoint's URL, so neither the asker nor the log gets it)."""
     name = type(exc).__name__
+    if isinstance(exc, NotAChatReply):
+        return str(exc)
     return "timed out" if "timeout" in name.lower() or "timed out" in str(exc).lower() else name

@@ -13,6 +13,7 @@ to the extractive answer.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -37,6 +38,13 @@ MAX_ANSWER_CHARS = 6000  # ~4x what max_tokens=400 allows: a longer reply is a m
 _CITATION = re.compile(r"[ \t]?\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")  # [1], [1, 2]; not [2023]
 
 
+class NotAChatReply(RuntimeError):
+    """The endpoint answered, but not with an OpenAI chat completion: a proxy's HTML error page
+    with status 200, a JSON body that is not a completion, another API at that URL. The client
+    then fails inside its own parsing (`AttributeError: 'str' object has no attribute 'choices'`,
+    `JSONDecodeError`), which names nothing an operator can act on; this names the reply."""
+
+
 class LLMClient:
     def __init__(self, base_url: str, model: str, api_key: str = "not-needed", timeout: float = 30.0) -> None:
         from llama_index.llms.openai_like import OpenAILike
@@ -49,7 +57,10 @@ class LLMClient:
     def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead=(),
                outcome: Outcome = Outcome.ANSWERED) -> str:
         """The model's answer; `lead` (`bot.lead.LeadSentence`s) and the gate's `outcome` shape the prompt."""
-        reply = self.llm.chat(prompt_messages(question, hits, numbers, lead, outcome)).message.content
+        try:
+            reply = self.llm.chat(prompt_messages(question, hits, numbers, lead, outcome)).message.content
+        except (AttributeError, json.JSONDecodeError) as exc:  # raised by the client parsing the reply (see NotAChatReply)
+            raise NotAChatReply("the endpoint's reply is not a chat completion") from exc
         return checked_reply(reply or "", hits, numbers)
 
 

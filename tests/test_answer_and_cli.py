@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -111,6 +112,22 @@ def test_llm_failure_falls_back_to_extractive_with_a_note(index, sample_synced, 
     answer = answer_question(index, "how many days of annual leave do I get?", scopes=["sample"], llm=llm)
     assert not answer.llm_used and answer.found
     assert "did not answer" in answer.note and "[1]" in answer.text
+
+
+def test_a_reply_that_is_not_a_completion_falls_back_and_the_log_says_what_it_was(index, sample_synced, openai_server,
+                                                                               caplog):
+    openai_server.garbage(content_type="text/html")  # e.g. KB_LLM_BASE_URL pointing at a web page
+    llm = LLMClient(openai_server.base_url, "local", timeout=5)
+    question = "how many days of annual leave do I get?"
+    with caplog.at_level(logging.WARNING, logger="bot.answer"):
+        answer = answer_question(index, question, scopes=["sample"], llm=llm)
+    assert not answer.llm_used and "[1]" in answer.text
+    assert answer.note == ("The language model did not answer (the endpoint's reply is not a chat completion); "
+                           "showing the most relevant passages instead.")
+    logged = [r.getMessage() for r in caplog.records if r.name == "bot.answer"]
+    assert logged == ["the language model did not answer (the endpoint's reply is not a chat completion); "
+                      "the extractive answer serves"]
+    assert question not in logged[0] and openai_server.base_url not in logged[0]
 
 
 def test_the_models_not_found_overrides_the_gate_and_lists_nearest_pages(index, sample_synced, openai_server):

@@ -19,7 +19,8 @@ from openai_server import CHAT_PATH, FakeOpenAI
 
 from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim
 from bot.llm import (
-    MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, build_prompt, check_citations, says_not_found,
+    MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, NotAChatReply, build_prompt, check_citations,
+    says_not_found,
 )
 from indexing.retrieval import Hit
 
@@ -180,11 +181,13 @@ def test_http_500_raises_without_retrying(openai_server, hits):
 
 
 @pytest.mark.parametrize("content_type", ["application/json", "text/html"])
-def test_non_json_reply_raises(openai_server, hits, content_type):
-    openai_server.garbage(content_type=content_type)
+def test_a_reply_that_is_not_a_chat_completion_is_named(openai_server, hits, content_type):
+    openai_server.garbage(content_type=content_type)  # a proxy's error page, with status 200
 
-    with pytest.raises(Exception):
+    with pytest.raises(NotAChatReply, match="not a chat completion") as caught:
         client(openai_server).answer(QUESTION, *hits)
+
+    assert isinstance(caught.value.__cause__, (AttributeError, ValueError))  # the client's own failure, kept
 
 
 @pytest.mark.parametrize("content", ["", "   \n\t ", None], ids=["empty", "whitespace", "null"])
