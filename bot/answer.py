@@ -158,8 +158,9 @@ def answer_question(
             LLM_CALLS.labels(result="ok").inc()
         except Exception as exc:  # any model failure falls back, with a note, never silence
             LLM_CALLS.labels(result="failed").inc()
-            log.warning("the language model did not answer (%s); the extractive answer serves", _reason(exc))
-            answer.note = f"The language model did not answer ({_reason(exc)}); showing the most relevant passages instead."
+            reason = _reason(exc)
+            log.warning("the language model did not answer (%s); the extractive answer serves", reason)
+            answer.note = f"The language model did not answer ({reason}); showing the most relevant passages instead."
         if answer.llm_used and says_not_found(answer.text):
             answer.outcome = Outcome.NOT_FOUND  # the passages were near, but the model found no answer in them
             answer.signals = {**answer.signals, "llm_not_found": True}

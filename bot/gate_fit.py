@@ -84,11 +84,13 @@ def fit_floor(rows: list[dict], reader: dict[int, float], answer_from: float) ->
     at most `MAX_VETOED` of the answerable questions today's gate answers (score ≥ `answer_from`)
     would lose their confidence, averaged over the fit corpora. `reader` holds each read row's
     score by row id; rows it did not read (Chinese questions) are left out. A floor this low takes
-    confidence only where the reader reads the top section as not answering at all."""
+    confidence only where the reader reads the top section as not answering at all. With no such
+    question to fit on, there is no floor (0.0), not one that would take every answer's confidence."""
     answered = [r for r in rows if id(r) in reader and r["kind"] != "not_found" and r["set"] != "foreign"
                 and score_of(r) >= answer_from]
-    grid = sorted({round(0.005 * i, 3) for i in range(201)})
-    return max((t for t in grid if (_mean_rate(answered, lambda r, t=t: reader[id(r)] < t) or 0) <= MAX_VETOED),
+    if not answered:
+        return 0.0
+    return max((t for t in GRID if t <= 1.0 and (_mean_rate(answered, lambda r, t=t: reader[id(r)] < t) or 0) <= MAX_VETOED),
                default=0.0)
 
 

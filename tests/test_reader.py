@@ -115,6 +115,8 @@ def test_the_floor_fit_vetoes_at_most_two_percent_of_confident_right_answers():
             reader[id(r)] = 0.0
     # a floor of 0.02 takes one of each corpus's 50 (0.01 < 0.02): 2%; 0.025 would take two
     assert fit_floor(rows, reader, answer_from=0.5) == 0.02
+    # nothing answered confidently to fit on: no floor, rather than one that vetoes every answer
+    assert fit_floor(rows, reader, answer_from=0.9) == 0.0
 
 
 def test_on_a_real_index_the_veto_takes_confidence_only_where_the_sum_falls_short(index, handbook):  # noqa: F811
