@@ -92,3 +92,27 @@ def test_a_word_too_long_to_be_a_typo_is_not_looked_at(index, sample_synced):
     """54·n + 25 candidates per word: a pasted 2,000-letter "word" must not cost 100,000 lookups."""
     question = "what is " + "x" * 2000
     assert repair_question(index, question, ["sample"]).text == question
+
+
+def test_a_word_the_wiki_writes_hyphenated_is_searched_as_written(index, sample_synced):
+    """"twofactor" is no typo of one wiki word: the security page writes "two-factor"."""
+    joined = retrieve(index, "what are the twofactor rules?", scopes=["sample"])
+    written = retrieve(index, "what are the two-factor rules?", scopes=["sample"])
+    assert joined.repair.corrections == [("twofactor", "two-factor")]
+    assert joined.searched == "what are the two-factor rules?"
+    assert [h.parent_id for h in joined.hits] == [h.parent_id for h in written.hits]
+    assert joined.hits[0].path == "it/security.md" and joined.outcome == written.outcome
+
+
+def test_a_word_the_wiki_also_writes_whole_is_left_as_typed(index, sample_synced):
+    """The on-call page says "on-call" and "#oncall": the asker's "oncall" is the wiki's word too."""
+    assert repair_question(index, "which channel is oncall?", ["sample"]).corrections == []
+
+
+def test_only_the_askers_scopes_decide_a_hyphenated_spelling(index, tmp_path):
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.md").write_text(f"# Desk {name}\n\nThe hot-desking plan is kept by the facilities team.\n")
+    sync_documents(index, MarkdownFolder(tmp_path, source="spell-fac", access="spell-fac").documents(), "spell-fac")
+    question = "how does hotdesking work?"
+    assert repair_question(index, question, ["spell-fac"]).text == "how does hot-desking work?"
+    assert repair_question(index, question, ["sample"]).text == question
