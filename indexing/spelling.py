@@ -75,8 +75,9 @@ def one_edit_away(word: str) -> set[str]:
             | {a + c + b for a, b in splits for c in _LETTERS}) - {word}
 
 
-def repair_question(index: Index, question: str, scopes: list[str] | None) -> Repair:
-    """The question with each misspelt word replaced by the wiki word it most likely means."""
+def repair_question(index: Index, question: str, scopes: list[str] | None, compounds: bool = True) -> Repair:
+    """The question with each misspelt word replaced by the wiki word it most likely means.
+    `compounds=False`: typos only (`benchmarks.compound_repair` times the two in one process)."""
     words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
     if not words:
         return Repair(question)
@@ -88,7 +89,7 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
     used = index.bm25.doc_freq({t for terms in stems.values() for t in terms}, scopes)
     unknown = [w for w in candidates if stems[w] and not any(used[t] for t in stems[w])]
     choices: dict[str, str] = {}
-    for word in candidates:  # a stem in use is no proof: "coworking" stems as "coworkers" does
+    for word in candidates if compounds else []:  # a stem in use is no proof: "coworking" stems as "coworkers" does
         compound = hyphenated(index, word, scopes, checked=word not in unknown)
         if compound:
             choices[word] = compound
