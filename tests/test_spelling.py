@@ -41,14 +41,18 @@ def test_correct_words_the_wiki_does_not_use_are_left_alone(index, sample_synced
     assert repair.text == question and repair.corrections == []
 
 
-def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_path):
-    """"zorblax" is a word of two restricted pages only: asked with their scope, "zorbalx" means
-    it; asked where they are not visible, the word stays as typed."""
+@pytest.mark.parametrize(("scope", "page", "question", "repaired"), [
+    ("spell-hr", "The zorblax rota is kept by the HR team.", "who keeps the zorbalx rota?", "who keeps the zorblax rota?"),
+    ("spell-fac", "The hot-desking plan is kept by facilities.", "how does hotdesking work?", "how does hot-desking work?"),
+])
+def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_path, scope, page, question, repaired):
+    """A word (a typo's "zorblax", a compound's "hot-desking") of two restricted pages only: asked
+    with their scope, the question is searched with it; asked where they are not visible, the
+    word stays as typed."""
     for name in ("one", "two"):
-        (tmp_path / f"{name}.md").write_text(f"# Zorblax {name}\n\nThe zorblax rota is kept by the HR team.\n")
-    sync_documents(index, MarkdownFolder(tmp_path, source="spell-hr", access="spell-hr").documents(), "spell-hr")
-    question = "who keeps the zorbalx rota?"
-    assert repair_question(index, question, ["spell-hr"]).text == "who keeps the zorblax rota?"
+        (tmp_path / f"{name}.md").write_text(f"# Page {name}\n\n{page}\n")
+    sync_documents(index, MarkdownFolder(tmp_path, source=scope, access=scope).documents(), scope)
+    assert repair_question(index, question, [scope]).text == repaired
     assert repair_question(index, question, ["sample"]).text == question
 
 
@@ -107,12 +111,3 @@ def test_a_word_the_wiki_writes_hyphenated_is_searched_as_written(index, sample_
 def test_a_word_the_wiki_also_writes_whole_is_left_as_typed(index, sample_synced):
     """The on-call page says "on-call" and "#oncall": the asker's "oncall" is the wiki's word too."""
     assert repair_question(index, "which channel is oncall?", ["sample"]).corrections == []
-
-
-def test_only_the_askers_scopes_decide_a_hyphenated_spelling(index, tmp_path):
-    for name in ("one", "two"):
-        (tmp_path / f"{name}.md").write_text(f"# Desk {name}\n\nThe hot-desking plan is kept by the facilities team.\n")
-    sync_documents(index, MarkdownFolder(tmp_path, source="spell-fac", access="spell-fac").documents(), "spell-fac")
-    question = "how does hotdesking work?"
-    assert repair_question(index, question, ["spell-fac"]).text == "how does hot-desking work?"
-    assert repair_question(index, question, ["sample"]).text == question
