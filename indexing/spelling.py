@@ -21,6 +21,8 @@ dictionary like a typo, but it is no typo of any one wiki word; it is two, and t
 vector is as far from the page as a typo's (clef's "can i get money back for a coworking
 space?": cosine 0.29 as typed, 0.35 as the page spells it — not found, then uncertain). A split
 counts only where a visible chunk holds the hyphenated form, and it is tried before the typos.
+The other way round too: "un-elected" is searched as "unelected" where the wiki writes it whole
+and never hyphenated (the keyword leg would look for "un" and "elected").
 
 Only what the asker may see counts, so a restricted page's vocabulary never steers a question.
 The question is searched (both legs, the gate, the lead) as repaired; the asker's own words are
@@ -42,12 +44,14 @@ if TYPE_CHECKING:
 MIN_LENGTH = 6
 MAX_LENGTH = 30  # longer "words" are not typos of words (a pasted hash, "xxxx…"): 54·n+25 candidates each
 MIN_CHUNKS = 2
-MIN_PART = 2  # each side of a hyphen: "co-working", "e-mail" is a dictionary word anyway
+MIN_JOINED = 4  # "e-mail" → "email": joining two halves is no guess among near words, so short is fine
+MIN_PART = 2  # letters on each side of a split: "co-working"
 COMPOUND_CHUNKS = 20  # keyword hits of a split's two halves whose text is looked at for the hyphen
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
 # next to Chinese text it is a word too ("提名新mantainer怎么投票").
 _WORD = re.compile(r"(?<![A-Za-z0-9_'’])[A-Za-z]+(?![A-Za-z0-9_'’])")
+_HYPHENATED = re.compile(r"(?<![A-Za-z0-9_'’-])([A-Za-z]+)-([A-Za-z]+)(?![A-Za-z0-9_'’-])")
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,15 @@ def one_edit_away(word: str) -> set[str]:
 def repair_question(index: Index, question: str, scopes: list[str] | None, compounds: bool = True) -> Repair:
     """The question with each misspelt word replaced by the wiki word it most likely means.
     `compounds=False`: typos only (`benchmarks.compound_repair` times the two in one process)."""
+    joined = joined_compounds(index, question, scopes) if compounds else Repair(question)
+    question = joined.text
     words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
     if not words:
-        return Repair(question)
+        return joined
     dictionary = english_words()
     candidates = sorted(w for w in words if w not in dictionary)
     if not candidates:
-        return Repair(question)
+        return joined
     stems = dict(zip(candidates, bm25_module.tokens_of_each(candidates)))
     used = index.bm25.doc_freq({t for terms in stems.values() for t in terms}, scopes)
     unknown = [w for w in candidates if stems[w] and not any(used[t] for t in stems[w])]
@@ -105,8 +111,8 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
         if counts[usable[best]] >= MIN_CHUNKS:
             choices[word] = best
     if not choices:
-        return Repair(question)
-    corrections: list[tuple[str, str]] = []
+        return joined
+    corrections: list[tuple[str, str]] = list(joined.corrections)
 
     def replace(match: re.Match) -> str:
         original = match.group(0)
@@ -139,6 +145,27 @@ def hyphenated(index: Index, word: str, scopes: list[str] | None, checked: bool 
                 return None
             return f"{a}-{b}"
     return None
+
+
+def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> Repair:
+    """The question with each hyphenated word the visible wiki writes whole, and never hyphenated,
+    written whole ("un-elected" → "unelected")."""
+    corrections: list[tuple[str, str]] = []
+
+    def join(match: re.Match) -> str:
+        a, b = match.group(1), match.group(2)
+        whole = a + b
+        if not MIN_JOINED <= len(whole) <= MAX_LENGTH:
+            return match.group(0)
+        terms = bm25_module.tokens_of_each([whole])[0]
+        used = index.bm25.doc_freq(set(terms), scopes) if terms else {}
+        if (terms and all(used[t] for t in terms) and _written(index, whole, whole, scopes)
+                and not _written(index, f"{a} {b}", f"{a}-{b}", scopes)):
+            corrections.append((match.group(0), whole))
+            return whole
+        return match.group(0)
+
+    return Repair(_HYPHENATED.sub(join, question), corrections)
 
 
 def _written(index: Index, search: str, pattern: str, scopes: list[str] | None) -> bool:

@@ -111,3 +111,12 @@ def test_a_word_the_wiki_writes_hyphenated_is_searched_as_written(index, sample_
 def test_a_word_the_wiki_also_writes_whole_is_left_as_typed(index, sample_synced):
     """The on-call page says "on-call" and "#oncall": the asker's "oncall" is the wiki's word too."""
     assert repair_question(index, "which channel is oncall?", ["sample"]).corrections == []
+
+
+def test_a_hyphenated_word_the_wiki_writes_whole_is_searched_whole(index, sample_synced):
+    """The security page writes "Email", never "e-mail"; the on-call page writes "check-in"."""
+    joined = retrieve(index, "can i e-mail the security team about a phishing link?", scopes=["sample"])
+    assert joined.repair.corrections == [("e-mail", "email")]
+    assert joined.searched == "can i email the security team about a phishing link?"
+    kept = repair_question(index, "who does the check-in?", ["sample"])
+    assert kept.corrections == []
