@@ -47,6 +47,7 @@ MIN_CHUNKS = 2
 MIN_JOINED = 4  # "e-mail" → "email": joining two halves is no guess among near words, so short is fine
 MIN_PART = 2  # letters on each side of a split: "co-working"
 COMPOUND_CHUNKS = 20  # keyword hits of a split's two halves whose text is looked at for the hyphen
+COMPOUND_WORDS = 8  # words of one question looked at as compounds: each may cost two keyword searches
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
 # next to Chinese text it is a word too ("提名新mantainer怎么投票").
@@ -95,7 +96,9 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
     used = index.bm25.doc_freq({t for terms in stems.values() for t in terms}, scopes)
     unknown = [w for w in candidates if stems[w] and not any(used[t] for t in stems[w])]
     choices: dict[str, str] = {}
-    for word in candidates if compounds else []:  # a stem in use is no proof: "coworking" stems as "coworkers" does
+    # A stem in use is no proof: "coworking" stems as "coworkers" does. A pasted wall of text
+    # has its first few words looked at, not hundreds (each may cost two keyword searches).
+    for word in candidates[:COMPOUND_WORDS] if compounds else []:
         compound = hyphenated(index, word, scopes, checked=word not in unknown)
         if compound:
             choices[word] = compound
@@ -151,16 +154,18 @@ def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> R
     """The question with each hyphenated word the visible wiki writes whole, and never hyphenated,
     written whole ("un-elected" → "unelected")."""
     corrections: list[tuple[str, str]] = []
+    decided: dict[str, bool] = {}  # lower-cased "a-b" → written whole: each asked once, at most COMPOUND_WORDS
 
     def join(match: re.Match) -> str:
         a, b = match.group(1), match.group(2)
         whole = a + b
-        if not MIN_JOINED <= len(whole) <= MAX_LENGTH:
-            return match.group(0)
-        terms = bm25_module.tokens_of_each([whole])[0]
-        used = index.bm25.doc_freq(set(terms), scopes) if terms else {}
-        if (terms and all(used[t] for t in terms) and _written(index, whole, whole, scopes)
-                and not _written(index, f"{a} {b}", f"{a}-{b}", scopes)):
+        key = match.group(0).lower()
+        if key not in decided and len(decided) < COMPOUND_WORDS and MIN_JOINED <= len(whole) <= MAX_LENGTH:
+            terms = bm25_module.tokens_of_each([whole])[0]
+            used = index.bm25.doc_freq(set(terms), scopes) if terms else {}
+            decided[key] = bool(terms and all(used[t] for t in terms) and _written(index, whole, whole, scopes)
+                                and not _written(index, f"{a} {b}", f"{a}-{b}", scopes))
+        if decided.get(key):
             corrections.append((match.group(0), whole))
             return whole
         return match.group(0)
