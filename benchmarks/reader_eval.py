@@ -262,6 +262,15 @@ def reader_scores(rows: list[dict], logits: dict[tuple[str, str], list[float]]) 
     return {id(r): top1(r, logits) for r in rows if r["corpus"] in ENGLISH and not r["signals"].get("cjk")}
 
 
+def reader_sum(logits: dict[tuple[str, str], list[float]]) -> Callable[[float], Callable[[dict], float]]:
+    """w → the gate's score of a row plus w·σ(the reader's top-1 logit): what the veto cuts
+    (`indexing.gate.reader_gate_score` on the harness's rows)."""
+    def make(w: float) -> Callable[[dict], float]:
+        return lambda r: today(r) + w * top1(r, logits)
+
+    return make
+
+
 def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid: list[float], top_n: int = 10,
               with_floor: bool = True) -> dict:
     """The reader as a veto, leave-one-corpus-out: today's gate decides, and an English question it
@@ -272,9 +281,7 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
     from bot.gate_fit import fit, fit_floor
     from indexing.gate import Outcome, outcome_for
 
-    def make(w: float) -> Callable[[dict], float]:
-        return lambda r: today(r) + w * top1(r, logits)
-
+    make = reader_sum(logits)
     report = {}
     for held in sorted({r["corpus"] for r in rows}):
         rest = [r for r in rows if r["corpus"] != held]
@@ -318,9 +325,7 @@ def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float,
 
     logits = load_logits(name)
 
-    def make(w: float) -> Callable[[dict], float]:
-        return lambda r: today(r) + w * top1(r, logits)
-
+    make = reader_sum(logits)
     weight = fit_weight(rows, "", make, grid)
     floor = fit_floor(rows, reader_scores(rows, logits), fit(as_gate_rows(rows, today))["en"][1])
     return weight, fit(as_gate_rows(rows, make(weight)))["en"], floor

@@ -184,17 +184,34 @@ def reader_gate_score(signals: GateSignals, weight: float) -> float:
     return round(gate_score(signals) + weight * (signals.rerank_best or 0.0), 6)
 
 
-def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, float] | None = None,
-                 rerank_weight: float | None = None, rerank_floor: float = 0.0) -> Outcome:
+@dataclass(frozen=True)
+class RerankGate:
+    """How the gate reads a rerank score (`indexing.rerank.RerankStage.gate`).
+
+    Without a `weight` (a company's cross-encoder or rerank service) the score is cut by
+    `thresholds` — (refuse_below, answer_from) fitted for that backend — in place of today's gate.
+    With a `weight` (the built-in reader) the score is a veto instead: today's gate decides, and a
+    question it answers stays answered only if today's score plus `weight` times the reader's
+    reaches `thresholds[1]` (fitted for that sum) and the reader's own score reaches `floor`."""
+
+    thresholds: tuple[float, float] | None = None  # None: a backend nobody fitted — the order only
+    weight: float | None = None
+    floor: float = 0.0
+
+    def vetoes(self, signals: GateSignals) -> bool:
+        """Whether the reader takes the confidence of an answer today's gate gives."""
+        if self.weight is None or self.thresholds is None or signals.rerank_best is None:
+            return False
+        return reader_gate_score(signals, self.weight) < self.thresholds[1] or signals.rerank_best < self.floor
+
+
+def gate_outcome(signals: GateSignals, cfg, rerank: RerankGate | None = None) -> Outcome:
     """Answered, uncertain or not found, from the signals and the configured thresholds
-    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With `rerank_thresholds`
-    (fitted for the configured reranker) and a rerank score, that score is cut instead, in every
-    language: a cross-encoder reads the question and the section together. With a `rerank_weight`
-    (the built-in reader) the reader is a veto instead: today's gate decides, and a question it
-    answers stays answered only if today's score plus that weight times the reader's reaches the
-    `answer_from` fitted for that sum, and the reader's own score reaches `rerank_floor` (the
-    reader reads the top section as not answering at all) — else it is uncertain. The reader can
-    take confidence away, never add it (docs/tuning.md, *A built-in reader*).
+    (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With a `rerank` gate that
+    cuts (a fitted cross-encoder) and a rerank score, that score is cut instead, in every
+    language: a cross-encoder reads the question and the section together. With a reader's veto
+    (the built-in) today's gate decides and the reader can take confidence away, never add it
+    (`RerankGate`; docs/tuning.md, *A built-in reader*).
 
     A question none of whose words occurs anywhere in the visible wiki (the keyword leg found
     nothing: "xxxx…", emoji alone, another language's words) is not found whatever its cosine:
@@ -202,13 +219,11 @@ def gate_outcome(signals: GateSignals, cfg, rerank_thresholds: tuple[float, floa
     no keyword hit."""
     if not signals.best_bm25:
         return Outcome.NOT_FOUND
-    if rerank_thresholds is not None and signals.rerank_best is not None and rerank_weight is None:
-        return outcome_for(signals.rerank_best, *rerank_thresholds)
+    if rerank is not None and rerank.weight is None and rerank.thresholds is not None and signals.rerank_best is not None:
+        return outcome_for(signals.rerank_best, *rerank.thresholds)
     if signals.cjk:
         return outcome_for(gate_score(signals), cfg.gate_refuse_below_cjk, cfg.gate_answer_from_cjk)
     outcome = outcome_for(gate_score(signals), cfg.gate_refuse_below, cfg.gate_answer_from)
-    if (outcome is Outcome.ANSWERED and rerank_thresholds is not None and rerank_weight is not None
-            and signals.rerank_best is not None
-            and (reader_gate_score(signals, rerank_weight) < rerank_thresholds[1] or signals.rerank_best < rerank_floor)):
+    if outcome is Outcome.ANSWERED and rerank is not None and rerank.vetoes(signals):
         return Outcome.UNCERTAIN
     return outcome

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Protocol
 from indexing.config import RerankConfig
 
 if TYPE_CHECKING:
-    from indexing.gate import GateSignals
+    from indexing.gate import GateSignals, RerankGate
     from indexing.retrieval import Hit
 
 log = logging.getLogger(__name__)
@@ -217,6 +217,13 @@ class RerankStage:
     @property
     def name(self) -> str:
         return self.reranker.name
+
+    @property
+    def gate(self) -> RerankGate:
+        """How the gate reads this stage's score: cut by fitted thresholds, or the reader's veto."""
+        from indexing.gate import RerankGate
+
+        return RerankGate(self.thresholds, self.weight, self.floor)
 
     def warm(self) -> None:
         """Load the model now (`kb serve`'s start, `kb eval`), not inside the first question's budget."""

@@ -166,8 +166,7 @@ def retrieve(
         hits, signals, run = stage.rerank(searched, hits, signals)
         lap("rerank")
     hits = hits[:top_k]
-    rerank_gate = (stage.thresholds, stage.weight, stage.floor) if stage else (None, None, 0.0)
-    outcome = gate_outcome(signals, cfg, *rerank_gate) if hits else Outcome.NOT_FOUND
+    outcome = gate_outcome(signals, cfg, stage.gate if stage else None) if hits else Outcome.NOT_FOUND
     timings["retrieval_total"] = round(sum(timings.values()), 2)
     return Retrieval(question=question, hits=hits, signals=signals,
                      terms=terms, timings_ms=timings, outcome=outcome, repair=repair, question_vector=embedding,

@@ -15,6 +15,15 @@ The rule is deliberately narrow, so that a correct word is never "repaired" into
 - that word must itself be a dictionary word or a term the stemmer leaves as it is (a name such as
   "graphengine"), so a stem that happens to be common ("availes" → "avail") is not taken for a word.
 
+A word the wiki writes hyphenated is searched as the wiki writes it: "coworking" where the pages
+say "co-working", "twofactor" for "two-factor". Such a word is unknown to the wiki and to the
+dictionary like a typo, but it is no typo of any one wiki word; it is two, and the question's
+vector is as far from the page as a typo's (clef's "can i get money back for a coworking
+space?": cosine 0.29 as typed, 0.35 as the page spells it — not found, then uncertain). A split
+counts only where a visible chunk holds the hyphenated form, and it is tried before the typos.
+The other way round too: "un-elected" is searched as "unelected" where the wiki writes it whole
+and never hyphenated (the keyword leg would look for "un" and "elected").
+
 Only what the asker may see counts, so a restricted page's vocabulary never steers a question.
 The question is searched (both legs, the gate, the lead) as repaired; the asker's own words are
 what is logged and shown.
@@ -35,10 +44,15 @@ if TYPE_CHECKING:
 MIN_LENGTH = 6
 MAX_LENGTH = 30  # longer "words" are not typos of words (a pasted hash, "xxxx…"): 54·n+25 candidates each
 MIN_CHUNKS = 2
+MIN_JOINED = 4  # "e-mail" → "email": joining two halves is no guess among near words, so short is fine
+MIN_PART = 2  # letters on each side of a split: "co-working"
+COMPOUND_CHUNKS = 20  # keyword hits of a split's two halves whose text is looked at for the hyphen
+COMPOUND_WORDS = 8  # words of one question looked at as compounds: each may cost two keyword searches
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
 # next to Chinese text it is a word too ("提名新mantainer怎么投票").
 _WORD = re.compile(r"(?<![A-Za-z0-9_'’])[A-Za-z]+(?![A-Za-z0-9_'’])")
+_HYPHENATED = re.compile(r"(?<![A-Za-z0-9_'’-])([A-Za-z]+)-([A-Za-z]+)(?![A-Za-z0-9_'’-])")
 
 
 @dataclass(frozen=True)
@@ -66,20 +80,29 @@ def one_edit_away(word: str) -> set[str]:
             | {a + c + b for a, b in splits for c in _LETTERS}) - {word}
 
 
-def repair_question(index: Index, question: str, scopes: list[str] | None) -> Repair:
-    """The question with each misspelt word replaced by the wiki word it most likely means."""
+def repair_question(index: Index, question: str, scopes: list[str] | None, compounds: bool = True) -> Repair:
+    """The question with each misspelt word replaced by the wiki word it most likely means.
+    `compounds=False`: typos only (`benchmarks.compound_repair` times the two in one process)."""
+    joined = joined_compounds(index, question, scopes) if compounds else Repair(question)
+    question = joined.text
     words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
     if not words:
-        return Repair(question)
+        return joined
     dictionary = english_words()
     candidates = sorted(w for w in words if w not in dictionary)
     if not candidates:
-        return Repair(question)
+        return joined
     stems = dict(zip(candidates, bm25_module.tokens_of_each(candidates)))
     used = index.bm25.doc_freq({t for terms in stems.values() for t in terms}, scopes)
     unknown = [w for w in candidates if stems[w] and not any(used[t] for t in stems[w])]
     choices: dict[str, str] = {}
-    for word in unknown:
+    # A stem in use is no proof: "coworking" stems as "coworkers" does. A pasted wall of text
+    # has its first few words looked at, not hundreds (each may cost two keyword searches).
+    for word in candidates[:COMPOUND_WORDS] if compounds else []:
+        compound = hyphenated(index, word, scopes, checked=word not in unknown)
+        if compound:
+            choices[word] = compound
+    for word in (w for w in unknown if w not in choices):
         edits = sorted(one_edit_away(word))
         terms = bm25_module.tokens_of_each(edits)
         # A candidate is one analysed term, and a word in its own right.
@@ -91,8 +114,8 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
         if counts[usable[best]] >= MIN_CHUNKS:
             choices[word] = best
     if not choices:
-        return Repair(question)
-    corrections: list[tuple[str, str]] = []
+        return joined
+    corrections: list[tuple[str, str]] = list(joined.corrections)
 
     def replace(match: re.Match) -> str:
         original = match.group(0)
@@ -104,3 +127,58 @@ def repair_question(index: Index, question: str, scopes: list[str] | None) -> Re
         return repaired
 
     return Repair(_WORD.sub(replace, question), corrections)
+
+
+def hyphenated(index: Index, word: str, scopes: list[str] | None, checked: bool = True) -> str | None:
+    """`word` split by a hyphen the way the visible wiki writes it ("coworking" → "co-working"), or
+    None. Splits whose halves the visible wiki both uses (a stop word such as "on" counts as used:
+    it is not indexed) are looked for in the text of the chunks the keyword leg finds for the two
+    halves — a handful of splits at most, only for a word the dictionary does not know. `checked`:
+    the word's stem is in use ("coworking" as "coworkers"), so the word must also not be written
+    whole in the chunks the keyword leg finds for it: a wiki that writes both keeps the asker's."""
+    splits = [(word[:i], word[i:]) for i in range(MIN_PART, len(word) - MIN_PART + 1)]
+    halves = dict(zip([h for split in splits for h in split],
+                      bm25_module.tokens_of_each([h for split in splits for h in split])))
+    used = index.bm25.doc_freq({t for terms in halves.values() for t in terms}, scopes)
+    plausible = [(a, b) for a, b in splits
+                 if all(all(used[t] for t in halves[h]) for h in (a, b)) and any(halves[a] + halves[b])]
+    for a, b in plausible:
+        if _written(index, f"{a} {b}", rf"{a}-{b}", scopes):
+            if checked and _written(index, word, word, scopes):
+                return None
+            return f"{a}-{b}"
+    return None
+
+
+def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> Repair:
+    """The question with each hyphenated word the visible wiki writes whole, and never hyphenated,
+    written whole ("un-elected" → "unelected")."""
+    corrections: list[tuple[str, str]] = []
+    decided: dict[str, bool] = {}  # lower-cased "a-b" → written whole: each asked once, at most COMPOUND_WORDS
+
+    def join(match: re.Match) -> str:
+        a, b = match.group(1), match.group(2)
+        whole = a + b
+        key = match.group(0).lower()
+        if key not in decided and len(decided) < COMPOUND_WORDS and MIN_JOINED <= len(whole) <= MAX_LENGTH:
+            terms = bm25_module.tokens_of_each([whole])[0]
+            used = index.bm25.doc_freq(set(terms), scopes) if terms else {}
+            decided[key] = bool(terms and all(used[t] for t in terms) and _written(index, whole, whole, scopes)
+                                and not _written(index, f"{a} {b}", f"{a}-{b}", scopes))
+        if decided.get(key):
+            corrections.append((match.group(0), whole))
+            return whole
+        return match.group(0)
+
+    return Repair(_HYPHENATED.sub(join, question), corrections)
+
+
+def _written(index: Index, search: str, pattern: str, scopes: list[str] | None) -> bool:
+    """Whether a chunk the keyword leg finds for `search` holds `pattern` as a whole word."""
+    hits = index.bm25.search(search, scopes, COMPOUND_CHUNKS)
+    if not hits:
+        return False
+    with index.session() as session:
+        texts = index.store.texts(session, [h.node_id for h in hits])
+    written = re.compile(rf"(?<![A-Za-z]){pattern}(?![A-Za-z])", re.IGNORECASE)
+    return any(written.search(text) for text in texts.values())

@@ -16,7 +16,7 @@ from test_rerank import VACATION, handbook, reranking  # noqa: F401 — handbook
 from bot.gate_fit import fit_floor, fit_rerank
 from bot.settings import Settings
 from indexing.config import IndexConfig, RerankConfig
-from indexing.gate import GateSignals, Outcome, gate_outcome, gate_score, reader_gate_score
+from indexing.gate import GateSignals, Outcome, RerankGate, gate_outcome, gate_score, reader_gate_score
 from indexing.reader import (FLOOR, GATE_WEIGHT, MODEL, THRESHOLDS, TOP_N, BuiltinReader, OnnxReader,
                              answer_window, passage)
 from indexing.rerank import make_reranker
@@ -44,7 +44,7 @@ def test_builtin_reads_the_fused_top_section_and_never_reorders(index, handbook)
     with reranking(index, RerankConfig(backend="builtin")) as stage:
         read = retrieve(index, VACATION, scopes=scopes)
     assert stage.name == "builtin:reader" and stage.weight == GATE_WEIGHT and stage.thresholds == THRESHOLDS
-    assert stage.floor == FLOOR
+    assert stage.floor == FLOOR and stage.gate == RerankGate(THRESHOLDS, GATE_WEIGHT, FLOOR)
     assert [h.parent_id for h in read.hits] == [h.parent_id for h in fused.hits]  # the order is fusion's
     assert read.rerank is not None and read.rerank.outcome == "ok" and read.rerank.pairs == TOP_N == 1
     assert read.hits[0].rerank is not None and all(h.rerank is None for h in read.hits[1:])
@@ -61,10 +61,10 @@ def test_the_reader_vetoes_a_confident_answer_and_never_adds_confidence():
     confident = GateSignals(best_cosine=answer + 0.01, best_bm25=3.0)
     unsure = GateSignals(best_cosine=(refuse + answer) / 2, best_bm25=3.0)
     weak = GateSignals(best_cosine=refuse - 0.05, best_bm25=3.0)
-    veto = (0.0, confident.best_cosine + GATE_WEIGHT * 0.5)  # the sum must reach this to stay answered
+    veto = RerankGate((0.0, confident.best_cosine + GATE_WEIGHT * 0.5), GATE_WEIGHT)  # the sum must reach [1]
 
     def decide(signals: GateSignals, reader: float | None) -> Outcome:
-        return gate_outcome(replace(signals, rerank_best=reader), cfg, veto, GATE_WEIGHT)
+        return gate_outcome(replace(signals, rerank_best=reader), cfg, veto)
 
     assert decide(confident, 0.9) is Outcome.ANSWERED
     assert decide(confident, 0.1) is Outcome.UNCERTAIN  # read, and it does not answer: not confident
@@ -76,15 +76,15 @@ def test_the_reader_vetoes_a_confident_answer_and_never_adds_confidence():
 def test_below_the_floor_the_reader_alone_takes_confidence_away():
     cfg = IndexConfig(home=Path("/nonexistent"))
     very_sure = GateSignals(best_cosine=cfg.gate_answer_from + 0.3, best_bm25=3.0)  # the sum passes whatever it reads
-    veto = (0.0, cfg.gate_answer_from + 0.1)
+    sum_thresholds = (0.0, cfg.gate_answer_from + 0.1)
 
     def decide(reader: float, floor: float) -> Outcome:
-        return gate_outcome(replace(very_sure, rerank_best=reader), cfg, veto, GATE_WEIGHT, floor)
+        return gate_outcome(replace(very_sure, rerank_best=reader), cfg, RerankGate(sum_thresholds, GATE_WEIGHT, floor))
 
     assert decide(0.03, 0.0) is Outcome.ANSWERED  # no floor: the sum alone, and it passes
     assert decide(0.03, 0.05) is Outcome.UNCERTAIN  # read as not answering at all
     assert decide(0.05, 0.05) is Outcome.ANSWERED and decide(0.6, 0.05) is Outcome.ANSWERED
-    assert gate_outcome(very_sure, cfg, veto, GATE_WEIGHT, 0.05) is Outcome.ANSWERED  # not read: today's
+    assert gate_outcome(very_sure, cfg, RerankGate(sum_thresholds, GATE_WEIGHT, 0.05)) is Outcome.ANSWERED  # not read
 
 
 def test_the_floor_is_the_readers_unless_the_setting_gives_one(index, handbook, monkeypatch):  # noqa: F811

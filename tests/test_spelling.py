@@ -41,14 +41,18 @@ def test_correct_words_the_wiki_does_not_use_are_left_alone(index, sample_synced
     assert repair.text == question and repair.corrections == []
 
 
-def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_path):
-    """"zorblax" is a word of two restricted pages only: asked with their scope, "zorbalx" means
-    it; asked where they are not visible, the word stays as typed."""
+@pytest.mark.parametrize(("scope", "page", "question", "repaired"), [
+    ("spell-hr", "The zorblax rota is kept by the HR team.", "who keeps the zorbalx rota?", "who keeps the zorblax rota?"),
+    ("spell-fac", "The hot-desking plan is kept by facilities.", "how does hotdesking work?", "how does hot-desking work?"),
+])
+def test_only_the_askers_scopes_decide_what_a_word_is_repaired_into(index, tmp_path, scope, page, question, repaired):
+    """A word (a typo's "zorblax", a compound's "hot-desking") of two restricted pages only: asked
+    with their scope, the question is searched with it; asked where they are not visible, the
+    word stays as typed."""
     for name in ("one", "two"):
-        (tmp_path / f"{name}.md").write_text(f"# Zorblax {name}\n\nThe zorblax rota is kept by the HR team.\n")
-    sync_documents(index, MarkdownFolder(tmp_path, source="spell-hr", access="spell-hr").documents(), "spell-hr")
-    question = "who keeps the zorbalx rota?"
-    assert repair_question(index, question, ["spell-hr"]).text == "who keeps the zorblax rota?"
+        (tmp_path / f"{name}.md").write_text(f"# Page {name}\n\n{page}\n")
+    sync_documents(index, MarkdownFolder(tmp_path, source=scope, access=scope).documents(), scope)
+    assert repair_question(index, question, [scope]).text == repaired
     assert repair_question(index, question, ["sample"]).text == question
 
 
@@ -92,3 +96,27 @@ def test_a_word_too_long_to_be_a_typo_is_not_looked_at(index, sample_synced):
     """54·n + 25 candidates per word: a pasted 2,000-letter "word" must not cost 100,000 lookups."""
     question = "what is " + "x" * 2000
     assert repair_question(index, question, ["sample"]).text == question
+
+
+def test_a_word_the_wiki_writes_hyphenated_is_searched_as_written(index, sample_synced):
+    """"twofactor" is no typo of one wiki word: the security page writes "two-factor"."""
+    joined = retrieve(index, "what are the twofactor rules?", scopes=["sample"])
+    written = retrieve(index, "what are the two-factor rules?", scopes=["sample"])
+    assert joined.repair.corrections == [("twofactor", "two-factor")]
+    assert joined.searched == "what are the two-factor rules?"
+    assert [h.parent_id for h in joined.hits] == [h.parent_id for h in written.hits]
+    assert joined.hits[0].path == "it/security.md" and joined.outcome == written.outcome
+
+
+def test_a_word_the_wiki_also_writes_whole_is_left_as_typed(index, sample_synced):
+    """The on-call page says "on-call" and "#oncall": the asker's "oncall" is the wiki's word too."""
+    assert repair_question(index, "which channel is oncall?", ["sample"]).corrections == []
+
+
+def test_a_hyphenated_word_the_wiki_writes_whole_is_searched_whole(index, sample_synced):
+    """The security page writes "Email", never "e-mail"; the on-call page writes "check-in"."""
+    joined = retrieve(index, "can i e-mail the security team about a phishing link?", scopes=["sample"])
+    assert joined.repair.corrections == [("e-mail", "email")]
+    assert joined.searched == "can i email the security team about a phishing link?"
+    kept = repair_question(index, "who does the check-in?", ["sample"])
+    assert kept.corrections == []
