@@ -4,7 +4,7 @@ Every table Docent keeps in Postgres — the index's (`documents`, `parent_secti
 `embedding_cache`, `sync_runs`, `sources`, `index_state`, the keyword leg's `keyword_*`,
 `sentence_vectors`) and the bot's (`query_log`, `feedback`, `admin_actions`, `slack_deliveries`,
 `answer_messages`, `handovers`, `answered_gaps`) — is created here and nowhere else. The SQLModel classes
-(`indexing.index_tables`, `bot.question_log`, `bot.slack.dedupe`, `bot.slack.answer_messages`) are the
+(`indexing.index_tables`, `bot.question_log`, `bot.slack.store`) are the
 Python view of these tables and create nothing; tests/test_migrations.py checks that they and the
 migrations describe the same columns. The one exception is PGVectorStore's own chunk table
 (`data_docent_chunks`), which LlamaIndex creates and shapes (`indexing.store`).

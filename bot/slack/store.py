@@ -22,7 +22,7 @@ and a deleted question takes its answer with it (`bot.slack.conversation`), and 
 DM answer finds the question it follows. Rows are kept as long as the query log keeps questions
 (`prune_answers`, run by `bot.housekeeping`).
 
-**Hand-overs** (`handovers`, created by migration in `indexing.migrations`; `claim_handover`):
+**Hand-overs** (`handovers`, `HandoverRecord`; `claim_handover`):
 at most one per thread and at most `KB_HANDOVERS_PER_HOUR` per channel in any rolling hour,
 decided under a per-channel advisory lock (`bot.slack.handover` posts them). A hand-over keeps
 who asked, and once a person answers in its thread, that Docent offered the answer as a gap
@@ -37,7 +37,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, text
+from sqlalchemy import Column, Index, Text, delete, func, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, select
@@ -183,20 +183,39 @@ def prune_answers(db: Database, before: datetime) -> int:
 # -- hand-overs ----------------------------------------------------------------------------------
 
 
+class HandoverRecord(SQLModel, table=True):
+    """A thread Docent handed over to people, and what became of it. The table is made by
+    `indexing.migrations` (m005_slack_tables, m007_answered_gaps)."""
+
+    __tablename__ = "handovers"
+    __table_args__ = (Index("handovers_channel_created_idx", "channel", "created_at"),)
+
+    channel: str = Field(primary_key=True)
+    thread_ts: str = Field(primary_key=True)
+    question: str = Field(default="", sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+    asker: str = ""  # "" for hand-overs made before askers were kept
+    offered_at: datetime | None = Field(default=None, sa_column=timestamptz(nullable=True))  # offered as a gap
+    answered_by: str = ""
+    answer_ts: str = ""
+    answer_text: str = Field(default="", sa_column=Column(Text, nullable=False))
+
+
 def claim_handover(db: Database, channel: str, thread_ts: str, question: str, per_hour: int, asker: str = "") -> str:
     """Record a hand-over for this thread if none was made and the channel's hourly cap allows:
-    "claimed", "already" (this thread had one) or "capped"."""
+    "claimed", "already" (this thread had one) or "capped". The hour is the database's clock, so
+    replicas on hosts whose clocks differ count the same hand-overs."""
+    in_channel = col(HandoverRecord.channel) == channel
     with db.engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"docent:handover:{channel}"})
-        if conn.execute(text("SELECT 1 FROM handovers WHERE channel = :c AND thread_ts = :t"),
-                        {"c": channel, "t": thread_ts}).first():
+        if conn.execute(select(HandoverRecord.thread_ts).where(in_channel, col(HandoverRecord.thread_ts) == thread_ts)).first():
             return "already"
-        recent = conn.execute(text("SELECT count(*) FROM handovers WHERE channel = :c "
-                                   "AND created_at > now() - interval '1 hour'"), {"c": channel}).scalar_one()
+        recent = conn.execute(select(func.count()).select_from(HandoverRecord).where(
+            in_channel, col(HandoverRecord.created_at) > func.now() - timedelta(hours=1))).scalar_one()
         if recent >= per_hour:
             return "capped"
-        conn.execute(text("INSERT INTO handovers (channel, thread_ts, question, asker) VALUES (:c, :t, :q, :a)"),
-                     {"c": channel, "t": thread_ts, "q": question[:2000], "a": asker or ""})
+        conn.execute(insert(HandoverRecord).values(channel=channel, thread_ts=thread_ts, question=question[:2000],
+                                                   created_at=func.now(), asker=asker or ""))
     return "claimed"
 
 
@@ -218,11 +237,10 @@ class Handover:
 
 def handover_in(db: Database, channel: str, thread_ts: str) -> Handover | None:
     """The hand-over of this thread, if Docent made one."""
-    with db.engine.connect() as conn:
-        row = conn.execute(text("SELECT question, asker, offered_at IS NOT NULL, answered_by, answer_ts, answer_text "
-                                "FROM handovers WHERE channel = :c AND thread_ts = :t"),
-                           {"c": channel, "t": thread_ts}).first()
-    return None if row is None else Handover(channel, thread_ts, *row)
+    with db.session() as s:
+        row = s.get(HandoverRecord, (channel, thread_ts))
+    return None if row is None else Handover(channel, thread_ts, row.question, row.asker, row.offered_at is not None,
+                                             row.answered_by, row.answer_ts, row.answer_text)
 
 
 def claim_gap_offer(db: Database, channel: str, thread_ts: str, answered_by: str, answer_ts: str,
@@ -230,11 +248,12 @@ def claim_gap_offer(db: Database, channel: str, thread_ts: str, answered_by: str
     """Mark this handed-over thread's gap as offered, with the person's answer: the hand-over, or None
     when the thread had no hand-over or its offer was made already (once per thread, across processes)."""
     with db.engine.begin() as conn:
-        row = conn.execute(text("UPDATE handovers SET offered_at = now(), answered_by = :by, answer_ts = :ats, "
-                                "answer_text = :txt WHERE channel = :c AND thread_ts = :t AND offered_at IS NULL "
-                                "RETURNING question, asker"),
-                           {"c": channel, "t": thread_ts, "by": answered_by, "ats": answer_ts,
-                            "txt": answer_text[:8000]}).first()
+        row = conn.execute(
+            update(HandoverRecord)
+            .where(col(HandoverRecord.channel) == channel, col(HandoverRecord.thread_ts) == thread_ts,
+                   col(HandoverRecord.offered_at).is_(None))
+            .values(offered_at=func.now(), answered_by=answered_by, answer_ts=answer_ts, answer_text=answer_text[:8000])
+            .returning(col(HandoverRecord.question), col(HandoverRecord.asker))).first()
     if row is None:
         return None
     return Handover(channel, thread_ts, row[0], row[1], True, answered_by, answer_ts, answer_text[:8000])
@@ -244,4 +263,4 @@ def prune_handovers(db: Database, before: datetime) -> int:
     """Forget hand-overs made before `before` — their questions and people's answers are personal
     data, kept as long as the query log keeps questions (`bot.housekeeping`)."""
     with db.engine.begin() as conn:
-        return affected(conn.execute(text("DELETE FROM handovers WHERE created_at < :before"), {"before": before}))
+        return affected(conn.execute(delete(HandoverRecord).where(col(HandoverRecord.created_at) < before)))
