@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Protocol
 from indexing.config import RerankConfig
 
 if TYPE_CHECKING:
-    from indexing.gate import GateSignals, RerankGate
+    from indexing.gate import GateSignals
     from indexing.retrieval import Hit
 
 log = logging.getLogger(__name__)
@@ -200,14 +200,16 @@ class RerankStage:
     """A backend with its budget, its worker threads and its fallback (one per process, on `Index`)."""
 
     def __init__(self, reranker: Reranker, config: RerankConfig) -> None:
+        from indexing.gate import RerankGate
+
         self.reranker = reranker
         self.config = config
         self.top_n = max(1, getattr(reranker, "top_n", None) or config.top_n)
         weight, fitted = getattr(reranker, "gate", (None, getattr(reranker, "thresholds", None)))
-        self.thresholds: tuple[float, float] | None = config.thresholds or fitted
-        self.weight: float | None = weight  # None: the thresholds cut the rerank score alone
-        # the built-in reader's veto floor: below it, its score alone takes an answer's confidence away
-        self.floor: float = config.floor if config.floor is not None else getattr(reranker, "floor", 0.0)
+        # How the gate reads this stage's score: the settings' thresholds and floor over the backend's.
+        # No weight: the thresholds cut the rerank score alone; the built-in reader's weight and floor: a veto.
+        self.gate = RerankGate(thresholds=config.thresholds or fitted, weight=weight,
+                               floor=config.floor if config.floor is not None else getattr(reranker, "floor", 0.0))
         self._text_of = getattr(reranker, "text_of", lambda question, hit, max_chars: section_text(hit, max_chars))
         self._reads_cjk = getattr(reranker, "reads_cjk", True)
         workers = max(1, int(getattr(reranker, "workers", 1)))
@@ -217,13 +219,6 @@ class RerankStage:
     @property
     def name(self) -> str:
         return self.reranker.name
-
-    @property
-    def gate(self) -> RerankGate:
-        """How the gate reads this stage's score: cut by fitted thresholds, or the reader's veto."""
-        from indexing.gate import RerankGate
-
-        return RerankGate(self.thresholds, self.weight, self.floor)
 
     def warm(self) -> None:
         """Load the model now (`kb serve`'s start, `kb eval`), not inside the first question's budget."""

@@ -98,7 +98,8 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
     choices: dict[str, str] = {}
     # A stem in use is no proof: "coworking" stems as "coworkers" does. A pasted wall of text
     # has its first few words looked at, not hundreds (each may cost two keyword searches).
-    for word in candidates[:COMPOUND_WORDS] if compounds else []:
+    just_joined = {whole.lower() for _, whole in joined.corrections}  # known not to be written hyphenated
+    for word in [w for w in candidates if w not in just_joined][:COMPOUND_WORDS] if compounds else []:
         compound = hyphenated(index, word, scopes, checked=word not in unknown)
         if compound:
             choices[word] = compound

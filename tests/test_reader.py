@@ -43,8 +43,8 @@ def test_builtin_reads_the_fused_top_section_and_never_reorders(index, handbook)
     fused = retrieve(index, VACATION, scopes=scopes)
     with reranking(index, RerankConfig(backend="builtin")) as stage:
         read = retrieve(index, VACATION, scopes=scopes)
-    assert stage.name == "builtin:reader" and stage.weight == GATE_WEIGHT and stage.thresholds == THRESHOLDS
-    assert stage.floor == FLOOR and stage.gate == RerankGate(THRESHOLDS, GATE_WEIGHT, FLOOR)
+    assert stage.name == "builtin:reader" and stage.gate.weight == GATE_WEIGHT and stage.gate.thresholds == THRESHOLDS
+    assert stage.gate.floor == FLOOR and stage.gate == RerankGate(THRESHOLDS, GATE_WEIGHT, FLOOR)
     assert [h.parent_id for h in read.hits] == [h.parent_id for h in fused.hits]  # the order is fusion's
     assert read.rerank is not None and read.rerank.outcome == "ok" and read.rerank.pairs == TOP_N == 1
     assert read.hits[0].rerank is not None and all(h.rerank is None for h in read.hits[1:])
@@ -89,7 +89,7 @@ def test_below_the_floor_the_reader_alone_takes_confidence_away():
 
 def test_the_floor_is_the_readers_unless_the_setting_gives_one(index, handbook, monkeypatch):  # noqa: F811
     with reranking(index, RerankConfig(backend="builtin", floor=0.2)) as stage:
-        assert stage.floor == 0.2
+        assert stage.gate.floor == 0.2
     monkeypatch.setenv("KB_RERANK_FLOOR", "0.12")
     assert Settings().index_config().rerank.floor == 0.12
     monkeypatch.setenv("KB_RERANK_FLOOR", "1.5")

@@ -65,11 +65,11 @@ def evaluate(
         rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]
         fitted = fit(rows)
         result["calibration"]["gate"] = {lang: {"refuse_below": t[0], "answer_from": t[1]} for lang, t in fitted.items()}
-        rerank = fit_rerank(rows, index.rerank.weight) if index.rerank is not None else None  # for this reranker's scores
+        rerank = fit_rerank(rows, index.rerank.gate.weight) if index.rerank is not None else None  # for this reranker's scores
         if rerank is not None:
             result["calibration"]["rerank"] = {"backend": index.rerank.name, "refuse_below": rerank[0],
                                                "answer_from": rerank[1]}
-            if index.rerank.weight is not None:  # the built-in reader: its veto floor too
+            if index.rerank.gate.weight is not None:  # the built-in reader: its veto floor too
                 read = {id(r): float(r["signals"]["rerank_best"]) for r in rows if r["signals"].get("rerank_best") is not None}
                 result["calibration"]["rerank"]["floor"] = fit_floor(rows, read, fitted["en"][1])
         if write_env is not None:
