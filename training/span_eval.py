@@ -1,0 +1,131 @@
+"""The span reader measured offline, leave-one-corpus-out, beside today's gate and the shipped reader.
+
+    # 1. per corpus, today's retrieval dumped once (benchmarks.reader_eval collect; sections, signals)
+    python -m benchmarks.reader_eval collect sg --home /work/kb/idx/sg          # … every corpus
+    # 2. the span reader's verdict on the top-N sections of every English question, cached by name
+    python -m training.span_eval score /work/kb/span/r1-int8.onnx --name r1
+    # 3. the tables: every variant, thresholds fitted without the held-out corpus
+    python -m training.span_eval report --span r1 --veto v4
+
+What the reader reads of a section is what `indexing.span_reader` is given in the product: the
+section's place (title › heading path) and its best-matching chunk. A question's span score is
+the best over its top N sections; `sigmoid(score / SCALE)` puts it on the gate's 0–1 grid, so the
+shipped fitting rule (`bot.gate_fit`) fits its thresholds unchanged. Variants:
+
+- `today`: today's gate (fused order);
+- `veto`: the shipped built-in reader as a veto (`benchmarks.reader_eval.loco_veto`);
+- `span`: the span score alone cuts (no section with a span above `refuse_below` → not found);
+- `span+today`: today's score plus w · the span score, w fitted out of corpus (best mean AUC);
+each also with the top N put in the span reader's order (hit@1, MRR).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from benchmarks.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
+
+SCALE = 4.0  # logits → (0, 1): sigmoid(score / SCALE); spans score about −15 … +10
+TOP_N = 5
+
+
+def passage(hit: dict) -> str:
+    where = " › ".join(p for p in (hit["title"], hit["heading"]) if p)
+    return f"{where}\n{hit['chunk']}" if where else hit["chunk"]
+
+
+def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
+    from indexing.span_reader import SpanReader
+
+    reader = SpanReader(model, threads=threads)
+    target = OUT / f"span-{name}.jsonl"
+    with target.open("w") as out:
+        for row in load_rows(ENGLISH):
+            if row["signals"].get("cjk"):
+                continue
+            spans = reader.read(row["searched"], [passage(h) for h in row["hits"][:top_n]])
+            out.write(json.dumps({"corpus": row["corpus"], "id": row["id"], "scores": [s.score for s in spans],
+                                  "spans": [s.text for s in spans]}, ensure_ascii=False) + "\n")
+    return target
+
+
+def load_spans(name: str) -> dict[tuple[str, str], dict]:
+    path = OUT / f"span-{name}.jsonl"
+    return {(r["corpus"], r["id"]): r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def squash(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x / SCALE))))
+
+
+def best(row: dict, spans: dict, top_n: int = TOP_N) -> float:
+    got = spans.get((row["corpus"], row["id"]))
+    return squash(max(got["scores"][:top_n])) if got and got["scores"] else 0.0
+
+
+def order(row: dict, spans: dict, top_n: int = TOP_N) -> list[float]:
+    got = spans.get((row["corpus"], row["id"]))
+    return got["scores"][:top_n] if got else []
+
+
+def _cell(s: dict) -> str:
+    return f"{s['answered']:.2f}/{s['uncertain']:.2f}/{s['not_found']:.2f}" if s.get("n") else "—"
+
+
+def table(name: str, report: dict) -> str:
+    lines = [f"### {name}", "", "| set | thresholds | answerable a/u/n | unanswerable a/u/n | AUC | hit@1 | MRR |",
+             "|---|---|---|---|---|---|---|"]
+    for corpus, r in report.items():
+        t = r.get("thresholds")
+        lines.append(f"| {corpus} | {t[0]:.3f} / {t[1]:.3f} | {_cell(r['own']['answerable'])} ({r['own']['answerable']['n']}) | "
+                     f"{_cell(r['own']['unanswerable'])} ({r['own']['unanswerable']['n']}) | "
+                     f"{r['auc'] if r['auc'] is None else round(r['auc'], 3)} | "
+                     f"{r['hit1'] if r['hit1'] is None else round(r['hit1'], 2)} | "
+                     f"{r['mrr'] if r['mrr'] is None else round(r['mrr'], 3)} |")
+    return "\n".join(lines)
+
+
+def report(span_name: str, veto_name: str | None, top_n: int = TOP_N) -> str:
+    from benchmarks.reader_eval import today
+
+    rows = load_rows(ENGLISH)
+    spans = load_spans(span_name)
+    out = [table("today (fused order, today's gate)", evaluate(rows, Candidate("today", today), top_n))]
+    if veto_name:
+        out.append(table(f"shipped reader as a veto ({veto_name})", loco_veto(rows, load_logits(veto_name),
+                                                                                [round(0.04 * i, 2) for i in range(16)])))
+    out.append(table("span alone (fused order)", evaluate(rows, Candidate("span", lambda r: best(r, spans, top_n)), top_n)))
+    out.append(table("span alone, span order", evaluate(
+        rows, Candidate("span", lambda r: best(r, spans, top_n), lambda r: order(r, spans, top_n)), top_n)))
+
+    def make(w: float):
+        return lambda r: today(r) + w * best(r, spans, top_n)
+
+    out.append(table("today + w·span (w fitted out of corpus), fused order",
+                     loco_combined(rows, "sum", make, [round(0.1 * i, 1) for i in range(1, 16)], None, top_n)))
+    return "\n\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("score")
+    s.add_argument("model", type=Path)
+    s.add_argument("--name", required=True)
+    s.add_argument("--top-n", type=int, default=TOP_N)
+    r = sub.add_parser("report")
+    r.add_argument("--span", required=True)
+    r.add_argument("--veto", help="the shipped reader's cached logits (benchmarks.reader_eval score … --name)")
+    r.add_argument("--top-n", type=int, default=TOP_N)
+    args = parser.parse_args(argv)
+    if args.command == "score":
+        print(score(args.model, args.name, args.top_n))
+    else:
+        print(report(args.span, args.veto, args.top_n))
+
+
+if __name__ == "__main__":
+    main()
