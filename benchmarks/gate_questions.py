@@ -1,6 +1,6 @@
-"""Extra labelled questions for calibrating the not-found gate, generated, never copied.
+"""Extra labelled questions for calibrating the not-found gate (none copied from a corpus).
 
-Two cheap sources of data the public sets lack (issue 14):
+Three sources of data the public sets lack (issues 14 and 34):
 
 - **casual rewrites** of every public question — no capitals, no punctuation, dropped
   apostrophes, chat abbreviations, one typo — which must keep the original's outcome;
@@ -8,9 +8,14 @@ Two cheap sources of data the public sets lack (issue 14):
   `not_found` there. Only pairs from different domains are used (company handbooks vs Wikipedia
   articles vs an open-source community's Chinese handbook): a Clef question asked of the
   Sourcegraph handbook is often answerable ("how many vacation days"), a SQuAD question about the
-  Normans never is. A sample was checked by hand (docs/tuning.md §8).
+  Normans never is. A sample was checked by hand (docs/tuning.md §8);
+- **near-topic unanswerable questions** written by hand for the English handbooks, each checked
+  against the whole corpus (`benchmarks/unanswerable/README.md`): the page retrieval finds talks
+  about the topic but does not answer. They are their own set, "unanswerable", so results can be
+  reported with and without them; fit thresholds on them leave-one-corpus-out, never train on them.
 
-Everything is derived at run time from the `eval_public.jsonl` files; nothing is stored.
+The first two are derived at run time from the `eval_public.jsonl` files; the third is read from
+`benchmarks/unanswerable/<file>.jsonl`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ CORPORA = {  # name -> (folder, questions file, domain)
     # Our own Chinese handbook (benchmarks/zh-handbook/README.md): Chinese fit data that is not MindSpore's
     "zhh": (REPO / "benchmarks" / "zh-handbook" / "pages", REPO / "benchmarks" / "zh-handbook" / "QUESTIONS.jsonl", "handbook"),
 }
+# Hand-written near-topic unanswerable questions (benchmarks/unanswerable/README.md), by corpus.
+UNANSWERABLE_DIR = REPO / "benchmarks" / "unanswerable"
+UNANSWERABLE = {"sample": UNANSWERABLE_DIR / "sample.jsonl", "clef": UNANSWERABLE_DIR / "clef.jsonl",
+                "sg": UNANSWERABLE_DIR / "sourcegraph.jsonl"}
 FOREIGN_PER_CORPUS = 40  # at most this many questions from each foreign corpus (answerable ones)
 
 # Common chat spellings, applied word by word (not chosen per question).
@@ -65,7 +74,8 @@ def casual(question: str, seed: str) -> str:
 
 def question_sets(corpus: str) -> dict[str, list[dict]]:
     """The labelled question sets to ask of `corpus`'s index: its own public questions, their
-    casual rewrites, and foreign questions (other domains' answerable questions, as not_found)."""
+    casual rewrites, foreign questions (other domains' answerable questions, as not_found) and
+    its hand-written near-topic unanswerable ones (empty where none were written)."""
     _folder, path, domain = CORPORA[corpus]
     own = load(path)
     rewrites = [{**q, "id": q["id"] + "~casual", "question": casual(q["question"], q["id"])} for q in own]
@@ -77,7 +87,9 @@ def question_sets(corpus: str) -> dict[str, list[dict]]:
         for q in random.Random(name + corpus).sample(answerable, min(FOREIGN_PER_CORPUS, len(answerable))):
             foreign.append({"id": f"{q['id']}@{corpus}", "question": q["question"], "expected_sources": [],
                             "answer_keywords": [], "kind": "not_found"})
-    return {"public": own, "casual": rewrites, "foreign": foreign}
+    extra = UNANSWERABLE.get(corpus)
+    unanswerable = load(extra) if extra else []
+    return {"public": own, "casual": rewrites, "foreign": foreign, "unanswerable": unanswerable}
 
 
 if __name__ == "__main__":  # print a sample to check by hand
