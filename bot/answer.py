@@ -81,6 +81,7 @@ class Answer:
     outcome: Outcome = Outcome.ANSWERED
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
+    answer_span: str | None = None  # the words a span reader points at, shown in bold in the lead (None: none)
 
     def __post_init__(self) -> None:
         self.outcome = Outcome(self.outcome)  # "answered" as well as Outcome.ANSWERED
@@ -103,6 +104,7 @@ class Answer:
             "note": self.note,
             "signals": self.signals,
             "searched": self.searched,
+            "answer_span": self.answer_span,
         }
 
 
@@ -150,6 +152,7 @@ def answer_question(
         lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),
                            question_vector=retrieval.question_vector, index=index)
         answer.lead = render_lead(lead)
+        answer.answer_span = next((s.span for s in lead if s.span), None)
         timings["lead"] = round((time.perf_counter() - clock) * 1000, 2)
     if answer.found and llm is not None:
         try:
@@ -167,6 +170,7 @@ def answer_question(
     if not answer.found:
         answer.text = NOT_FOUND_REPLY + (" The nearest pages are listed below." if sources else "")
         answer.lead = ""
+        answer.answer_span = None
     elif not answer.text:
         answer.text = extractive_text(retrieval.hits, numbers, lead)
     if answer.outcome == Outcome.UNCERTAIN:

@@ -88,8 +88,10 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
             rows.append({
                 "id": q.id, "kind": q.kind, "found": answer.found, "outcome": answer.outcome.value, "sources": paths,
                 "hit_rank": hit_rank, "latency_ms": round(latency, 2),
-                "keywords": [keywords_in(q.keywords, answer.text), len(q.keywords)],
-                "lead_keywords": [keywords_in(q.keywords, answer.lead), len(q.keywords)], "lead": answer.lead,
+                # the span's bold marks ("**25** days") are not text: a keyword must match across them
+                "keywords": [keywords_in(q.keywords, answer.text.replace("**", "")), len(q.keywords)],
+                "lead_keywords": [keywords_in(q.keywords, answer.lead.replace("**", "")), len(q.keywords)],
+                "lead": answer.lead, "answer_span": answer.answer_span,
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
                 **({"rerank": [s.rerank for s in answer.sources]} if index.rerank is not None else {}),
             })

@@ -75,6 +75,7 @@ class LeadSentence:
     n: int  # the source number to cite
     rank: int  # 0-based rank of the section it comes from
     score: float
+    span: str = ""  # the words a span reader points at in it, shown in bold ("" : none)
 
 
 def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder: Embedder, idf: dict[str, float], *,
@@ -97,7 +98,34 @@ def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedde
         hit = hits[rank]
         for r, j in sorted(key for key in chosen if key[0] == rank):
             lead.append(LeadSentence(text=by_rank[r][j].text, n=numbers[hit.doc_id], rank=rank, score=round(chosen[(r, j)], 4)))
-    return lead
+    return _span_first(lead, hits, by_rank, numbers)
+
+
+def _span_first(lead: list[LeadSentence], hits: list[Hit], by_rank: dict[int, list[Sentence]],
+                numbers: dict[str, int]) -> list[LeadSentence]:
+    """With a span reader (`KB_RERANK=span`), the sentence holding the words it points at — in the
+    section it scored best — leads, the span marked; the other chosen sentences follow while they
+    fit. Without one (or when no candidate sentence holds the span) the lead is as chosen."""
+    read = [(rank, hit) for rank, hit in enumerate(hits[:SECTIONS]) if hit.answer_span and hit.rerank is not None]
+    if not read:
+        return lead
+    rank, hit = max(read, key=lambda item: (item[1].rerank or 0.0, -item[0]))
+    span = hit.answer_span or ""
+    found = by_rank.get(rank, [])
+    holding = next((i for i, s in enumerate(found) if span in s.text), None)
+    if holding is None:
+        return lead
+    first = [LeadSentence(text=found[j].text, n=numbers[hit.doc_id], rank=rank, score=1.0,
+                          span=span if j == holding else "") for j in _with_context(found, holding)]
+    shown = {s.text for s in first}
+    rest = [s for s in lead if s.text not in shown and not _repeats(s.text, shown)]
+    chars = sum(len(s.text) + 1 for s in first)
+    for sentence in rest:
+        if len(first) >= MAX_SENTENCES + 1 or chars + len(sentence.text) > MAX_CHARS:
+            break
+        first.append(sentence)
+        chars += len(sentence.text) + 1
+    return first
 
 
 def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
@@ -274,7 +302,8 @@ def render_lead(lead: list[LeadSentence]) -> str:
     parts: list[str] = []
     for k, sentence in enumerate(lead):
         last_of_source = k + 1 == len(lead) or lead[k + 1].n != sentence.n
-        parts.append(sentence.text + (f" [{sentence.n}]" if last_of_source else ""))
+        text = sentence.text.replace(sentence.span, f"**{sentence.span}**", 1) if sentence.span.strip() else sentence.text
+        parts.append(text + (f" [{sentence.n}]" if last_of_source else ""))
     return " ".join(parts)
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from indexing.config import RerankConfig
+from indexing.span_reader import Span
 
 if TYPE_CHECKING:
     from indexing.gate import GateSignals
@@ -110,6 +111,10 @@ def make_reranker(config: RerankConfig) -> Reranker | None:
     choice = (config.backend or "off").strip()
     if choice.lower() == "off":
         return None
+    if choice.lower() == "span":
+        from indexing.span_reader import SpanBackend  # numpy only; the model loads on first use
+
+        return SpanBackend()
     import indexing.reader  # noqa: F401 — registers "builtin" (numpy only; the model loads on first use)
 
     if choice in BACKENDS:
@@ -242,9 +247,11 @@ class RerankStage:
                 started = time.monotonic()
             due = started + self.config.timeout_ms / 1000
             future = self._pool.submit(_score_until, self.reranker, question, texts, due)
-            scores = _wait(future, due)
-            if len(scores) != len(head):
-                raise ValueError(f"{len(scores)} scores for {len(head)} sections")
+            results = _wait(future, due)
+            if len(results) != len(head):
+                raise ValueError(f"{len(results)} scores for {len(head)} sections")
+            spans = [r for r in results if isinstance(r, Span)]
+            scores = [s.confidence for s in spans] if spans else [float(r) for r in results]
         except Exception as exc:
             ms = round((time.monotonic() - started) * 1000, 2)
             timed_out = isinstance(exc, TimeoutError)
@@ -253,8 +260,9 @@ class RerankStage:
             return hits, replace(signals, rerank_outcome=TIMEOUT if timed_out else ERROR), \
                 RerankRun(self.name, TIMEOUT if timed_out else ERROR, ms, len(head), reason)
         ms = round((time.monotonic() - started) * 1000, 2)
-        for hit, value in zip(head, scores):
+        for k, (hit, value) in enumerate(zip(head, scores)):
             hit.rerank = round(float(value), 6)
+            hit.answer_span = spans[k].text if spans and spans[k].text else None
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i))  # ties keep the fused order
         reranked = [head[i] for i in order] + hits[self.top_n :]
         best = round(max(float(s) for s in scores), 6) if scores else None
@@ -273,17 +281,18 @@ def open_stage(config: RerankConfig) -> RerankStage | None:
     return RerankStage(reranker, config) if reranker is not None else None
 
 
-def _score_until(reranker: Reranker, question: str, texts: list[str], due: float) -> list[float]:
+def _score_until(reranker: Reranker, question: str, texts: list[str], due: float) -> list[float] | list[Span]:
     if time.monotonic() >= due:
         raise RerankTimeout("waited for a free worker past the budget")
     token = _DEADLINE.set(due)
     try:
-        return list(reranker.score(question, texts))
+        read = getattr(reranker, "read", None)  # a span reader: each section's answer words too
+        return list(read(question, texts)) if read is not None else list(reranker.score(question, texts))
     finally:
         _DEADLINE.reset(token)
 
 
-def _wait(future: Future, due: float) -> list[float]:
+def _wait(future: Future, due: float) -> list:
     try:
         return future.result(timeout=max(0.0, due - time.monotonic()))
     except FutureTimeout:

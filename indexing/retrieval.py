@@ -75,6 +75,7 @@ class Hit:
     cosine: float | None  # best cosine similarity of its children, if the vector leg found one
     bm25: float | None  # best BM25 score of its children, if the keyword leg found one
     rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.rerank)
+    answer_span: str | None = None  # the words a span reader points at in it (indexing.span_reader)
 
     def __post_init__(self) -> None:
         self.heading_path = HeadingPath(self.heading_path)  # a list as well

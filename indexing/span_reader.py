@@ -17,16 +17,27 @@ on ONNX Runtime, not torch. A section longer than one window is read in overlapp
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexing.onnx_embedding import padded_batch
 
+if TYPE_CHECKING:
+    from indexing.retrieval import Hit
+
+MODEL = Path(__file__).parent / "models" / "span-reader-int8.onnx"
+TOP_N = 5  # the fused top sections read: the sections an answer cites
+SCALE = 4.0  # a span score s (logits) is put on the gate's 0–1 scale as sigmoid(s / SCALE)
+# (refuse_below, answer_from) of that squashed score, fitted on every public set by
+# `python -m training.span_eval report` (bot.gate_fit's rules); `KB_RERANK_REFUSE_BELOW` /
+# `KB_RERANK_ANSWER_FROM` override them.
+THRESHOLDS: tuple[float, float] = (0.5, 0.6)
 MAX_LENGTH = 256  # question + section word-pieces per window (the training length)
 MAX_QUESTION = 48  # word-pieces of the question kept: a pasted wall of text must not crowd the section out
 STRIDE = 96  # word-pieces two windows of one section share
@@ -43,6 +54,15 @@ class Span:
     text: str  # the span's characters in the passage ("" when the passage was empty)
     start: int  # character offsets of the span in the passage
     end: int
+
+    @property
+    def confidence(self) -> float:
+        """The score on the gate's 0–1 scale (what the rerank stage's thresholds cut)."""
+        return squash(self.score)
+
+
+def squash(score: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, score / SCALE))))
 
 
 class SpanReader:
@@ -134,3 +154,29 @@ def _whole_words(text: str, start: int, end: int) -> tuple[int, int]:
     while end < len(text) and text[end].isalnum():
         end += 1
     return start, end
+
+
+class SpanBackend(SpanReader):
+    """The span reader as a rerank backend (`KB_RERANK=span`): it reads the fused top `TOP_N`
+    sections, orders them by their best span, and its best confidence is what the gate cuts
+    (`THRESHOLDS`: no section with a span above `refuse_below` → not found). The stage also takes
+    each section's span (`read`) for the answer's lead. English questions only (`reads_cjk`)."""
+
+    name = "builtin:span"
+    top_n = TOP_N
+    reads_cjk = False
+    thresholds = THRESHOLDS
+
+    def __init__(self, path: Path = MODEL) -> None:
+        super().__init__(path)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [span.confidence for span in self.read(query, texts)]
+
+    @staticmethod
+    def text_of(question: str, hit: Hit, max_chars: int) -> str:
+        """The section's place, then its best-matching chunk: one window, as in training (a
+        SQuAD paragraph under its article's title)."""
+        where = " › ".join(p for p in (hit.title, hit.heading) if p)
+        chunk = hit.matched[0] if hit.matched else hit.text[:max_chars]
+        return f"{where}\n{chunk}" if where else chunk
