@@ -174,6 +174,9 @@ class MarkdownFolder:
         except (OSError, ValueError) as exc:
             doc.text, doc.title = "", ""
             doc.error = str(exc) or type(exc).__name__
+        except Exception as exc:  # anything else one file causes fails that file, not the sync
+            doc.text, doc.title = "", ""
+            doc.error = f"could not be read ({type(exc).__name__}: {exc})"
         return doc
 
     def _read_bytes(self, rel: str) -> tuple[bytes, float]:
@@ -323,7 +326,10 @@ def _meta_date(meta: dict) -> datetime | None:
                 raise ValueError(f"broken front matter: `{key}` is not a date ({text[:40]!r}; "
                                  "write e.g. 2024-03-01 or 2024-03-01T10:00:00Z)") from None
         if isinstance(value, dt.datetime):
-            return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+            try:
+                return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+            except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+                raise ValueError(f"broken front matter: `{key}` is out of range ({value.isoformat()})") from None
         if isinstance(value, dt.date):
             return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
         raise ValueError(f"broken front matter: `{key}` must be a date, not a {_yaml_kind(value)}")
