@@ -166,7 +166,7 @@ def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sour
     """Every source in the index: kind, location, pages, failed/skipped, last sync and its result, schedule."""
     rows = common.root(common.settings()).knowledge_base().sources()
     if as_json:
-        typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str))
+        typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str, allow_nan=False))
         return
     if not rows:
         typer.echo("no sources: run `kb sync`")
