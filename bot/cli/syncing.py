@@ -135,7 +135,7 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -
     console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
     reports = []
     for source in sources:
-        if not source.location.exists():
+        if not source.exists():
             fail(f"source {source.name}: {source.location} does not exist")
         try:
             total = sum(1 for _ in open_connector(source).paths())
