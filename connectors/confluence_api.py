@@ -32,7 +32,7 @@ MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long, th
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
 
 
-class ConfluenceUnavailable(RuntimeError):
+class ConfluenceUnavailable(ConnectionError):
     """The server cannot be read now (unreachable, refusing our credentials, failing): nothing may
     be concluded about its pages, so nothing is deleted."""
 
@@ -55,7 +55,7 @@ class ApiSettings:
 
     timeout: float = 30.0  # seconds per request
     retries: int = 5
-    backoff: float = 1.0  # urllib3 backoff_factor: 0, 2, 4, 8 … seconds between retries
+    backoff: float = 0.5  # urllib3 backoff_factor: 0, 1, 2, 4 … seconds between retries
 
 
 def session(settings: ApiSettings) -> requests.Session:

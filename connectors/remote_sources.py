@@ -10,6 +10,8 @@
     access = { HR = "hr-private", "*" = "public" }
     restrictions = { "group:hr-staff" = "hr-private", "user:5b10ac8d82e05b22cc7d4ef5" = "ceo-office" }
     attachments = true                          # PDF, Word and PowerPoint files attached to pages
+    timeout = 30                                # seconds per request
+    retries = 5                                 # per request: 429 (after Retry-After), 5xx, dropped connections
 
 The file names the *environment variables* that hold the secrets, never the secrets: a sources
 file is checked in and shown in reviews, and `kb sources` prints settings. A variable that is
@@ -55,6 +57,8 @@ class ConfluenceRemote:
     cql: str | None = None
     restrictions: Mapping[str, str] = field(default_factory=dict)  # "group:NAME" / "user:ID" → scope
     attachments: bool = True
+    timeout: float = 30.0
+    retries: int = 5
 
     @property
     def cloud(self) -> bool:
@@ -83,7 +87,8 @@ class ConfluenceRemote:
 def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None:
     """The remote settings of a `[[source]]` table (already shape-checked by pydantic): a
     `ConfluenceRemote` for `kind = "confluence"`, None for the others (which may not use them)."""
-    given = [key for key in ("url", "spaces", "cql", "email_env", "token_env", "restrictions", "attachments")
+    given = [key for key in ("url", "spaces", "cql", "email_env", "token_env", "restrictions", "attachments",
+                             "timeout", "retries")
              if getattr(table, key) is not None]
     if kind != "confluence":
         if given:
@@ -120,6 +125,10 @@ def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None
         if not _PRINCIPAL.match(principal):
             raise SourcesError(f"{where}: restrictions: {principal!r} must be \"group:NAME\" or \"user:ACCOUNT-ID\" "
                                f"(Data Center: \"user:USERNAME\")")
-    return ConfluenceRemote(url=url, token_env=table.token_env, email_env=table.email_env, spaces=spaces, cql=cql,
+    timeout = 30.0 if table.timeout is None else float(table.timeout)
+    retries = 5 if table.retries is None else table.retries
+    if not 0 < timeout <= 600 or not 0 <= retries <= 20:
+        raise SourcesError(f"{where}: timeout must be 1–600 seconds and retries 0–20")
+    return ConfluenceRemote(url=url, timeout=timeout, retries=retries, token_env=table.token_env, email_env=table.email_env, spaces=spaces, cql=cql,
                             restrictions=restrictions,
                             attachments=True if table.attachments is None else table.attachments)

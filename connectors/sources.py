@@ -176,6 +176,8 @@ class _SourceTable(_Table):
     token_env: str | None = None
     restrictions: dict[str, str] | None = None
     attachments: bool | None = None
+    timeout: int | float | None = None
+    retries: int | None = None
 
 
 class _ScopeTable(_Table):
@@ -203,6 +205,8 @@ _EXPECTED = {
     "token_env": "the name of an environment variable in quotes",
     "restrictions": "a table such as { \"group:hr-staff\" = \"hr-private\" }",
     "attachments": "true or false",
+    "timeout": "seconds, e.g. timeout = 30",
+    "retries": "a number, e.g. retries = 5",
 }
 
 
