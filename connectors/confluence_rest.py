@@ -31,6 +31,7 @@ Attachments (PDF, .docx, .pptx) of the selected pages are documents of their own
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -55,6 +56,7 @@ LIST_LIMIT = 200
 BODY_LIMIT = 50  # Cloud caps expanded bodies at 50 a request
 ATTACHMENT_EXPAND = "container,version,extensions"
 MAX_BODY_SECONDS = 30.0
+_MENTION = re.compile(r'<ri:user\b[^>]*?ri:(userkey|account-id)="([^"]{1,128})"')
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class ConfluenceRest:
         self.limits = limits or FileLimits()
         self.base = remote.url
         self._extra: dict[str, Listed | None] = {}  # ancestors outside the selection, read by id
+        self._users: dict[str, str] = {}  # mentioned user key / account id → display name (once per connector)
 
     @property
     def api(self) -> ConfluenceApi:
@@ -225,12 +228,26 @@ class ConfluenceRest:
                 target = titles.get((space_key or doc.metadata["space"], title))
                 return page_url(self.base, target) if target else None
 
-            doc.text = storage_to_markdown(storage, {}, link, Deadline(MAX_BODY_SECONDS))
+            doc.text = storage_to_markdown(storage, self._names(storage), link, Deadline(MAX_BODY_SECONDS))
             if not doc.text.strip():
                 doc.skipped = "the page has no text (only macros or attachments)"
         except Exception as exc:  # a bad page fails that page, not the sync
             doc.error = str(exc) or type(exc).__name__
         return doc
+
+    def _names(self, storage: str) -> dict[str, str]:
+        """Display names of the users a body mentions (an export carries them; REST needs one
+        request per user, made once); one that cannot be read stays "@unknown user"."""
+        for attribute, key in _MENTION.findall(storage):
+            if key in self._users:
+                continue
+            param = "accountId" if attribute == "account-id" else "key"
+            try:
+                user = self.api.get("rest/api/user", {param: key}, page=key)
+                self._users[key] = str(user.get("displayName") or user.get("username") or "")
+            except PageError:
+                self._users[key] = ""
+        return {key: name for key, name in self._users.items() if name}
 
     def _attachments(self, listed: dict[str, Listed]) -> dict[str, _Attachment]:
         """The convertible attachments of the listed pages, by attachment id."""

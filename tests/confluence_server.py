@@ -66,6 +66,7 @@ class FakeConfluence:
         self.cloud = cloud
         self.context = "/wiki" if cloud else ""
         self.spaces: dict[str, str] = {}
+        self.users: dict[str, str] = {}  # user key (Data Center) / account id (Cloud) → display name
         self.pages: dict[str, Page] = {}
         self.attachments: dict[str, Attachment] = {}
         self.requests: list[str] = []
@@ -85,6 +86,7 @@ class FakeConfluence:
         from connectors.confluence_xml import ConfluenceXmlExport, _timestamp
 
         export, _ = ConfluenceXmlExport(FIXTURE)._load()
+        self.users = dict(export.users)
         by_id = {sid: space for sid, space in export.spaces.items()}
         for row in export.current_pages():
             space = by_id.get(row.get("space", ""), {})
@@ -276,6 +278,12 @@ def _handler(fake: FakeConfluence):
             try:
                 if path == "/rest/api/content/search":
                     return self._send(200, fake.search(query))
+                if path == "/rest/api/user":
+                    key = query.get("accountId") or query.get("key", "")  # Cloud: account ids; both: user keys
+                    if key not in fake.users:
+                        return self._send(404, {"statusCode": 404, "message": "No user"})
+                    return self._send(200, {"type": "known", "accountId" if fake.cloud else "userKey": key,
+                                            "displayName": fake.users[key]})
                 if m := re.fullmatch(r"/rest/api/content/(\d+)", path):
                     page = fake.pages.get(m.group(1))
                     if page is None:
