@@ -117,7 +117,7 @@ class ConfluenceRest:
         gone = sorted(path for path in indexed if path not in present)
         log.info("%s: %d pages listed, %d to read, %d attachments to read, %d gone", self.source, len(listed),
                  len(stale), len(fresh), len(gone))
-        return Changes(documents=self._read(since, listed, scopes, stale, fresh), gone=gone)
+        return Changes(documents=self._read(since, listed, scopes, stale, fresh), gone=gone, listed=len(present))
 
     # -- listing and access ---------------------------------------------------------------------
 

@@ -75,6 +75,7 @@ class Changes:
 
     documents: Iterable[SourceDocument | Unreadable]
     gone: list[str] = field(default_factory=list)
+    listed: int | None = None  # pages (and files) the source holds now, for the deletion guard
 
 
 @runtime_checkable

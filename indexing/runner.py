@@ -99,7 +99,7 @@ class SyncRunner:
             changes = Changes(documents=_raise(exc))
         return sync_documents(self.index, changes.documents, name, prune=False, trigger=trigger, progress=progress,
                               delete_ids=[f"{name}:{path}" for path in changes.gone], limit=source.max_delete,
-                              allow_deletes=allow_deletes)
+                              allow_deletes=allow_deletes, listed=changes.listed)
 
     def _last_read(self, name: str) -> datetime | None:
         """When the last sync of this source that read everything started (None: never)."""

@@ -181,7 +181,7 @@ def test_restrictions_added_mapped_inherited_and_lifted(index, tmp_path, fake):
             Status.SKIPPED, RESTRICTED, 0)
         assert "map to no scope" in after[restricted].error
     assert "an ancestor page (group:platform-leads)" in after["pages/202"].error
-    assert after["pages/210"].access == "hr-private" and after["pages/210"].status == Status.INDEXED
+    assert after["pages/210"].access == "hr-private" and after["pages/210"].status == Status.SUCCESS
     assert "pages/210" not in cited(index, name, PARENTAL, ["hr"]) and "pages/210" in cited(index, name, PARENTAL, ["hr-private"])
     assert report.skipped == 2
     shown = index_status(index)
@@ -212,7 +212,7 @@ def test_listing_follows_next_links_with_cursors_and_start_limit(tmp_path, cloud
         name, path = sources_file(tmp_path, fake)
         docs = list(open_connector(read_sources_file(path).sources[0]).documents())
         assert len(docs) == 456
-        listing = [r for r in fake.requests if "body.storage" not in r and "attachment" not in r]
+        listing = [r for r in searches(fake) if "body.storage" not in r and "attachment" not in r]
         bodies = [r for r in fake.requests if "body.storage" in r]
         assert (len(listing), len(bodies)) == (3, 10)  # 200 a listing, 50 bodies a request
         assert all(("cursor=" in r) == cloud and ("start=" in r) == (not cloud) for r in listing[1:])
@@ -226,7 +226,7 @@ def test_429_waits_retry_after_and_5xx_is_retried(tmp_path, fake):
     docs = list(ConfluenceRest(read_sources_file(path).sources[0].remote, source=name, space_access={"*": "public"},
                                settings=ApiSettings(retries=3, backoff=0)).documents())
     assert len(docs) == 6 and time.monotonic() - started >= 1.0
-    assert len(fake.requests) == 3 + 3  # three answered requests, three faults retried
+    assert len(searches(fake)) == 3 + 3  # three searches answered, the first after three faults retried
 
 
 def test_an_outage_mid_sync_aborts_and_deletes_nothing(index, tmp_path, fake):
@@ -263,20 +263,25 @@ def test_refused_credentials_refuse_the_sync(index, tmp_path, fake, monkeypatch,
     indexed_sources.forget(index, name)
 
 
-def test_a_renamed_space_keeps_its_pages_and_a_space_key_gone_is_refused(index, tmp_path, fake):
-    name, path = sources_file(tmp_path, fake, name=None)
+def test_a_renamed_space_keeps_its_pages_and_a_listing_gone_empty_or_a_key_change_is_refused(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
     runner = runner_for(index, path)
     runner.sync(name)
     fake.spaces["OPS"] = "Platform Operations"
     renamed = runner.sync(name)
     assert (renamed.deleted, renamed.added) == (0, 0)
-    for page in fake.pages.values():  # the key changed: every OPS page leaves the selection at once
-        if page.space == "OPS":
-            page.space = "PLAT"
+    for page in fake.pages.values():  # the account lost access: the search answers, with nothing
+        page.space, page.was = "HIDDEN", page.space
+    fake.spaces["HIDDEN"] = "Hidden"
+    empty = runner.sync(name)
+    assert "found no pages where 6 were indexed" in empty.refused and len(rows(index, name)) == 6
+    for page in fake.pages.values():  # back, but OPS's key changed: its 5 pages leave the selection at once
+        page.space = "PLAT" if page.was == "OPS" else page.was
     fake.spaces["PLAT"] = "Platform Operations"
-    path.write_text(path.read_text().replace("max_delete = 100", 'max_delete = "50%"'))
+    path.write_text(path.read_text().replace("max_delete = 100", "max_delete = 2"))
     refused = runner_for(index, path).sync(name)
-    assert refused.refused and refused.deleted == 0 and len(rows(index, name)) == 6
+    assert "would delete 5 of 6 pages, more than max_delete = 2" in refused.refused and refused.deleted == 0
+    assert len(rows(index, name)) == 6
     indexed_sources.forget(index, name)
 
 
