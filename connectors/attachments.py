@@ -89,9 +89,9 @@ def _pdf(data: bytes, limits: FileLimits) -> Converted:
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         try:  # encrypted with an empty user password (only printing or copying restricted): readable
-            opened = reader.decrypt("")
+            opened = bool(reader.decrypt(""))
         except Exception:
-            opened = 0
+            opened = False
         if not opened:
             raise FileRefused("the PDF is encrypted with a password")
     count = len(reader.pages)
@@ -105,7 +105,7 @@ def _pdf(data: bytes, limits: FileLimits) -> Converted:
             ids.append((f"Page {n}", f"page={n}"))
     if not sections:
         raise NoText(f"the PDF's {count} page(s) hold no text layer (a scan?); Docent does not OCR")
-    title = str((reader.metadata or {}).get("/Title") or "").strip()
+    title = str(reader.metadata.get("/Title") or "").strip() if reader.metadata else ""
     return Converted(text="\n\n".join(sections), pages=count, heading_ids=ids, title=title)
 
 
@@ -161,7 +161,7 @@ def _pptx(data: bytes, limits: FileLimits) -> Converted:
     for n, slide in enumerate(slides, start=1):
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None and title_shape.has_text_frame else ""
-        lines = []
+        lines: list[str] = []
         for shape in slide.shapes:
             if title_shape is not None and shape.shape_id == title_shape.shape_id:
                 continue

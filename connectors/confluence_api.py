@@ -44,7 +44,7 @@ class PageError(RuntimeError):
 class _CappedRetry(Retry):
     """urllib3's Retry, with `Retry-After` capped (see the module docstring)."""
 
-    def get_retry_after(self, response):  # type: ignore[no-untyped-def]
+    def get_retry_after(self, response):
         seconds = super().get_retry_after(response)
         return None if seconds is None else min(seconds, MAX_RETRY_AFTER)
 
@@ -83,7 +83,7 @@ class ConfluenceApi:
         auth = ({"username": credentials.email, "password": credentials.token} if credentials.email is not None
                 else {"token": credentials.token})
         self.client = Confluence(url=remote.url, cloud=remote.cloud, session=session(self.settings),
-                                 timeout=self.settings.timeout, **auth)  # type: ignore[arg-type]
+                                 timeout=self.settings.timeout, **auth)
 
     def get(self, path: str, params: dict | None = None, *, page: str | None = None) -> dict:
         """One GET (path relative to the site, or absolute), as JSON. `page` names the page it is
@@ -148,7 +148,7 @@ class ConfluenceApi:
                                     + (" after retries" if status in RETRIED_STATUSES else ""))
         return response
 
-    def _error(self, page: str | None, message: str) -> RuntimeError:
+    def _error(self, page: str | None, message: str) -> Exception:
         return PageError(message) if page is not None else ConfluenceUnavailable(message)
 
     def _where(self, path: str) -> str:

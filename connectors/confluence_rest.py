@@ -42,7 +42,7 @@ from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnav
 from connectors.confluence_common import Deadline, page_url
 from connectors.confluence_storage import storage_to_markdown
 from connectors.connector import Changes, IndexedPage
-from connectors.document import SourceDocument
+from connectors.document import SourceDocument, Unreadable
 from connectors.remote_sources import ConfluenceRemote
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class ConfluenceRest:
 
     # -- the Connector protocol -----------------------------------------------------------------
 
-    def documents(self) -> Iterator[SourceDocument]:
+    def documents(self) -> Iterator[SourceDocument | Unreadable]:
         """Every selected page and attachment (a full read)."""
         return iter(self.changes(None, {}).documents)
 

@@ -129,6 +129,6 @@ def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None
     retries = 5 if table.retries is None else table.retries
     if not 0 < timeout <= 600 or not 0 <= retries <= 20:
         raise SourcesError(f"{where}: timeout must be 1–600 seconds and retries 0–20")
-    return ConfluenceRemote(url=url, timeout=timeout, retries=retries, token_env=table.token_env, email_env=table.email_env, spaces=spaces, cql=cql,
-                            restrictions=restrictions,
+    return ConfluenceRemote(url=url, timeout=timeout, retries=retries, token_env=table.token_env,
+                            email_env=table.email_env, spaces=spaces, cql=cql, restrictions=restrictions,
                             attachments=True if table.attachments is None else table.attachments)

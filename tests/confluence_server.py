@@ -238,7 +238,8 @@ def _cql(cql: str):
             keys = {k.strip().strip('"') for k in m.group(1).split(",")}
             tests.append(lambda p, w, i, keys=keys: p.space in keys)
         elif m := re.fullmatch(r'space\s*=\s*"?([\w~-]+)"?', clause):
-            tests.append(lambda p, w, i, key=m.group(1): p.space == key)
+            key = m.group(1)
+            tests.append(lambda p, w, i, key=key: p.space == key)
         elif m := re.fullmatch(r"id\s+in\s*\((.*)\)", clause):
             ids = {k.strip().strip('"') for k in m.group(1).split(",")}
             tests.append(lambda p, w, i, ids=ids: i in ids)
