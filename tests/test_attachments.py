@@ -135,3 +135,28 @@ retries = 1
     assert (again.updated, again.deleted) == (1, 1)
     assert len([r for r in fake.requests[seen:] if "/download/" in r]) == 2  # the new version, the locked one retried
     indexed_sources.forget(index, name)
+
+
+# -- kept in Markdown folders ---------------------------------------------------------------------
+
+
+def test_files_in_a_markdown_folder_are_read_when_include_globs_name_them(tmp_path):
+    from connectors.markdown import MarkdownFolder
+
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "index.md").write_text("# Handbook\n\nSee the policies.\n")
+    (tmp_path / "policies" / "benefits.pdf").write_bytes(office_files.pdf(BENEFITS, title="Benefits 2026"))
+    (tmp_path / "policies" / "scan.pdf").write_bytes(office_files.pdf([[]]))
+    (tmp_path / "policies" / "travel.docx").write_bytes(office_files.docx([("h1", "Travel"), ("p", "Economy.")]))
+    (tmp_path / "policies" / "torn.pptx").write_bytes(b"PK\x03\x04 torn")
+    assert [d.path for d in MarkdownFolder(tmp_path).documents()] == ["index.md"]  # no include: Markdown only
+    folder = MarkdownFolder(tmp_path, include=["*.md", "policies/*.pdf", "policies/*.pptx"],
+                            url_template="https://files.acme.example/{path}")
+    docs = {d.path: d for d in folder.documents()}
+    assert set(docs) == {"index.md", "policies/benefits.pdf", "policies/scan.pdf", "policies/torn.pptx"}
+    pdf = docs["policies/benefits.pdf"]
+    assert (pdf.title, pdf.url, pdf.error) == ("Benefits 2026", "https://files.acme.example/policies/benefits.pdf", None)
+    assert pdf.section_url("page=3") == "https://files.acme.example/policies/benefits.pdf#page=3"
+    assert "no text layer" in docs["policies/scan.pdf"].skipped
+    assert "not a valid Office file" in docs["policies/torn.pptx"].error
+    assert folder.wants("policies/benefits.pdf") and not folder.wants("policies/travel.docx")
