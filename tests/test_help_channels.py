@@ -23,6 +23,7 @@ HELP, CAPPED, QUIET, SHARED_HELP = (new_channel() for _ in range(4))
 LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP = (new_channel() for _ in range(7))
 HR_OWNERS = new_channel()  # a channel that sees the hr scope, for the digest
 SHARED_VOTED, SHARED_LATER = new_channel(), new_channel()
+HR_NARROWED, PRIVATE_HELP = new_channel(), new_channel()  # hr's channel searching only sample's pages; a private one
 CAP = 2
 ASKER, ANSWERER = "U0ASKER1", "U0BOB1"
 ANSWER = "It's in the facilities cookbook, page 12: <https://cookbook.example/plums|the cookbook> has it"
@@ -59,7 +60,16 @@ respond = "questions"
 escalate = ["S0PEOPLE1"]
 
 [scopes.hr]
-channels = ["{HR_HELP}", "{HR_OWNERS}"]
+channels = ["{HR_HELP}", "{HR_OWNERS}", "{HR_NARROWED}"]
+
+[channels.{HR_NARROWED}]
+respond = "questions"
+escalate = ["S0PEOPLE1"]
+sources = ["sample"]
+
+[channels.{PRIVATE_HELP}]
+respond = "questions"
+escalate = ["S0PEOPLE1"]
 """ + "".join(f"""
 [channels.{channel}]
 respond = "questions"
@@ -324,6 +334,42 @@ def test_a_gap_from_a_restricted_channel_is_shown_only_where_its_scopes_are_visi
     home = slack.wait_for(lambda: slack.homes.get(ADMIN))
     in_home = all_text(home["blocks"]).split("Answered by people", 1)[1]
     assert f"<#{CLICKS}>" in in_home and f"<#{HR_HELP}>" not in in_home, "the admin's DM does not see hr"
+
+
+def test_a_gap_keeps_its_channels_scopes_before_narrowing_and_a_private_channels_stays_out(
+        helpbot, slack, index, sources_file):
+    """An HR channel searching only sample's pages (`sources = ["sample"]`) recorded `[sample]`, so
+    a public digest showed what was said there; a private channel's gap went to every digest and
+    admin's App Home. Now a gap keeps the channel's own scopes and kind; private ones are listed
+    only with KB_GAPS_INCLUDE_PRIVATE_CHANNELS."""
+    from bot.knowledge import KnowledgeBase
+    from bot.slack.client import web_client
+    from bot.slack.digest import post_digest
+
+    slack.conversations[PRIVATE_HELP] = {"is_channel": True, "is_private": True, "is_shared": False,
+                                         "is_ext_shared": False}
+    narrowed, _ = answered(helpbot, slack, HR_NARROWED)
+    add_gap(helpbot, slack, HR_NARROWED, narrowed["ts"], ANSWERER)
+    private, _ = answered(helpbot, slack, PRIVATE_HELP)
+    add_gap(helpbot, slack, PRIVATE_HELP, private["ts"], ANSWERER)
+    hr_gap, private_gap = stored_gap(index, HR_NARROWED, narrowed["ts"]), stored_gap(index, PRIVATE_HELP, private["ts"])
+    assert (hr_gap.scopes, hr_gap.channel_kind) == (["hr", "public", "sample"], "public")
+    assert (private_gap.scopes, private_gap.channel_kind) == (["public", "sample"], "private")
+    settings = bot_settings(slack, kb_sources=sources_file)
+    client = web_client(settings)
+    general, opted_in = new_channel(), new_channel()
+    post_digest(settings, KnowledgeBase(index, []), client, general)
+    post_digest(settings.model_copy(update={"kb_gaps_include_private_channels": True}), KnowledgeBase(index, []),
+                client, opted_in)
+    shown = {c: all_text(posts_in(slack, c)[-1].params["blocks"]).split("Answered by people", 1)[1]
+             for c in (general, opted_in)}
+    assert f"<#{HR_NARROWED}>" not in shown[general] and f"<#{PRIVATE_HELP}>" not in shown[general]
+    assert f"<#{HR_NARROWED}>" not in shown[opted_in] and f"<#{PRIVATE_HELP}>" in shown[opted_in]
+    slack.homes.pop(ADMIN, None)
+    helpbot.event({"type": "app_home_opened", "user": ADMIN, "channel": "D0ADMIN", "tab": "home",
+                   "event_ts": "1700000000.000004"})
+    in_home = all_text(slack.wait_for(lambda: slack.homes.get(ADMIN))["blocks"]).split("Answered by people", 1)[1]
+    assert f"<#{PRIVATE_HELP}>" not in in_home and f"<#{HR_NARROWED}>" not in in_home
 
 
 def test_a_down_vote_in_a_help_channel_hands_over_once_per_thread(helpbot, slack):

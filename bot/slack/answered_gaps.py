@@ -35,7 +35,7 @@ from slack_sdk import WebClient
 from bot import question_log
 from bot.metrics import GAPS_ADDED
 from bot.question_detector import is_question
-from bot.question_log import AnsweredGap
+from bot.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error
@@ -153,15 +153,18 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
         if existing is not None:
             tell(f"Already in the wiki's gaps (added by <@{existing.added_by}>).", replace=True)
             return
-        audience = services.access.audience(channel, user, is_dm=False)
-        if audience.kind == SHARED or audience.sees_nothing:
+        # The channel's own scopes, before `[channels.X] sources` narrowing: an HR channel searching
+        # only public pages still sees HR's, and its people's words belong there.
+        audience = services.access.audience(channel, user, is_dm=False, narrow=False)
+        kind = services.access.kind_of(channel)
+        if audience.kind == SHARED or audience.sees_nothing or kind == ChannelKind.SHARED:
             tell("Answers in this channel are not added to the wiki's gaps.", replace=True)
             return
         gap = AnsweredGap(channel_id=channel, thread_ts=thread, question=handover.question,
                           answer=handover.answer_text, answered_by=handover.answered_by, asked_by=handover.asker,
                           answer_ts=handover.answer_ts, permalink=permalink(client, channel, handover.answer_ts),
-                          scopes=sorted(audience.scopes or ()), answered_at=slack_time(handover.answer_ts),
-                          added_by=user)
+                          scopes=sorted(audience.scopes or ()), channel_kind=kind.value,
+                          answered_at=slack_time(handover.answer_ts), added_by=user)
         added = question_log.add_answered_gap(db, gap)
         if added is None:
             tell("Already in the wiki's gaps.", replace=True)
