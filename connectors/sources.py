@@ -96,6 +96,7 @@ class SourceConfig:
     schedule: Schedule | None = None
     max_delete: DeletionLimit = field(default_factory=DeletionLimit)
     allow_overlap: bool = False  # its location may overlap another source's with a different access
+    index_drafts: bool = False  # Markdown pages with `draft: true` are indexed too (else SKIPPED with the reason)
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
 
     def __post_init__(self) -> None:
@@ -154,6 +155,7 @@ class _SourceTable(_Table):
     schedule: str | None = None
     max_delete: int | str | None = None
     allow_overlap: bool = False
+    index_drafts: bool = False
 
 
 class _ScopeTable(_Table):
@@ -402,6 +404,7 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
         max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
+        index_drafts=table.index_drafts,
     )
 
 

@@ -479,3 +479,54 @@ def test_no_hand_over_or_offer_in_a_slack_connect_channel_however_reached(helpbo
     helpbot.event(message(ANSWER, SHARED_LATER, user=ANSWERER, thread_ts=earlier["ts"]))
     helpbot.wait_idle()
     assert not offers(slack, SHARED_LATER, earlier["ts"]) and len(hand_overs(SHARED_LATER)) == 1
+
+
+def test_drafts_carry_their_channels_scopes_are_inert_and_are_not_indexed_as_they_come(
+        helpbot, slack, index, tmp_path, sources_file):
+    """`kb gaps --drafts` wrote no access label and a person's raw text; a draft written into a
+    synced folder was indexed, so a public channel was answered with an HR thread's answer."""
+    import uuid
+
+    from sqlmodel import select
+    from typer.testing import CliRunner
+
+    from bot.cli import app as kb_cli
+    from indexing.index_tables import DocumentRecord, Status
+
+    env = {"KB_HOME": str(index.config.home), "DATABASE_URL": index.url.render_as_string(hide_password=False),
+           "KB_SOURCES": str(sources_file), "SLACK_BOT_TOKEN": None, "KB_WIKI": None, "KB_LOG_LEVEL": "WARNING"}
+    hostile = "Ask <!channel> or @here: the form is <script>alert(1)</script> & the HR portal has it, page 3"
+    asked = handed_over(helpbot, slack, HR_HELP)
+    helpbot.event(message(hostile, HR_HELP, user=ANSWERER, thread_ts=asked["ts"]))
+    slack.wait_for(lambda: offers(slack, HR_HELP, asked["ts"]))
+    add_gap(helpbot, slack, HR_HELP, asked["ts"], ANSWERER)
+
+    refused = [CliRunner().invoke(kb_cli, ["gaps", "--drafts", where], env=env)
+               for where in ("", str(SAMPLE_WIKI / "gap-drafts"))]
+    assert [r.exit_code for r in refused] == [1, 1] and not (SAMPLE_WIKI / "gap-drafts").exists()
+    assert "needs a folder" in refused[0].output and "inside source sample's folder" in refused[1].output
+
+    folder = tmp_path / "drafts"
+    written = CliRunner().invoke(kb_cli, ["gaps", "--drafts", str(folder)], env=env)
+    assert written.exit_code == 0, written.output
+    [draft] = [p for p in folder.iterdir() if "HR portal has it" in p.read_text()]
+    text = draft.read_text()
+    assert 'scopes: ["hr", "public", "sample"]' in text and "draft: true" in text
+    assert "<script>" not in text and "&lt;script&gt;" in text and "<!channel>" not in text
+    assert "@here" not in text and "@\u2060here" in text
+
+    source = f"drafts-{uuid.uuid4().hex[:6]}"
+
+    def synced() -> DocumentRecord:
+        result = CliRunner().invoke(kb_cli, ["sync", str(folder), "--source", source, "--access", "sample"], env=env)
+        assert "Traceback" not in result.output, result.output
+        with index.session() as s:
+            return s.exec(select(DocumentRecord).where(DocumentRecord.source == source,
+                                                       DocumentRecord.path == draft.name)).one()
+
+    as_written = synced()
+    assert as_written.status == Status.SKIPPED and "draft: true" in as_written.error
+    draft.write_text(text.replace("draft: true\n", ""))  # a wiki owner takes it out of draft, scopes kept
+    published = synced()
+    assert published.status == Status.FAILED and "only where hr is visible" in published.error
+    assert published.chunk_count == 0

@@ -39,7 +39,7 @@ from bot.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error
-from bot.slack.mrkdwn import escape, mentions, slack_to_markdown, slack_to_plain
+from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
 from bot.slack.services import Services
 from connectors.access import SHARED
@@ -119,7 +119,7 @@ def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
     else:
         line = (f"<@{offer.answered_by}> answered your question. If that answers it, add it to the wiki's gaps, "
                 "so a wiki owner can write it up?")
-    question = escape(" ".join(offer.question.split())[:300])
+    question = neutralise(escape(" ".join(offer.question.split())[:300]))
     message_blocks: list[dict] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": line}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Question: {question}"}]},
