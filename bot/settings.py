@@ -110,6 +110,8 @@ class Settings(BaseSettings):
     kb_metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0: any free port (logged at start)
     kb_metrics_token: SecretStr | None = None  # `Authorization: Bearer …` for /metrics on the events port
     kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
+    # What people said in private channels (answered gaps, questions) in the digest and App Home (bot.gap_listing)
+    kb_gaps_include_private_channels: bool = False
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(

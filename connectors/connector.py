@@ -106,7 +106,7 @@ def open_connector(source: SourceConfig) -> Connector:
         from connectors.markdown import MarkdownFolder
 
         return MarkdownFolder(source.location, source=source.name, include=source.include, exclude=source.exclude,
-                              url_template=source.url_template, access=access)
+                              url_template=source.url_template, access=access, index_drafts=source.index_drafts)
     connector: Connector
     if kind == "confluence-html":
         from connectors.confluence_html import ConfluenceHtmlExport

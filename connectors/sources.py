@@ -100,6 +100,7 @@ class SourceConfig:
     schedule: Schedule | None = None
     max_delete: DeletionLimit = field(default_factory=DeletionLimit)
     allow_overlap: bool = False  # its location may overlap another source's with a different access
+    index_drafts: bool = False  # Markdown pages with `draft: true` are indexed too (else SKIPPED with the reason)
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
     remote: ConfluenceRemote | None = None  # kind "confluence": read over REST; `location` is unused
 
@@ -178,6 +179,7 @@ class _SourceTable(_Table):
     attachments: bool | None = None
     timeout: int | float | None = None
     retries: int | None = None
+    index_drafts: bool = False
 
 
 class _ScopeTable(_Table):
@@ -442,4 +444,5 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
         max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
+        index_drafts=table.index_drafts,
     )

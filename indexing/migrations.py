@@ -368,3 +368,11 @@ def m007_answered_gaps(conn: Connection) -> None:
              PRIMARY KEY (channel_id, thread_ts))""",
          "CREATE INDEX IF NOT EXISTS ix_answered_gaps_added_at ON answered_gaps (added_at)",
          )
+
+
+@migration
+def m008_answered_gaps_channel_kind(conn: Connection) -> None:
+    """An answered gap keeps the kind of channel it was said in (public / private), so a private
+    channel's stay out of the digest and App Home unless the operator opts in (bot.gap_listing).
+    Gaps added before this are '' (unknown), which counts as private."""
+    _run(conn, "ALTER TABLE answered_gaps ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''")

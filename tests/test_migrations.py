@@ -50,6 +50,7 @@ DEFAULTS = {
     ("handovers", "answered_by"): "''::character varying",
     ("handovers", "answer_ts"): "''::character varying",
     ("handovers", "answer_text"): "''::text",
+    ("answered_gaps", "channel_kind"): "''::character varying",
     (TABLE, "applied_at"): "now()",
 }
 
