@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
-from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
+from connectors.document import RESTRICTED, UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class SpaceScoped:
 
     def documents(self):
         for doc in self.connector.documents():
-            if isinstance(doc, SourceDocument):
+            if isinstance(doc, SourceDocument) and doc.access != RESTRICTED:  # restricted stays unpublished
                 doc.access = self.scope_of(doc.metadata.get("space"))
                 if doc.access == UNKNOWN_SCOPE:
                     problem = doc.metadata.get("space_problem") or "the page has no space key"
