@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, fresh_index, table
+from benchmarks._common import REPO, fresh_index
 
 
 def main() -> None:
@@ -55,9 +55,11 @@ def main() -> None:
             report = runner.sync("big", trigger="schedule")
             rows.append((label, len(fake.requests) - seen, f"{time.perf_counter() - started:.1f}",
                          f"{report.added}/{report.updated}/{report.unchanged}/{report.deleted}"))
+            print(*rows[-1], flush=True)
         index.close()
-    table(f"Confluence REST sync, {args.pages}-page space (fake server on loopback)",
-          [("sync", "requests", "seconds", "added/updated/unchanged/deleted"), *rows])
+    print(f"Confluence REST sync, {args.pages}-page space (fake server on loopback)")
+    for row in [("sync", "requests", "seconds", "added/updated/unchanged/deleted"), *rows]:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
 
 
 if __name__ == "__main__":

@@ -384,7 +384,7 @@ def _access(value: str | dict[str, str], kind: str | None, where: str) -> str | 
         _check_scope_name(value, f"{where}: access")
         return value
     if kind is not None and kind not in CONFLUENCE_KINDS:
-        raise SourcesError(f"{where}: access per space is only for Confluence sources; "
+        raise SourcesError(f"{where}: access per space is only for confluence, confluence-html and confluence-xml sources; "
                            f"a {kind} source has one access scope")
     if WILDCARD not in value:
         raise SourcesError(f"{where}: access per space needs a \"*\" entry: the scope of pages in other spaces")
