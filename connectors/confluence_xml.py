@@ -53,6 +53,7 @@ from connectors.confluence_common import (
     zone,
 )
 from connectors.confluence_storage import storage_to_markdown
+from connectors.export_attachments import attachment_documents
 from connectors.document import PUBLIC, RESTRICTED, SourceDocument
 
 STORAGE = "2"  # BodyContent.bodyType of storage XHTML
@@ -98,6 +99,7 @@ class ConfluenceXmlExport:
     timezone: str | None = None  # overrides the descriptor's timezoneId
     max_archive_bytes: int = MAX_ARCHIVE_BYTES
     max_archive_members: int = MAX_ARCHIVE_MEMBERS
+    attachments: bool = False  # also index attached PDF/Word/PowerPoint files (connectors.export_attachments)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -107,8 +109,16 @@ class ConfluenceXmlExport:
         export, entities_uri = self._load()
         pages = export.current_pages()
         titles = {(p.get("space"), p["title"]): p["id"] for p in pages if p.get("title")}
-        for page in pages:
-            yield self.read_page(export, page, entities_uri, titles)
+        if not self.attachments:
+            for page in pages:
+                yield self.read_page(export, page, entities_uri, titles)
+            return
+        with ExportFiles(self.root, max_archive_bytes=self.max_archive_bytes,
+                         max_archive_members=self.max_archive_members) as files:
+            for page in pages:
+                doc = self.read_page(export, page, entities_uri, titles)
+                yield doc
+                yield from attachment_documents(files, doc, self.base_url)
 
     def paths(self) -> Iterator[str]:
         """The documents' paths, "pages/<id>" (this reads the whole entities.xml)."""

@@ -111,11 +111,13 @@ def open_connector(source: SourceConfig) -> Connector:
     if kind == "confluence-html":
         from connectors.confluence_html import ConfluenceHtmlExport
 
-        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access,
+                                         attachments=source.attachments)
     elif kind == "confluence-xml":
         from connectors.confluence_xml import ConfluenceXmlExport
 
-        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access,
+                                        attachments=source.attachments)
     else:
         raise SourcesError(f"source {source.name}: unknown kind {kind!r}")
     return SpaceScoped(connector, per_space) if per_space is not None else connector

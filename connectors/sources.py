@@ -102,6 +102,7 @@ class SourceConfig:
     allow_overlap: bool = False  # its location may overlap another source's with a different access
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
     remote: ConfluenceRemote | None = None  # kind "confluence": read over REST; `location` is unused
+    attachments: bool = False  # a Confluence export: index its attached PDF/Word/PowerPoint files too
 
     def __post_init__(self) -> None:
         if isinstance(self.schedule, str):
@@ -442,4 +443,5 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
         max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
+        attachments=bool(table.attachments),
     )
