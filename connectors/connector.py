@@ -98,7 +98,9 @@ def open_connector(source: SourceConfig) -> Connector:
     if kind == "confluence":  # decides each page's scope itself: its space's, or its restrictions'
         from connectors.confluence_rest import ConfluenceRest
 
-        assert source.remote is not None  # kind "confluence" is only ever made with its remote settings
+        if source.remote is None:  # `kb sync PATH --kind confluence`: a server is no path
+            raise SourcesError(f"source {source.name}: kind confluence (REST) is configured in the sources file "
+                               f"with url, spaces and token_env (docs/confluence.md), not synced from a path")
         spaces = source.access if isinstance(source.access, dict) else {WILDCARD: source.access}
         return ConfluenceRest(source.remote, source=source.name, space_access=spaces)
     access = source.access[WILDCARD] if isinstance(source.access, dict) else source.access
