@@ -54,7 +54,8 @@ def _default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    # An empty variable (`KB_SOURCES=`) is unset, not "" — which a path would read as the working directory.
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True)
 
     kb_home: Path = Field(default_factory=_default_home, description="Docent's data directory")
     database_url: SecretStr | None = None  # may carry a password: shown only as ***

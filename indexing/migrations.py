@@ -68,6 +68,11 @@ LOCK = 7317710012  # the advisory lock the unnamed migrations of earlier release
 TABLE = "_docent_migrations"
 
 
+class MigrationFailed(RuntimeError):
+    """A migration raised: nothing of this run was applied (one transaction). The message is one
+    line naming it (`kb` prints it as its `error:` line, not a traceback)."""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -106,7 +111,12 @@ def migrate(engine: Engine) -> list[str]:
         for m in MIGRATIONS:
             if m.name in done:
                 continue
-            m.apply(conn)
+            try:
+                m.apply(conn)
+            except Exception as exc:
+                first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                raise MigrationFailed(f"database migration {m.name} failed, nothing was changed: "
+                                      f"{type(exc).__name__}: {first.strip()[:300]}") from exc
             conn.execute(text(f"INSERT INTO {TABLE} (name) VALUES (:name)"), {"name": m.name})
             ran.append(m.name)
     if ran:
