@@ -23,11 +23,11 @@ CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
 
 def fresh_index(home: Path | None = None):
     """An index in a new temporary data directory (or `home`), with its own embedded Postgres."""
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
 
     home = home or Path(tempfile.mkdtemp(prefix="docent-bench-"))
-    return Index(IndexConfig(home=home))
+    return Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
 
 
 def require(path: Path) -> Path:

@@ -27,12 +27,12 @@ def _rank(retrieval, expected: list[str]) -> int | None:
 
 def measure(corpus: str, home: Path) -> dict:
     from benchmarks.gate_questions import question_sets
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
     from indexing.spelling import english_words
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     on_config, off_config = index.config, replace(index.config, typo_repair=False)
     sets = question_sets(corpus)
     rows = {"off": [], "on": []}

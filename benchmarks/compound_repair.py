@@ -19,11 +19,11 @@ CORPORA = ("sample", "clef", "sg", "squad")
 
 def measure(corpus: str, home: Path, rounds: int) -> dict:
     from benchmarks.gate_questions import question_sets
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.spelling import english_words, repair_question
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     english_words()  # loaded once per process, as `kb serve` does at start
     sets = question_sets(corpus)
     questions = [q["question"] for name in ("public", "casual") for q in sets.get(name, [])]

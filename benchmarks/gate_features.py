@@ -51,11 +51,11 @@ def collect(corpus: str, home: Path) -> Path:
     from bot.lead import _searched_text
     from indexing.sentences import sentences
     from indexing import bm25
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     st = _sentence_transformer()
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"features-{corpus}.jsonl"
@@ -283,11 +283,11 @@ def cost(home: Path, corpus: str) -> None:
 
     from benchmarks.gate_questions import question_sets
     from bot.lead import _searched_text
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     st = _sentence_transformer()
     times: dict[str, list[float]] = {"sec1": [], "sec3": [], "child3": []}
     try:

@@ -99,10 +99,10 @@ def real_rows(target: int) -> tuple[list[tuple[str, list[str]]], int]:
 def index_rows(home) -> tuple[list[tuple[str, list[str]]], int]:
     """(doc_id, terms) of every chunk an index's keyword leg holds (its published version), and
     the number of pages. Terms come back grouped (a bag of words: BM25 reads no order)."""
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     try:
         held = index.bm25._current()
         held = held.merged() if len(held.segments) > 1 else held

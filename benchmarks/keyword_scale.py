@@ -52,13 +52,13 @@ REPLICA = r"""
 import json, sys, time, warnings
 warnings.filterwarnings("ignore")
 from pathlib import Path
-from indexing.config import IndexConfig
+from indexing.config import IndexConfig, RerankConfig
 from indexing.index import Index
 def status(key):
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(key + ":"):
             return float(line.split()[1]) / 1024
-index = Index(IndexConfig(home=Path(sys.argv[1]), database_url=sys.argv[2]))
+index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=Path(sys.argv[1]), database_url=sys.argv[2]))
 mode = sys.argv[3]
 started = time.perf_counter()
 if mode == "rebuild":
@@ -127,13 +127,13 @@ def edit(index, doc, word: str):
 def one_size(size: int, args, questions: list[str], corpus) -> dict:
     from benchmarks.scale import synthetic_pages
     from indexing.bm25 import Bm25Index
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from sqlalchemy import text
 
     home = Path(tempfile.mkdtemp(prefix=f"docent-kw-{size}-"))
     atexit.register(shutil.rmtree, home, True)
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     with index.engine.begin() as conn:
         conn.execute(text(f"DROP INDEX IF EXISTS {index.store.table.__tablename__}_embedding_idx"))
     docs, count = list(corpus.real_docs), len(corpus.real)

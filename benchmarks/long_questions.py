@@ -40,12 +40,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from connectors.markdown import MarkdownFolder
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.spelling import english_words, repair_question
     from indexing.sync import sync_documents
 
-    index = Index(IndexConfig(home=args.home or Path(tempfile.mkdtemp(prefix="docent-bench-"))))
+    home = args.home or Path(tempfile.mkdtemp(prefix="docent-bench-"))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     try:
         if args.home is None:
             wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"])

@@ -47,10 +47,10 @@ def handbook_chunks() -> list[str]:
 
 
 def embedders(home: Path) -> dict:
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import make_embedder
 
-    made = {b: make_embedder(IndexConfig(home=home, embed_backend=b)) for b in BACKENDS}
+    made = {b: make_embedder(IndexConfig(rerank=RerankConfig(backend="off"), home=home, embed_backend=b)) for b in BACKENDS}
     for embedder in made.values():
         embedder.embed_query("load the model before the clock starts")
     return made
@@ -110,13 +110,13 @@ def wait_sync(process: subprocess.Popen, started: float) -> tuple[str, int, floa
 
 def finish_sync(backend: str, home: Path, waited: tuple, before: str) -> list[tuple]:
     """One sync's rows: wall time, chunks/s, the process's peak RSS, the load."""
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
 
     output, status, seconds, rss = waited
     if status != 0:
         raise SystemExit(f"kb sync with {backend} failed:\n{output[-2000:]}")
-    index = Index(IndexConfig(home=home, embed_backend=backend))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home, embed_backend=backend))
     chunks = index.chunk_count()
     index.close()
     return [(f"{backend}: wall", f"{seconds / 60:.1f} min"), (f"{backend}: chunks/s", chunks / seconds),

@@ -44,11 +44,11 @@ CHINESE = ("mszh", "zhh")
 
 def collect(corpus: str, home: Path) -> Path:
     from benchmarks.gate_questions import question_sets
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
 
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"reader-{corpus}.jsonl"
     rows = []

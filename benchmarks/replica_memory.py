@@ -35,12 +35,12 @@ def status(field):
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
 
-from indexing.config import IndexConfig
+from indexing.config import IndexConfig, RerankConfig
 from indexing.index import Index
 from bot.answer import answer_question
 home, backend, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {"base": status("VmRSS")}
-index = Index(IndexConfig(home=Path(home), embed_backend=backend))
+index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=Path(home), embed_backend=backend))
 chunks = index.chunk_count()
 out["opened"] = status("VmRSS")
 started = time.perf_counter()

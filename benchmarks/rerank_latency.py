@@ -85,7 +85,7 @@ def main() -> None:
     from indexing.rerank import RerankStage, make_reranker
     from indexing.retrieval import retrieve
 
-    index = Index(IndexConfig(home=args.home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=args.home))
     questions = [q["question"] for q in eval_questions()][: args.questions]
     index.embedder.embed_query("warm-up")
     retrieve(index, "warm-up question about the handbook")

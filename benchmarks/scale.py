@@ -285,7 +285,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
     Empties `vectors` once they are in the cache, so the sync's memory is measured without them."""
     from sqlalchemy.dialects.postgresql import insert
 
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.embedding import cache_key
     from indexing.index import Index
     from indexing.index_tables import EmbeddingCache
@@ -294,7 +294,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
     home = Path(tempfile.mkdtemp(prefix=f"docent-scale-{label}-"))
     if not keep:
         atexit.register(shutil.rmtree, home, True)  # registered first: runs after Postgres stops
-    index = Index(IndexConfig(home=home), embedder=embedder)
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home), embedder=embedder)
     b = Built(label, index, home)
     reset_peak()
 

@@ -52,14 +52,14 @@ def questions(corpus: str) -> list[dict]:
 def measure(corpus: str, home: Path) -> dict:
     from bot.settings import SAMPLE_SOURCES
     from connectors.sources import load_synonyms
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
     from indexing.synonyms import Synonyms
 
     synonyms = Synonyms.from_table(load_synonyms(SAMPLE_SOURCES))
     asked = [q for q in questions(corpus) if synonyms.expand(q["question"])]
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     base = index.config
     results: dict[str, list] = {}
     try:
@@ -141,11 +141,11 @@ def timing(corpus: str, home: Path) -> str:
     import time
 
     from benchmarks.gate_questions import question_sets
-    from indexing.config import IndexConfig
+    from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
 
     added = {"annual": 0.5, "leav": 0.5, "pto": 0.5}
-    index = Index(IndexConfig(home=home))
+    index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     ms: dict[str, list[float]] = {"as asked": [], "3 terms added": []}
     try:
         asked = [q["question"] for q in question_sets(corpus)["public"]]

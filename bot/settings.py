@@ -5,8 +5,9 @@ Every variable is listed in the README's configuration table; keep the two in st
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -40,6 +41,16 @@ SAMPLE_WIKI = _sample_wiki()
 SAMPLE_SOURCES = SAMPLE_WIKI / "docent.toml"  # the sample's own sources file: its source and [synonyms]
 
 
+def default(config: type, name: str) -> Any:
+    """The default of the configuration dataclass `config`'s field `name`: every default is written
+    once, on the dataclass the code reads (`indexing.config`), and a setting only maps its
+    environment variable onto it — two copies drifted (`KB_RERANK` "builtin", `RerankConfig` "off")."""
+    found = {f.name: f for f in dataclasses.fields(config)}[name]
+    if found.default is not dataclasses.MISSING:
+        return found.default
+    return found.default_factory()  # type: ignore[operator]
+
+
 def secret(value: SecretStr | None) -> str | None:
     """A SecretStr setting as a plain string, for the one call that sends it (None when unset or empty)."""
     if value is None:
@@ -66,29 +77,32 @@ class Settings(BaseSettings):
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
-    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"  # how the local model runs (indexing.onnx_embedding)
+    # how the local model runs (indexing.onnx_embedding)
+    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = default(IndexConfig, "embed_backend")
     kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
     kb_embed_api_key: SecretStr | None = None
-    kb_embed_in_flight: int = 4
-    kb_sync_batch: int = 256
-    kb_top_k: int = 5
-    kb_typo_repair: bool = True  # indexing.spelling: off for a wiki not written in English
-    kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
+    kb_embed_in_flight: int = default(IndexConfig, "embed_in_flight")
+    kb_sync_batch: int = default(IndexConfig, "sync_batch_children")
+    kb_top_k: int = default(IndexConfig, "top_k")
+    kb_typo_repair: bool = default(IndexConfig, "typo_repair")  # indexing.spelling: off for a non-English wiki
+    # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
+    kb_gate_min_cosine: float = default(IndexConfig, "min_cosine")
     # the gate's outcomes (indexing.gate.gate_outcome): not found below, answered from, uncertain between
-    kb_gate_refuse_below: float = 0.285
-    kb_gate_answer_from: float = 0.485
-    kb_gate_refuse_below_cjk: float = 0.385
-    kb_gate_answer_from_cjk: float = 0.445
+    kb_gate_refuse_below: float = default(IndexConfig, "gate_refuse_below")
+    kb_gate_answer_from: float = default(IndexConfig, "gate_answer_from")
+    kb_gate_refuse_below_cjk: float = default(IndexConfig, "gate_refuse_below_cjk")
+    kb_gate_answer_from_cjk: float = default(IndexConfig, "gate_answer_from_cjk")
     # the rerank stage (indexing.rerank): builtin (the shipped reader: a veto on confident answers,
     # indexing.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
-    kb_rerank: str = "builtin"
+    kb_rerank: str = default(RerankConfig, "backend")
     kb_rerank_url: str | None = None  # the full URL, e.g. http://tei:8080/rerank or https://api.cohere.com/v2/rerank
     kb_rerank_model: str | None = None
     kb_rerank_api_key: SecretStr | None = None
-    kb_rerank_format: Literal["auto", "tei", "cohere"] = "auto"
-    kb_rerank_top_n: int = Field(default=10, ge=1)
-    kb_rerank_timeout_ms: float = Field(default=300.0, gt=0)
-    kb_rerank_max_chars: int = Field(default=1500, ge=100)  # of each section per pair: the stage's cost is its length
+    kb_rerank_format: Literal["auto", "tei", "cohere"] = default(RerankConfig, "wire_format")
+    kb_rerank_top_n: int = Field(default=default(RerankConfig, "top_n"), ge=1)
+    kb_rerank_timeout_ms: float = Field(default=default(RerankConfig, "timeout_ms"), gt=0)
+    # of each section per pair: the stage's cost is its length
+    kb_rerank_max_chars: int = Field(default=default(RerankConfig, "max_chars"), ge=100)
     kb_rerank_refuse_below: float | None = None  # fitted for the backend by `kb eval --calibrate`; unset: order only
     kb_rerank_answer_from: float | None = None
     kb_rerank_floor: float | None = Field(default=None, ge=0, le=1)  # the built-in reader's veto floor; unset: shipped

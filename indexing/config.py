@@ -18,7 +18,9 @@ class RerankConfig:
     """The rerank stage (`indexing.rerank`): which backend scores (question, section) pairs, how
     many sections, within what budget, and — only when fitted for that backend — its gate."""
 
-    backend: str = "off"  # "off", or a sentence-transformers CrossEncoder folder; `url` wins when set
+    # What `kb serve` ships: "builtin" (the reader, indexing.reader), "off", "span", or a CrossEncoder
+    # folder; `url` wins when set. The one place this default is written (bot.settings reads it).
+    backend: str = "builtin"
     url: str | None = None  # a rerank service: TEI's /rerank or the Cohere/Jina/vLLM/Infinity format
     model: str | None = None  # the model name sent to the service
     api_key: str | None = None  # sent as Authorization: Bearer …
@@ -76,7 +78,7 @@ class IndexConfig:
     gate_answer_from: float = 0.485
     gate_refuse_below_cjk: float = 0.385
     gate_answer_from_cjk: float = 0.445
-    rerank: RerankConfig = field(default_factory=RerankConfig)  # the rerank stage (indexing.rerank); off by default
+    rerank: RerankConfig = field(default_factory=RerankConfig)  # the rerank stage (indexing.rerank): the built-in reader
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()

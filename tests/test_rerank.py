@@ -93,6 +93,16 @@ def reranking(index, config: RerankConfig, reranker=None):
         index.rerank = saved
 
 
+@contextmanager
+def without_stage(index):
+    """The session's index with no rerank stage (it runs the shipped reader, as `kb serve` does)."""
+    saved, index.rerank = index.rerank, None
+    try:
+        yield
+    finally:
+        index.rerank = saved
+
+
 def counted(backend: str, outcome: str) -> float:
     return REGISTRY.get_sample_value("docent_rerank_calls_total", {"backend": backend, "outcome": outcome}) or 0.0
 
@@ -109,8 +119,9 @@ def service(model_folder):
 
 def test_a_cross_encoder_folder_reorders_the_sections_and_the_lead_follows(index, handbook, model_folder):
     scopes = [f"{handbook}-all"]
-    fused = answer_question(index, VACATION, scopes=scopes)
-    fused_hits = retrieve(index, VACATION, scopes=scopes).hits
+    with without_stage(index):  # the fused order and the gate alone
+        fused = answer_question(index, VACATION, scopes=scopes)
+        fused_hits = retrieve(index, VACATION, scopes=scopes).hits
     assert fused_hits[0].heading == "Working on a holiday"  # the problem the stage is for
     assert fused.signals["rerank_best"] is None and fused.signals["rerank_outcome"] is None
     before = counted(f"cross-encoder:{model_folder.name}", "ok")
@@ -273,7 +284,10 @@ def test_settings_choose_the_backend_once_and_refuse_what_cannot_work(tmp_path, 
     monkeypatch.setenv("KB_RERANK_API_KEY", "rk-1")
     reranker = make_reranker(Settings(kb_home=tmp_path).index_config().rerank)
     assert isinstance(reranker, ServiceReranker) and reranker.api_key == "rk-1"
-    assert make_reranker(RerankConfig()) is None and open_stage(RerankConfig(backend="off")) is None
+    from indexing.reader import BuiltinReader
+
+    assert isinstance(make_reranker(RerankConfig()), BuiltinReader)  # what `kb serve` ships, defined once
+    assert make_reranker(RerankConfig(backend="off")) is None and open_stage(RerankConfig(backend="off")) is None
     with pytest.raises(ValueError, match="is neither off.* nor a sentence-transformers CrossEncoder folder"):
         make_reranker(RerankConfig(backend=str(tmp_path / "no-such-model")))
     with pytest.raises(ValueError, match="go together"):

@@ -133,3 +133,23 @@ def test_one_sync_counts_line():
     assert sync_counts(report, zero_skipped=False) == "1 added, 2 updated, 3 unchanged, 4 deleted, 5 failed"
     report.skipped = 6
     assert sync_counts(report, zero_skipped=False).endswith("5 failed, 6 skipped")
+
+
+def test_defaults_are_written_once_and_the_test_index_runs_what_kb_serve_ships(index, monkeypatch):
+    """`RerankConfig.backend` defaulted to "off" and `KB_RERANK` to "builtin": the test index and
+    the Slack fixtures ran without the reader `kb serve` ships. Every setting that maps onto a
+    configuration field now takes its default from that field, and the test index has the reader."""
+    import dataclasses
+
+    from bot.settings import Settings
+    from indexing.config import IndexConfig, RerankConfig
+
+    for name in [n for n in Settings.model_fields if n.startswith("kb_")]:
+        monkeypatch.delenv(name.upper(), raising=False)
+    shipped = Settings(_env_file=None, kb_home=index.config.home).index_config()
+    plain = IndexConfig(home=index.config.home)
+    for field in dataclasses.fields(IndexConfig):
+        if field.name not in ("home", "database_url", "synonyms"):
+            assert getattr(shipped, field.name) == getattr(plain, field.name), field.name
+    assert shipped.rerank == RerankConfig() and RerankConfig().backend == "builtin"
+    assert index.rerank is not None and index.rerank.name == "builtin:reader"
