@@ -2,8 +2,8 @@
 
 The app runs as `kb serve` runs it — `build_app` (Bolt's own listener pool, as in production),
 inside `web_app` under uvicorn on a free port of 127.0.0.1 — with its `WebClient` pointed at the
-local Slack Web API of the tests (`tests/slack_api_server.py`, loaded from its file: tests/ is
-not a package and is not edited here). Events are sent the way Slack sends them, signed with the
+local Slack Web API of the tests (`tests/support/slack_api_server.py`, loaded from its file so
+that the benchmarks need not import the tests). Events are sent the way Slack sends them, signed with the
 signing secret; every reply the bot posts is recorded with its arrival time, keyed by
 (channel, thread), so "answered exactly once" can be checked per question.
 
@@ -34,11 +34,11 @@ QUESTIONS_FILE = REPO / "sample-wiki" / "QUESTIONS.jsonl"
 
 
 def _load_slack_api_server():
-    """tests/slack_api_server.py as a module (tests/ is not a package; nothing there is edited)."""
+    """tests/support/slack_api_server.py loaded from its file (benchmarks do not import the tests)."""
     name = "slack_api_server"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "slack_api_server.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "slack_api_server.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look the module up while the class is created
     spec.loader.exec_module(module)

@@ -3,7 +3,7 @@ flight, against the bundled model in this process, on the same handbook chunks i
 
     .venv/bin/python -m benchmarks.embedding_service [--chunks 1500] [--batch 64]
 
-The service is `tests/embeddings_server.py` in a process of its own, speaking the real
+The service is `tests/support/embeddings_server.py` in a process of its own, speaking the real
 `/v1/embeddings` wire format and computing with the bundled model — on this same 2-core machine.
 So this measures the client's overhead and what requests in flight buy when the service shares
 the CPU; a service on its own hardware (a GPU box running TEI or vLLM) is where in-flight
@@ -52,7 +52,7 @@ def main() -> None:
 
     texts = handbook_chunks(args.chunks)
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "embeddings_server.py"), str(port)],
+    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "embeddings_server.py"), str(port)],
                               stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert server.stdout.readline().strip() == "ready"

@@ -10,7 +10,7 @@ lifted so every run is a real one, not a fallback):
   loaded as `AutoModelForSequenceClassification(num_labels=1)`, i.e. a randomly initialised
   scoring head on the real 6-layer encoder, saved as a CrossEncoder folder. Its scores mean
   nothing; its cost is a real MiniLM-L6 cross-encoder's (ms-marco-MiniLM-L6-v2 is this size);
-- `service`: the same folder served by `tests/rerank_server.py` (TEI's `/rerank` format) in a
+- `service`: the same folder served by `tests/support/rerank_server.py` (TEI's `/rerank` format) in a
   process of its own on this machine, over HTTP — so the service's forward pass competes for the
   same 2 cores; a real service on its own hardware costs the round trip plus its own compute.
 
@@ -58,7 +58,7 @@ def free_port() -> int:
 def start_service(folder: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "rerank_server.py"), str(port), str(folder)],
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "rerank_server.py"), str(port), str(folder)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     if proc.stdout.readline().strip() != "ready":
         proc.kill()

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import (
     all_text, bot_settings, button, click, envelope, mention, message, new_channel, new_ts, posts_in, query_rows,
     running_bot, wait_until)
 

@@ -3,7 +3,7 @@ events and button clicks to the running app, `views.publish` answered by the loc
 (which refuses a Home view of more than 100 blocks, as Slack does).
 
 The questions behind it are asked through Slack too (mentions answered by the bot and logged by
-it), in a database of its own (tests/gaps_wiki.py): a public wiki, and one page in scope "hr"
+it), in a database of its own (tests/support/gaps_wiki.py): a public wiki, and one page in scope "hr"
 that only channel CHR sees.
 """
 
@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 import pytest
 from sqlmodel import select
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
+from tests.support.slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
 
 from bot.gaps import GapsReport, Period, QuestionGroup
 from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import own_index
+from tests.support.databases import own_index
 from connectors.markdown import MarkdownFolder
 from indexing.bm25 import analyze, tokens
 from indexing.retrieval import retrieve

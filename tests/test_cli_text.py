@@ -38,6 +38,7 @@ def kb(*args: str, env: dict[str, str | None], stdin: str | None = None,
 SECRET = "Pa55w0rdTail"  # every URL below holds it, whole or in parts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url, shown", [
     (f"postgresql://docent:Pa55@w0rd-{SECRET}@127.0.0.1:1/docent", None),
     (f"postgresql://docent:Pa55%40w0rd-{SECRET}@127.0.0.1:1/docent", "postgresql://docent:***@127.0.0.1:1/docent"),

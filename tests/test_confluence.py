@@ -23,7 +23,7 @@ from connectors.confluence_html import ConfluenceHtmlExport
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.detect import detect_kind
 from connectors.document import SourceDocument
-from tests.conftest import SAMPLE_WIKI, shared_corpus
+from tests.support.corpora import SAMPLE_WIKI, shared_corpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"
 HTML_FIXTURE = FIXTURES / "html-export"

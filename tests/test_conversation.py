@@ -11,8 +11,18 @@ import uuid
 
 import pytest
 
-from slack_api_server import BOT_USER, TEAM
-from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
+from tests.support.slack_api_server import BOT_USER, TEAM
+from tests.support.slack_harness import (
+    PARENTAL,
+    all_text,
+    mention,
+    message,
+    new_channel,
+    new_ts,
+    posts_in,
+    query_rows,
+    wait_until,
+)
 
 from bot.slack.store import answer_to
 from bot.slack.questions import EMPTY_MENTION

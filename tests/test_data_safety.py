@@ -23,9 +23,9 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import (
     ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, running_bot)
 
 from bot.slack import blocks

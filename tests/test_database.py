@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from conftest import scratch_database
+from tests.support.databases import scratch_database
 from indexing.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
 
 REPO = Path(__file__).resolve().parents[1]

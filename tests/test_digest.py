@@ -1,7 +1,7 @@
 """The weekly gaps digest (`bot.slack.digest`): what it posts, that only the scheduler's leader posts
 it (the lock held by another real process), and that the scheduler of `kb serve` runs it.
 
-Questions are answered and logged by the real code in a database of its own (tests/gaps_wiki.py);
+Questions are answered and logged by the real code in a database of its own (tests/support/gaps_wiki.py);
 the digest goes to the local Slack API.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from gaps_wiki import isolated_index
-from slack_api_server import BOT_TOKEN
-from slack_harness import all_text, bot_settings
+from tests.support.gaps_wiki import isolated_index
+from tests.support.slack_api_server import BOT_TOKEN
+from tests.support.slack_harness import all_text, bot_settings
 
 from bot import question_log
 from bot.answer import answer_question

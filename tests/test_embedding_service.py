@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_WIKI
-from embeddings_server import FakeEmbeddings
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.embeddings_server import FakeEmbeddings
 
 from bot.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder

@@ -1,7 +1,7 @@
 """Faults, made to happen for real: the database lost while serving, the embedding model failing
 during a sync, and `kb serve` killed with SIGKILL while votes are being written.
 
-- The database is lost through a TCP proxy (tests/db_proxy.py) in front of the session's embedded
+- The database is lost through a TCP proxy (tests/support/db_proxy.py) in front of the session's embedded
   Postgres, which other tests keep using: the bot under test opens its own `Index` through the
   proxy, and cutting the proxy closes its live connections and refuses new ones.
 - The model fails because the third-party model object (LlamaIndex's `HuggingFaceEmbedding`) is
@@ -29,9 +29,9 @@ from sqlalchemy import create_engine, text
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from tests.support.slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
     query_rows, running_bot, wait_until)
 

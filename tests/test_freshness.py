@@ -87,6 +87,7 @@ def watched(index, wiki_copy):
     watcher.stop()
 
 
+@pytest.mark.slow
 def test_importing_the_watcher_does_not_load_watchdog():
     """watchdog is loaded when a watcher starts (`kb serve`, `kb watch`), not with the module."""
     code = "import sys, indexing.watcher; print('watchdog' in sys.modules)"

@@ -23,11 +23,13 @@ def test_content_words_drop_question_and_stop_words():
     assert focus.content_words("Is pet insurance something we offer?") == {"pet", "insurance", "something", "offer"}
 
 
+@pytest.mark.integration
 def test_a_focus_word_the_evidence_never_touches_matches_worse_than_one_it_holds(st):
     best = {m.word: m.best for m in focus.word_matches(st, "is pet insurance something we offer?", [INSURANCE])}
     assert best["pet"] < best["insurance"] - 0.3
 
 
+@pytest.mark.integration
 def test_a_word_at_the_end_of_evidence_longer_than_the_model_window_is_still_seen(st):
     filler = "The office kitchen is cleaned every evening by the facilities team. " * 40  # > 256 word-pieces
     long_text = filler + "Employees may take a sabbatical of six weeks."
@@ -36,6 +38,7 @@ def test_a_word_at_the_end_of_evidence_longer_than_the_model_window_is_still_see
     assert long["sabbatical"] > short["sabbatical"] + 0.3
 
 
+@pytest.mark.integration
 def test_no_evidence_no_matches(st):
     assert focus.word_matches(st, "is pet insurance something we offer?", []) == []
 

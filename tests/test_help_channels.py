@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slack_api_server import BOT_ID, BOT_USER
-from slack_harness import (
+from tests.support.slack_api_server import BOT_ID, BOT_USER
+from tests.support.slack_harness import (
     ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows,
     running_bot, sources_heading)
 

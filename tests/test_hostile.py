@@ -2,7 +2,7 @@
 
 Nothing a wiki, an export or a Slack user can send may crash a sync, hang it, or make the bot
 leak or echo what it must not. The parsers are fuzzed with hypothesis (strategies in
-tests/hostile_inputs.py; `DOCENT_FUZZ_EXAMPLES=5000` runs a longer campaign); the rest are real
+tests/support/hostile_inputs.py; `DOCENT_FUZZ_EXAMPLES=5000` runs a longer campaign); the rest are real
 files in temporary folders, synced into the real index of conftest, each test under a source and
 access scope of its own name.
 """
@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import select
 
-import hostile_inputs as hi
-from openai_server import FakeOpenAI
+from tests.support import hostile_inputs as hi
+from tests.support.openai_server import FakeOpenAI
 
 from connectors.confluence_common import (
     MAX_DEPTH,
@@ -97,6 +97,7 @@ def check_document(doc) -> None:
 # --- 1. parsers, fuzzed ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FUZZ
 @given(content=hi.markdown_bytes, name=hi.file_name, suffix=st.sampled_from([".md", ".markdown", ".txt", ".MD"]))
 def test_fuzz_markdown_files_become_documents_or_failures_never_exceptions(content, name, suffix):
@@ -109,6 +110,7 @@ def test_fuzz_markdown_files_become_documents_or_failures_never_exceptions(conte
                 check_document(doc)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(page=hi.html_bytes, index=st.one_of(st.none(), hi.html_bytes),
        page_id=st.sampled_from(["7", "0012", "99999999999999999999"]))
@@ -142,6 +144,7 @@ def test_a_bracket_after_a_less_than_sign_is_text_not_a_parser_error():
     assert "x<y" in storage_to_markdown("<p><![CDATA[x<y]]></p>", {}, lambda title, space: None)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(entities=hi.entities_bytes, descriptor=st.none() | hi.descriptor, zipped=st.booleans())
 def test_fuzz_confluence_xml_exports_raise_only_export_errors(entities, descriptor, zipped):
@@ -211,6 +214,7 @@ def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, b
     assert len(re.findall(r"<\s*excerpt\b", prompt, re.I)) == len(re.findall(r"<\s*/\s*excerpt\b", prompt, re.I)) == len(hits)
 
 
+@pytest.mark.slow
 def test_fuzzing_found_these_once_and_they_stay_fixed():
     """Inputs the fuzzers (and the hand-written hostile cases) turned up, as plain regressions."""
     with folder() as root:
@@ -274,6 +278,7 @@ def _html_page(body: str, title: str = "Slow") -> str:
     return hi.confluence_page(title, ["index.html"], "", body, scaffold=True)
 
 
+@pytest.mark.slow
 def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_read():
     with folder() as root:
         shutil.copy(FIXTURES / "html-export" / "index.html", root)
@@ -299,6 +304,7 @@ def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_rea
         to_markdown(BeautifulSoup("<p>x</p>", "html.parser"), Deadline(-1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -375,6 +381,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_hostile_heading_lines_are_read_as_headings_without_stalling():
     """Lines on which the former heading pattern ran for hours (cubic in a run of whitespace,
     quadratic in `#`s: ~15 minutes for 200,000) or its link-stripping did (quadratic in `[`s:
@@ -652,6 +659,7 @@ print(json.dumps({name: fallback_text(Answer("q", text, [], {})) for name, text 
 """
 
 
+@pytest.mark.slow
 def test_fallback_text_of_hostile_answers_is_computed():
     """Answers (which quote the wiki) that made the former table-rule pattern run for hours:
     2,000 blank lines alone took a minute; these are 50,000."""
@@ -781,7 +789,7 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
     while a representative set of paths runs with every logger at DEBUG: none of them may appear
     in the log file, in the CLI's output, or in anything sent to Slack or returned as an answer."""
     import httpx
-    from slack_api_server import BOT_USER, TEAM, FakeSlack
+    from tests.support.slack_api_server import BOT_USER, TEAM, FakeSlack
     from slack_sdk.signature import SignatureVerifier
 
     from bot.answer import answer_question

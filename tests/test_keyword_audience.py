@@ -20,7 +20,8 @@ import pytest
 
 from bot.knowledge import KnowledgeBase
 from bot.slack.blocks import answer_blocks
-from conftest import SAMPLE_WIKI, scratch_database
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.databases import scratch_database
 from connectors.access import AccessConfig, ScopeRule, audience_for
 from connectors.markdown import MarkdownFolder
 from indexing import indexed_sources, keyword_versions

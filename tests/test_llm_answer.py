@@ -1,7 +1,7 @@
 """The LLM path (bot.llm) against a real local OpenAI-compatible HTTP server, and the extractive
 answer that bot.answer falls back to when the model fails.
 
-The server (tests/openai_server.py) speaks the chat-completions wire format over a real socket,
+The server (tests/support/openai_server.py) speaks the chat-completions wire format over a real socket,
 so the OpenAI SDK inside llama-index serialises, sends and parses for real. No index, no
 embedding model: `answer_question` itself is covered by the index-backed tests.
 """
@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from openai_server import CHAT_PATH, FakeOpenAI
+from tests.support.openai_server import CHAT_PATH, FakeOpenAI
 
 from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim
 from bot.llm import (

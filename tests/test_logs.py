@@ -42,6 +42,7 @@ def test_an_unknown_format_is_refused():
         configure("INFO", "yaml")
 
 
+@pytest.mark.integration
 def test_kb_with_json_logs_writes_one_object_per_log_line_and_no_secret(kb_home, tmp_path):
     import os
     import subprocess

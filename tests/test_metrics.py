@@ -10,8 +10,8 @@ import uuid
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from slack_api_server import FakeSlack
-from slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
 
 from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
 from connectors.markdown import MarkdownFolder

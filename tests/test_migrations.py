@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import MetaData, create_engine, text
 from sqlalchemy.engine import Engine
 
-from conftest import scratch_database
+from tests.support.databases import scratch_database
 from indexing import migrations
 from indexing.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
 

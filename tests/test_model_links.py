@@ -5,7 +5,7 @@ pings (`<@U…>`, `<!here>`), a bare phishing domain ("re-enter your password at
 www.acme-okta.evil.example/reset", which Slack links by itself). `bot.llm.checked_text` is the one
 check; `bot.llm_stream.StreamCheck` applies it to each streamed piece, holding back a word or link
 that is not finished. The Slack tests run the real bot over signed HTTP against the local Web API
-(tests/slack_api_server.py) and the local OpenAI-compatible server (tests/openai_server.py),
+(tests/support/slack_api_server.py) and the local OpenAI-compatible server (tests/support/openai_server.py),
 streaming the reply in 3-character pieces, and look at what Slack received at every call.
 
 Also here: a page title "@here <!channel>" reaches no source label as a ping (issue 23, item 8).
@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openai_server import FakeOpenAI
-from slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
+from tests.support.openai_server import FakeOpenAI
+from tests.support.slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
 from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
 from bot.llm_stream import StreamCheck

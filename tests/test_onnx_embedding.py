@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SAMPLE_WIKI
+from tests.support.corpora import REPO, SAMPLE_WIKI
 
 from bot.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder
@@ -64,6 +64,7 @@ def test_onnx_vectors_are_torchs_and_int8_vectors_are_close(index, onnx_home):
     assert int8.min() < 0.9999  # really another model's vectors, so it must not share torch's cache key
 
 
+@pytest.mark.integration
 def test_the_export_is_made_once_and_a_second_start_loads_it_without_torch(onnx_home):
     first = OnnxEmbedder(onnx_home)
     first.embed_query("warm-up")
@@ -124,6 +125,7 @@ def test_switching_backends_keeps_a_torch_index_for_onnx_and_re_embeds_it_for_in
         indexed_sources.forget(index, name)
 
 
+@pytest.mark.slow
 def test_a_missing_onnxruntime_stops_kb_at_start_in_one_line(tmp_path):
     """Run as a real `kb sync` whose interpreter cannot import onnxruntime (a None entry in
     sys.modules is how Python marks a module as unavailable)."""

@@ -33,6 +33,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {p.relative_to(REPO).as_posix() for package in PACKAGES for p in (REPO / package).rglob("*.py")
@@ -45,6 +46,7 @@ def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
     assert {"indexing/models/reader-int8.onnx", "indexing/models/README.md"} <= names
 
 
+@pytest.mark.slow
 def test_an_installed_docent_finds_its_sample_wiki(wheel, tmp_path):
     target = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),

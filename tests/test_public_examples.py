@@ -16,9 +16,9 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from slack_harness import (
+from tests.support.slack_harness import (
     all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot)
 
 from bot import question_log

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import shared_corpus
+from tests.support.corpora import shared_corpus
 
 CONTEXT = ("The depot opened in 1987 in Girona. It stores grain for the region. "
            "Its owner sold it in 2001. The roof was rebuilt after a storm.")

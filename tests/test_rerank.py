@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rerank_models import tiny_cross_encoder
-from rerank_server import COHERE_PATH, TEI_PATH, FakeRerank
+from tests.support.rerank_models import tiny_cross_encoder
+from tests.support.rerank_server import COHERE_PATH, TEI_PATH, FakeRerank
 from test_answer_and_cli import _kb
 
 from bot.answer import answer_question

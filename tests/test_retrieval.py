@@ -9,7 +9,8 @@ import pytest
 from connectors.markdown import MarkdownFolder
 from indexing.retrieval import retrieve
 from indexing.sync import sync_documents
-from tests.conftest import CORPUS_EXCLUDES, SAMPLE_WIKI, own_index, shared_corpus
+from tests.support.corpora import CORPUS_EXCLUDES, SAMPLE_WIKI, shared_corpus
+from tests.support.databases import own_index
 
 
 def _questions(path):

@@ -16,7 +16,7 @@ from indexing.chunking import chunk_document
 from indexing.retrieval import retrieve
 from indexing.sentence_vectors import TABLE, section_sentences, stored_vectors, text_md5
 from indexing.sync import sync_documents
-from tests.conftest import SAMPLE_WIKI
+from tests.support.corpora import SAMPLE_WIKI
 
 VPN = "it/vpn.md"
 

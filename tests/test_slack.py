@@ -1,7 +1,7 @@
 """Docent in Slack, over real HTTP: signed requests to the app's own endpoint, a local Web API.
 
 The app runs as `kb serve` runs it (the Bolt app in the Starlette app under uvicorn, on
-127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/slack_api_server.py), which records
+127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/support/slack_api_server.py), which records
 every Web API call and every use of a response URL. Events, slash commands, button clicks and
 form submissions are sent the way Slack sends them, signed with the signing secret.
 
@@ -22,8 +22,8 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
-from slack_harness import (
+from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from tests.support.slack_harness import (
     ADMIN, PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, message, new_channel, new_ts,
     posts_in, query_rows, running_bot, sources_heading, wait_until)
 

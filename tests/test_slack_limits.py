@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
-from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
+from tests.support.slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
 from bot import question_log
 from bot.slack.access import SlackAccess

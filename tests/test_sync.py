@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from sqlalchemy import select
 from sqlmodel import col
 
@@ -164,6 +166,7 @@ def _openmp_wait_policy(wait_policy: str | None) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_embedding_threads_sleep_instead_of_spinning_unless_the_operator_says_otherwise():
     """Spinning OpenMP threads gave question embedding a 300-500 ms p95 whenever another process
     kept a core busy (docs/benchmarks.md): Docent asks for PASSIVE before torch loads; an

@@ -1,6 +1,6 @@
 """`kb gaps`'s synonym candidates (`bot.gaps.synonym_candidates`) over a real query log: questions
 answered by the real answering code, logged and voted on by the real recording code, in a
-database of their own (tests/gaps_wiki.py: "annual leave" on a public page, salary bands on a page
+database of their own (tests/support/gaps_wiki.py: "annual leave" on a public page, salary bands on a page
 of scope "hr")."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
 from bot import question_log
 from bot.answer import answer_question

@@ -15,7 +15,8 @@ from connectors.sources import SourcesError, read_sources_file
 from indexing.keyword_segments import KeywordIndex, KeywordRow
 from indexing.retrieval import retrieve
 from indexing.synonyms import EXPANSION_WEIGHT, Synonyms
-from tests.conftest import SAMPLE_WIKI, scratch_database
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.databases import scratch_database
 from tests.test_answer_and_cli import _kb
 
 README_QUESTION = "how many vacation days do I get?"
@@ -84,6 +85,7 @@ def test_an_entry_the_keyword_leg_cannot_use_is_refused(table, message):
     assert str(raised.value) == f"kb.toml: {message}"
 
 
+@pytest.mark.slow
 def test_a_bad_entry_stops_kb_at_start_with_one_line(tmp_path):
     path = write(tmp_path, SOURCE + '[synonyms]\nit = ["laptop"]\n')
     result = _kb("ask", "anything?", env={"KB_SOURCES": str(path), "KB_HOME": str(tmp_path / "home")})

@@ -2,7 +2,7 @@
 module that talks to Docent over Slack (the `slack` and `bot` fixtures are in tests/conftest.py).
 
 The app runs as `kb serve` runs it (the Bolt app in the Starlette app under uvicorn, on
-127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/slack_api_server.py), which records
+127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/support/slack_api_server.py), which records
 every Web API call and every use of a response URL. Events, slash commands, button clicks and
 form submissions are built here the way Slack sends them, and signed with the signing secret.
 """
@@ -22,7 +22,7 @@ import httpx
 from slack_sdk.signature import SignatureVerifier
 from sqlmodel import select
 
-from slack_api_server import BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from tests.support.slack_api_server import BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 
 from bot.question_log import Feedback, QueryLog
 from bot.serve import serving_in_thread, web_app
@@ -88,7 +88,7 @@ def running_bot(settings: Settings, index, llm=None) -> Iterator[Bot]:
         workers.shutdown(wait=True)
 
 
-SAMPLE_SOURCES = Path(__file__).resolve().parent / "fixtures" / "slack-sources.toml"  # scope "sample" everywhere
+SAMPLE_SOURCES = Path(__file__).resolve().parents[1] / "fixtures" / "slack-sources.toml"  # scope "sample" everywhere
 
 
 def bot_settings(slack: FakeSlack, **overrides) -> Settings:

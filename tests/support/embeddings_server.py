@@ -114,7 +114,7 @@ def _handler_for(server: FakeEmbeddings):
 
 
 def main() -> None:
-    """`python tests/embeddings_server.py PORT`: serve until killed (for benchmarks, in a process
+    """`python tests/support/embeddings_server.py PORT`: serve until killed (for benchmarks, in a process
     of its own, as a real service would be)."""
     import sys
 

@@ -107,7 +107,7 @@ def _handler_for(server: FakeRerank):
 
 
 def main() -> None:
-    """`python tests/rerank_server.py PORT MODEL_FOLDER`: serve a CrossEncoder folder until killed
+    """`python tests/support/rerank_server.py PORT MODEL_FOLDER`: serve a CrossEncoder folder until killed
     (for benchmarks, in a process of its own, as a real service would be)."""
     import sys
 

@@ -4,7 +4,7 @@ A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods D
 with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
 `chat.update`, `chat.getPermalink`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
 `usergroups.users.list`, and `apps.connections.open` with the app-level token, handing out
-the WebSocket URL of `tests/socket_mode_peer.py`), and also serving as the target of response URLs
+the WebSocket URL of `tests/support/socket_mode_peer.py`), and also serving as the target of response URLs
 (`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
 bodies, `Authorization: Bearer …`), are parsed here, and every call is recorded in order:
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conftest import own_index
+from tests.support.databases import own_index
 
 PAGES = {
     "leave.md": "---\nupdated: 2019-03-01\n---\n# Leave policy\n\n## Annual leave\n\nEveryone gets 25 days of annual "
