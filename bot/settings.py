@@ -1,6 +1,6 @@
 """Settings from environment variables (or a `.env` file), read once at the edge and passed down.
 
-Every variable is listed in the README's configuration table; keep the two in step.
+Every variable has a row in bot/settings_reference.py, which renders docs/configuration.md (a test checks both).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from indexing.scheduler import start_scheduler, stop_scheduler
 from indexing.watcher import Watcher
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-README = Path(__file__).resolve().parents[1] / "README.md"
+SOURCES_DOC = Path(__file__).resolve().parents[1] / "docs" / "sources.md"  # the sources file reference (was the README)
 
 
 def kb(kb_home: Path, *args: str, sources: Path | None = None, answer: str | None = None):
@@ -333,7 +333,7 @@ def test_globs_follow_gitignore_rules(tmp_path):
 
 
 def _readme_blocks(language: str) -> list[str]:
-    text = README.read_text()
+    text = SOURCES_DOC.read_text()
     blocks_found, inside, lines = [], False, []
     for line in text.splitlines():
         if line.strip() == f"```{language}":
@@ -349,7 +349,7 @@ def _readme_blocks(language: str) -> list[str]:
 @pytest.mark.parametrize("language", ["toml", "yaml"])
 def test_every_sources_example_in_the_readme_loads_exactly_as_written(tmp_path, language):
     examples = [b for b in _readme_blocks(language) if "source" in b]
-    assert examples, f"the README has {language} examples of the sources file"
+    assert examples, f"docs/sources.md has {language} examples of the sources file"
     for n, example in enumerate(examples):
         path = tmp_path / f"example-{n}.{language}"
         path.write_text(example)
