@@ -72,7 +72,7 @@ ROWS: tuple[Row, ...] = (
          "int8: 1.3–1.5× torch's indexing rate, vectors ~0.99 cosine to torch's, so switching re-embeds every "
          'page on the next sync; `kb eval`: hit@1 0.03–0.06 lower on three of the five public sets, one of '
          "clef's three unanswerable questions answered). torch stays the default: neither ONNX variant won on "
-         'both speed and quality (`docs/benchmarks.md`, *Faster local embeddings?*). Ignored with '
+         'both speed and quality (`docs/history.md`, *Faster local embeddings?*). Ignored with '
          '`KB_EMBED_URL`; an unknown value, or onnx without the `onnxruntime` package, stops `kb` at start '
          'with one `error:` line')),
     Row(('KB_EMBED_URL',),
@@ -102,11 +102,11 @@ ROWS: tuple[Row, ...] = (
         ('the gate for English questions: its score (best chunk cosine, +0.05 when the vector and keyword legs '
          'agree on the top page) below the first is "not found", from the second "answered", between '
          '"uncertain" (the answer says it is not sure and points at the passage); fitted leave-one-corpus-out, '
-         '`docs/tuning.md` §8')),
+         '`docs/history.md`, *8. Lead sentences, three outcomes*')),
     Row(('KB_GATE_REFUSE_BELOW_CJK', 'KB_GATE_ANSWER_FROM_CJK'),
         ('the same for mostly-Chinese/Japanese/Korean questions, whose score is the IDF share of their '
          'characters, bigrams and words the top 3 sections hold (bigrams no page uses left out; '
-         '`docs/tuning.md`, "Chinese: characters with bigrams")')),
+         '`docs/history.md`, "Chinese: characters with bigrams")')),
     Row(('KB_GATE_MIN_COSINE',),
         "the first (single-threshold) gate's cosine, now only swept by `kb eval --calibrate` for comparison"),
     Row(('KB_RERANK',),
@@ -131,7 +131,7 @@ ROWS: tuple[Row, ...] = (
     Row(('KB_RERANK_MAX_CHARS',),
         ('characters of each section sent with the question (title › heading path first; a longer section '
          "sends the chunks both legs matched, best first), cut at a word: a cross-encoder's cost is the pairs' "
-         'length (`docs/benchmarks.md`, *Rerank stage*: 600 characters cost ~40% of 1,500 at N = 10)')),
+         'length (`docs/history.md`, *Rerank stage*: 600 characters cost ~40% of 1,500 at N = 10)')),
     Row(('KB_RERANK_TIMEOUT_MS',),
         ("the stage's budget per question: past it (or on any error) the fused order and the gate without the "
          'reranker serve, with one warning and `docent_rerank_calls_total{outcome="timeout"\\|"error"}`')),
@@ -200,7 +200,7 @@ ROWS: tuple[Row, ...] = (
          'days, checked daily by `kb serve`; `0` keeps them')),
     Row(('OMP_WAIT_POLICY',),
         ('OpenMP threads sleep between encodes instead of spinning: with another process busy on the machine, '
-         'question embedding p95 fell from 488 to 29 ms (`docs/benchmarks.md`)'),
+         'question embedding p95 fell from 488 to 29 ms (`docs/history.md`, *Embedding with a busy neighbour*)'),
         default='`PASSIVE` (set by Docent before torch loads, unless already set)'),
 )
 
