@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 
-from benchmarks._common import REPO, pct
+from training.corpora import REPO
+from benchmarks._common import pct
 
 SECRET = "bench-signing-secret-0123456789abcdef"
 APOLOGY_MARK = "something went wrong on my side"

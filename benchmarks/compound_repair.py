@@ -2,7 +2,7 @@
 
     python -m benchmarks.compound_repair --homes '/work/kb/homes/kb-{corpus}' [--corpora sample,clef,sg,squad] [--rounds 3]
 
-Each public question and its casual rewrite (`benchmarks.gate_questions`) goes through
+Each public question and its casual rewrite (`training.question_sets`) goes through
 `repair_question` with and without the hyphen split, alternating per question in one process
 (these machines are noisy); printed per corpus: p50 / p95 of each, and which words were split.
 """
@@ -18,7 +18,7 @@ CORPORA = ("sample", "clef", "sg", "squad")
 
 
 def measure(corpus: str, home: Path, rounds: int) -> dict:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
     from indexing.spelling import english_words, repair_question

@@ -52,7 +52,8 @@ import tempfile
 import time
 from typing import IO
 
-from benchmarks._common import HANDBOOK, REPO, eval_questions, pct
+from benchmarks._common import HANDBOOK, eval_questions, pct
+from training.corpora import REPO
 
 POLICY_CHOICES = ("ACTIVE", "PASSIVE", "unset")
 EVAL_FILE = HANDBOOK / "eval_public.jsonl"

@@ -18,7 +18,8 @@ import subprocess
 import sys
 import time
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, REPO, require, table
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, require, table
+from training.corpora import REPO
 
 
 def handbook_chunks(limit: int) -> list[str]:

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, fresh_index, pct, table
+from training.corpora import REPO
+from benchmarks._common import fresh_index, pct, table
 
 
 def main() -> None:

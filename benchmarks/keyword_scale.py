@@ -46,7 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import REPO, eval_questions, pct
+from training.corpora import REPO
+from benchmarks._common import eval_questions, pct
 
 REPLICA = r"""
 import json, sys, time, warnings

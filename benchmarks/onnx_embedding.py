@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, REPO, require, table
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, require, table
+from training.corpora import REPO
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 

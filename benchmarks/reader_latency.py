@@ -2,7 +2,7 @@
 
     python -m benchmarks.reader_latency --corpus sg --questions 40   # the shipped model; --model another export
 
-Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
+Reads `benchmarks/out/reader-<corpus>.jsonl` (`training.reader_eval collect`), scores each
 question's top N sections with an int8 export (`indexing.reader`) — reading each section the
 way the shipped reader does, the window of its best chunk around the best sentence, with the
 window's cost inside the timing — and prints
@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.reader_eval import OUT, load_rows, passage
+from training.reader_eval import OUT, load_rows, passage
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="clef")
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", type=Path, help="an int8 export (benchmarks.reader_export); default: the shipped one")
+    parser.add_argument("--model", type=Path, help="an int8 export (training.reader_export); default: the shipped one")
     args = parser.parse_args(argv)
     from indexing.onnx_embedding import OnnxEmbedder
     from indexing.reader import MODEL

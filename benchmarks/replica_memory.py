@@ -23,7 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks._common import REPO, eval_questions, table
+from training.corpora import REPO
+from benchmarks._common import eval_questions, table
 
 CHILD = """
 import json, sys, time

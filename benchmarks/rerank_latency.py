@@ -31,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, eval_questions, pct
+from training.corpora import REPO
+from benchmarks._common import eval_questions, pct
 
 
 def minilm_cross_encoder(folder: Path) -> Path:

@@ -43,7 +43,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks._common import CORPUS_EXCLUDES, REPO, SHARED, fresh_index, peak_rss_mb, pct, table
+from benchmarks._common import CORPUS_EXCLUDES, fresh_index, peak_rss_mb, pct, table
+from training.corpora import REPO, SHARED
 from benchmarks._slack import (Outcome, RecordingSlack, direct_answers, grid, load_questions, ms, new_question,
                                outcome, rss_mb, serving, sync_sample)
 

@@ -3,7 +3,7 @@
     python -m benchmarks.synonyms --homes '/tmp/kb-{corpus}' [--corpora sample,clef,sg]
 
 The sample wiki's own `[synonyms]` (sample-wiki/docent.toml) are applied to each corpus's own
-index, and every question of its public set, its casual rewrites (`benchmarks.gate_questions`)
+index, and every question of its public set, its casual rewrites (`training.question_sets`)
 and its foreign (unanswerable) questions that holds a key is asked — for the sample wiki also
 `benchmarks/synonym_questions.jsonl`, eight questions in the vocabulary the synonyms cover (written
 for them: a demonstration, not an independent test). A question holding no key is searched
@@ -40,7 +40,7 @@ def _rank(retrieval, expected: list[str]) -> int | None:
 
 
 def questions(corpus: str) -> list[dict]:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
 
     sets = question_sets(corpus)
     rows = [*sets["public"], *sets["casual"], *sets["foreign"]]
@@ -140,7 +140,7 @@ def timing(corpus: str, home: Path) -> str:
     import statistics
     import time
 
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
 

@@ -8,7 +8,7 @@ makes teams mute a bot — so the rules favour precision: a message is a questio
 ("lunch anyone?") or a request for a colleague to do something ("can you review…", "please
 approve…"). Mentions of people and bots are the listener's to rule out (`bot.slack.help_channels`).
 
-Measured, not guessed: `benchmarks/question_detection.py` scores these rules on the labelled
+Measured, not guessed: `training/question_detection.py` scores these rules on the labelled
 messages of `tests/data/channel_messages.jsonl` (a tuning half and a held-out half); the numbers
 are in `docs/benchmarks.md`. Plain rules, no model: they are instant, explainable, and on that set
 they meet the targets (precision ≥ 0.95, recall ≥ 0.8) on the held-out half as well.

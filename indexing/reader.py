@@ -20,10 +20,10 @@ best-matching chunk around the sentence sharing most of the question's words
 stop before the sentence that answers.
 
 The model is MiniLM-L6 (the embedder's base) with a one-logit head, trained by
-`benchmarks/reader_train.py` on 45,680 pairs built from SQuAD 1.1 *train* articles, then on
+`training/reader_train.py` on 45,680 pairs built from SQuAD 1.1 *train* articles, then on
 25,498 more with SQuAD 2.0-like unanswerable questions made from other train questions (negated,
-an opposite word, a changed number: `benchmarks/reader_data.py --adversarial`), exported to int8
-ONNX (`benchmarks/reader_export.py`); its card is `indexing/models/README.md`. It runs on ONNX Runtime, not torch.
+an opposite word, a changed number: `training/reader_data.py --adversarial`), exported to int8
+ONNX (`training/reader_export.py`); its card is `indexing/models/README.md`. It runs on ONNX Runtime, not torch.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ MAX_LENGTH = 128  # question + section window, in word-pieces (the training leng
 BATCH = 16
 WINDOW_WORDS = 75  # words of a section read around its best sentence (the training passages' size)
 TOP_N = 1  # the fused top section: what the answer cites first (measured against the best of 5)
-# Fitted on every public set by `python -m benchmarks.reader_eval ship --ce <scored model>` (the
+# Fitted on every public set by `python -m training.reader_eval ship --ce <scored model>` (the
 # weight: best mean AUC over the English sets; the thresholds: `bot.gate_fit`'s rule on the sum).
 # The veto uses answer_from; refuse_below is kept for `kb eval --calibrate`'s report. The floor:
 # `bot.gate_fit.fit_floor` (at most 2% of confident right answers lose their confidence to it).

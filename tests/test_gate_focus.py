@@ -1,11 +1,11 @@
-"""Focus coverage (benchmarks.gate_focus): each content word's best token-vector match in the evidence,
+"""Focus coverage (training.gate_focus): each content word's best token-vector match in the evidence,
 with the real bundled model."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import gate_focus as focus
+from training import gate_focus as focus
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +44,14 @@ def test_no_evidence_no_matches(st):
 
 
 def _row(matches: list[tuple[str, float, float, bool]]) -> dict:
-    """A collected row (benchmarks.gate_features collect) with best-section matches only:
+    """A collected row (training.gate_features collect) with best-section matches only:
     (term, best match, IDF, whether the wiki uses it); 99 visible chunks, so the top IDF is 5.3."""
     return {"visible": 99, "focus": {"sec1": [[t, t, best, best] for t, best, _, _ in matches]},
             "focus_idf": {t: [idf, known] for t, _, idf, known in matches}}
 
 
 def test_the_weakest_rare_word_is_the_focus_feature_and_common_words_do_not_count():
-    from benchmarks.gate_features import focus_features
+    from training.gate_features import focus_features
 
     # "office": common (IDF 1.0), unmatched; "dog": rare, unmatched; "frdiays": a typo the wiki never
     # uses, matched worse still; "portland": rare, matched.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.question_detection import labelled, score
+from training.question_detection import labelled, score
 from bot.question_detector import is_question
 
 

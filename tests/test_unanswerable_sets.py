@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.gate_questions import CORPORA, UNANSWERABLE, question_sets
+from training.question_sets import CORPORA, UNANSWERABLE, question_sets
 from tests.support.corpora import REPO, SAMPLE_WIKI, shared_corpus
 
 FOLDER = REPO / "benchmarks" / "unanswerable"

@@ -1,7 +1,7 @@
 """The span reader measured offline, leave-one-corpus-out, beside today's gate and the shipped reader.
 
-    # 1. per corpus, today's retrieval dumped once (benchmarks.reader_eval collect; sections, signals)
-    python -m benchmarks.reader_eval collect sg --home /work/kb/idx/sg          # … every corpus
+    # 1. per corpus, today's retrieval dumped once (training.reader_eval collect; sections, signals)
+    python -m training.reader_eval collect sg --home /work/kb/idx/sg          # … every corpus
     # 2. the span reader's verdict on the top-N sections of every English question, cached by name
     python -m training.span_eval score /work/kb/span/r1-int8.onnx --name r1
     # 3. the tables: every variant, thresholds fitted without the held-out corpus
@@ -13,7 +13,7 @@ the best over its top N sections; `sigmoid(score / SCALE)` puts it on the gate's
 shipped fitting rule (`bot.gate_fit`) fits its thresholds unchanged. Variants:
 
 - `today`: today's gate (fused order);
-- `veto`: the shipped built-in reader as a veto (`benchmarks.reader_eval.loco_veto`);
+- `veto`: the shipped built-in reader as a veto (`training.reader_eval.loco_veto`);
 - `span`: the span score alone cuts (no section with a span above `refuse_below` → not found);
 - `span+today`: today's score plus w · the span score, w fitted out of corpus (best mean AUC);
 each also with the top N put in the span reader's order (hit@1, MRR).
@@ -26,7 +26,7 @@ import json
 import math
 from pathlib import Path
 
-from benchmarks.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
+from training.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
 
 SCALE = 4.0  # logits → (0, 1): sigmoid(score / SCALE); spans score about −15 … +10
 TOP_N = 5
@@ -89,7 +89,7 @@ def table(name: str, report: dict) -> str:
 
 
 def report(span_name: str, veto_name: str | None, top_n: int = TOP_N) -> str:
-    from benchmarks.reader_eval import today
+    from training.reader_eval import today
 
     rows = load_rows(ENGLISH)
     spans = load_spans(span_name)
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--top-n", type=int, default=TOP_N)
     r = sub.add_parser("report")
     r.add_argument("--span", required=True)
-    r.add_argument("--veto", help="the shipped reader's cached logits (benchmarks.reader_eval score … --name)")
+    r.add_argument("--veto", help="the shipped reader's cached logits (training.reader_eval score … --name)")
     r.add_argument("--top-n", type=int, default=TOP_N)
     args = parser.parse_args(argv)
     if args.command == "score":

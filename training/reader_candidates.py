@@ -1,4 +1,4 @@
-"""The reader candidates `benchmarks.reader_eval report` measures beside today's gate.
+"""The reader candidates measured beside today's gate: `python -m training.reader_candidates --ce NAME`.
 
 Cheap ones first (no model): an answer-type check (`bot.answer_types`: a question asking for a
 time, share, number, amount or address whose top sections' best chunks hold none is less likely
@@ -9,11 +9,24 @@ out of corpus (`reader_eval.loco_combined`).
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 from indexing.reader import sigmoid
-from benchmarks.reader_eval import Candidate, evaluate, load_logits, loco_combined, loco_veto, today
+from training.reader_eval import (
+    OUT,
+    WEIGHTS,
+    Candidate,
+    evaluate,
+    load_logits,
+    load_rows,
+    loco_combined,
+    loco_veto,
+    table,
+    today,
+)
 
 TYPED_SECTIONS = 3  # the answer-type check reads the best chunks of this many top sections
-WEIGHTS = [round(0.02 * i, 2) for i in range(0, 26)]  # 0 … 0.5
 
 
 def typed_miss(row: dict) -> float:
@@ -57,3 +70,27 @@ def candidates(rows: list[dict], ce_names: list[str], top_n: int):
                "the fitted floor"), loco_veto(rows, logits, WEIGHTS, top_n)
         yield f"{name}: today + w·sigmoid(best CE) − 0.1·typed miss", loco_combined(
             rows, name, lambda w: lambda r: today(r) + w * best(r) - 0.1 * typed_miss(r), WEIGHTS)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Every candidate's leave-one-corpus-out report, on what `training.reader_eval collect` dumped."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
+    parser.add_argument("--top-n", type=int, default=10)
+    parser.add_argument("--max-confident", type=float,
+                        help="the fit's share of unanswerable questions it may answer confidently (bot.gate_fit.MAX_CONFIDENT, "
+                             "0.25 shipped): another operating point, for every candidate alike")
+    args = parser.parse_args(argv)
+    if args.max_confident is not None:
+        import bot.gate_fit
+
+        bot.gate_fit.MAX_CONFIDENT = args.max_confident
+    rows = load_rows()
+    if not rows:
+        sys.exit(f"nothing collected in {OUT}: run `python -m training.reader_eval collect` first")
+    for name, report in candidates(rows, args.ce, args.top_n):
+        print(table(name, report), end="\n\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

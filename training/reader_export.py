@@ -1,6 +1,6 @@
 """Export a trained reader checkpoint to one int8 ONNX file (23 MB; what would ship, were it better).
 
-    python -m benchmarks.reader_export /work/kb/reader/runs/v1/final --out /work/kb/reader/reader-int8.onnx
+    python -m training.reader_export /work/kb/reader/runs/v1/final --out /work/kb/reader/reader-int8.onnx
 
 The float graph is traced with eager attention and a padded pair (so the attention mask and the
 segment ids stay real inputs), then quantised the way the embedder's int8 variant is
@@ -31,7 +31,7 @@ def export(checkpoint: Path, target: Path) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from benchmarks.reader_eval import load_checkpoint
+    from training.reader_eval import load_checkpoint
     from indexing.onnx_embedding import _quantize, bundled_model_path
 
     model = load_checkpoint(checkpoint)

@@ -2,7 +2,7 @@
 labelled messages of `tests/data/channel_messages.jsonl` — precision, recall and the mistakes,
 for the half the rules were tuned on and the held-out half they never were.
 
-    PYTHONPATH=. python benchmarks/question_detection.py
+    PYTHONPATH=. python training/question_detection.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Training pairs for the built-in reader from SQuAD 2.0's *own* unanswerable questions.
 
 Session 12's second stage taught the reader SQuAD 2.0-like unanswerable questions made by rule
-(`benchmarks.reader_data --adversarial`: a negation, an antonym, a changed number). The crowd's
+(`training.reader_data --adversarial`: a negation, an antonym, a changed number). The crowd's
 own edits are subtler — a plausible answer of the right type sits in the paragraph, but for a
 different question — and the official train file is not in any mirror the search tool's `fetch`
 reaches. What is: the first ten articles of `train-v2.0.json`, uploaded by a third party
@@ -17,7 +17,7 @@ A share is rewritten casually, as in `reader_data`. `--replay FILE --replay-n N`
 of an earlier stage's set (seeded), so a short fine-tune does not forget the handbook-like
 negatives. SQuAD 2.0's dev articles (the `squad` evaluation corpus) are checked to be absent.
 
-    python -m benchmarks.reader_data_squad2 --mirror /work/.mirror/PhongNTDo+guide_train_MRC_transformers/repo \
+    python -m training.reader_data_squad2 --mirror /work/.mirror/PhongNTDo+guide_train_MRC_transformers/repo \
         --replay /work/kb/reader/data/pairs-v4.jsonl --replay-n 4000 --out /work/kb/reader/data/pairs-v6.jsonl
 
 With the whole official file at hand (`--file train-v2.0.json`, 130k questions, 43k unanswerable),
@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.reader_data import CASUAL_SHARE, _SENTENCE, Pair, evaluation_titles, window
+from training.reader_data import CASUAL_SHARE, _SENTENCE, Pair, evaluation_titles, window
 
 SOURCE_COMMIT = "f626fe886397c8c6b71fdb453707a1522b5c52dd"
 SOURCE_PATH = "train-v2.0.json"
@@ -64,7 +64,7 @@ def read_source(mirror: Path | None, file: Path | None) -> list[dict]:
 
 
 def build(data: list[dict], seed: int, max_questions: int | None = None) -> list[Pair]:
-    from benchmarks.gate_questions import casual
+    from training.question_sets import casual
 
     titles = {a["title"].replace("_", " ") for a in data}
     overlap = {t.lower() for t in titles} & evaluation_titles()

@@ -34,10 +34,10 @@ not to this question:
 These use their own seeded generator, so a set built without the flag is the same as before.
 
 A share of questions (positives and negatives alike) is rewritten the casual way employees type
-(`benchmarks.gate_questions.casual`). Everything is seeded; the output (corpus text) is written
+(`training.question_sets.casual`). Everything is seeded; the output (corpus text) is written
 outside git:
 
-    python -m benchmarks.reader_data --mirror /work/.mirror/rajpurkar+SQuAD-explorer/repo \
+    python -m training.reader_data --mirror /work/.mirror/rajpurkar+SQuAD-explorer/repo \
         --out /work/kb/reader/data/pairs.jsonl --questions 8000
 """
 
@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from benchmarks._common import SHARED
+from training.corpora import SHARED
 
 SQUAD_COMMIT = "13f82e35b9a1fb9173f863b35f5675030646571e"
 TRAIN_DIR = "explore/1.0/train/"
@@ -199,7 +199,7 @@ def adversarial(question: str, window_text: str, rng: random.Random, names: Sequ
 
 def build(mirror: Path, n_questions: int, seed: int, adversarial_share: float = 0.0, skip: int = 0,
           entity_swaps: bool = False) -> list[Pair]:
-    from benchmarks.gate_questions import casual
+    from training.question_sets import casual
 
     rng = random.Random(seed)
     turn = random.Random(seed + 1)  # the adversarial negatives' own generator: without them, nothing changes

@@ -1,6 +1,6 @@
 """Focus coverage: how closely each of the question's content words is matched, token by token, in the evidence.
 
-A candidate gate signal, measured by `benchmarks/gate_features.py` (docs/tuning.md, last section)
+A candidate gate signal, measured by `training/gate_features.py` (docs/tuning.md, last section)
 and not shipped: it did not reach issue 14's targets out of corpus.
 
 Why: the English gate reads the best chunk's cosine, one vector for the whole question. A
@@ -12,7 +12,7 @@ paraphrase (babysitter ↔ childcare) still matches while a focus word the page 
 ("pet", "sabbatical") stays low.
 
 `word_matches` returns each question word's best match; how those are aggregated into a gate
-feature is the caller's choice (`benchmarks/gate_features.py` tried several). Only a local
+feature is the caller's choice (`training/gate_features.py` tried several). Only a local
 sentence-transformers model has token vectors: in retrieval this would need the torch backend
 (the ONNX export pools inside its graph; an embedding service returns one vector per text).
 """

@@ -25,7 +25,7 @@ import random
 import re
 from pathlib import Path
 
-from benchmarks._common import REPO, SHARED
+from training.corpora import REPO, SHARED
 
 CORPORA = {  # name -> (folder, questions file, domain)
     "sample": (REPO / "sample-wiki", REPO / "sample-wiki" / "QUESTIONS.jsonl", "handbook"),

@@ -1,19 +1,19 @@
 """Offline evaluation of reader candidates (issue 24 item 3): retrieval once, any scorer after.
 
     # 1. per corpus, on a *copy* of its persistent index: today's retrieval, dumped once
-    python -m benchmarks.reader_eval collect sg --home /work/kb/reader/kb-sg
+    python -m training.reader_eval collect sg --home /work/kb/reader/kb-sg
     # 2. a cross-encoder's score of every (question, top-N section) pair, cached per model
-    python -m benchmarks.reader_eval score /work/kb/reader/runs/v1/final --name ce-v1
-    # 3. every variant beside today's gate, leave-one-corpus-out
-    python -m benchmarks.reader_eval report --ce ce-v1
+    python -m training.reader_eval score /work/kb/reader/runs/v1/final --name ce-v1
+    # 3. every variant beside today's gate, leave-one-corpus-out (training.reader_candidates)
+    python -m training.reader_candidates --ce ce-v1
 
 `collect` asks each corpus's index its public questions, their casual rewrites and foreign
-questions (`benchmarks.gate_questions`), as `benchmarks.gate_calibration collect` does, and keeps
+questions (`training.question_sets`), as `benchmarks.gate_calibration collect` does, and keeps
 per question: its label (kind, expected sources), today's gate signals, and the top `TOP_N`
 sections in fused order with their title, heading path, best-matching chunk, cosine and BM25.
 The dump (`benchmarks/out/reader-<corpus>.jsonl`) holds corpus text, so it stays out of git.
 
-`report` scores every candidate the same way:
+The report (`training.reader_candidates`) scores every candidate the same way:
 
 - ranking: hit@1 and MRR (page level, answerable questions) when the top N sections are put
   in the candidate's order, against the fused order;
@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._common import REPO
+from training.corpora import REPO
 
 OUT = REPO / "benchmarks" / "out"
 TOP_N = 20  # sections kept per question: enough to measure N = 5 / 10 / 20
@@ -43,7 +42,7 @@ CHINESE = ("mszh", "zhh")
 
 
 def collect(corpus: str, home: Path) -> Path:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
     from indexing.retrieval import retrieve
@@ -153,6 +152,8 @@ def load_logits(name: str) -> dict[tuple[str, str], list[float]]:
 
 
 # ---------------------------------------------------------------- candidates and metrics
+
+WEIGHTS = [round(0.02 * i, 2) for i in range(0, 26)]  # 0 … 0.5: a combined score's weights, fitted out of corpus
 
 @dataclass(frozen=True)
 class Candidate:
@@ -378,35 +379,14 @@ def main(argv: list[str] | None = None) -> None:
                    help="read the window around the best sentence of the best chunk or of the section, not the chunk's head")
     g = sub.add_parser("ship", help="the weight and thresholds a scored reader would ship with (fitted on every corpus)")
     g.add_argument("--ce", required=True)
-    r = sub.add_parser("report")
-    r.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
-    r.add_argument("--top-n", type=int, default=10)
-    r.add_argument("--max-confident", type=float,
-                   help="the fit's share of unanswerable questions it may answer confidently (bot.gate_fit.MAX_CONFIDENT, "
-                        "0.25 shipped): another operating point, for every candidate alike")
     args = parser.parse_args(argv)
     if args.command == "collect":
         print(collect(args.corpus, args.home))
     elif args.command == "score":
         print(score(args.model, args.name, args.top_n, window=args.window))
-    elif args.command == "ship":
-        from benchmarks.reader_candidates import WEIGHTS
-
+    else:
         weight, (refuse, answer), floor = shipped_gate(load_rows(), args.ce, WEIGHTS)
         print(f"GATE_WEIGHT = {weight}\nTHRESHOLDS = ({refuse}, {answer})\nFLOOR = {floor}")
-    else:
-        from benchmarks.reader_candidates import candidates
-
-        if args.max_confident is not None:
-            import bot.gate_fit
-
-            bot.gate_fit.MAX_CONFIDENT = args.max_confident
-        rows = load_rows()
-        if not rows:
-            sys.exit(f"nothing collected in {OUT}: run `collect` first")
-        for name, report in candidates(rows, args.ce, args.top_n):
-            print(table(name, report), end="\n\n", flush=True)
-
 
 if __name__ == "__main__":
     main()

