@@ -119,7 +119,7 @@ def bot_settings(slack: FakeSlack):
 def sync_sample(index) -> None:
     """The sample wiki, synced as source `sample` (as the tests do)."""
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     wiki = MarkdownFolder(REPO / "sample-wiki", source="sample", exclude=["*.jsonl"])
     sync_documents(index, wiki.documents(), "sample")

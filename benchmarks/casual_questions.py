@@ -29,8 +29,8 @@ def measure(corpus: str, home: Path) -> dict:
     from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
-    from indexing.spelling import english_words
+    from indexing.search.retrieval import retrieve
+    from indexing.search.spelling import english_words
 
     index = Index(IndexConfig(home=home))
     on_config, off_config = index.config, replace(index.config, typo_repair=False)

@@ -1,4 +1,4 @@
-"""What searching a word as the wiki hyphenates it costs a question (`indexing.spelling.hyphenated`).
+"""What searching a word as the wiki hyphenates it costs a question (`indexing.search.spelling.hyphenated`).
 
     python -m benchmarks.compound_repair --homes '/work/kb/homes/kb-{corpus}' [--corpora sample,clef,sg,squad] [--rounds 3]
 
@@ -21,7 +21,7 @@ def measure(corpus: str, home: Path, rounds: int) -> dict:
     from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.spelling import english_words, repair_question
+    from indexing.search.spelling import english_words, repair_question
 
     index = Index(IndexConfig(home=home))
     english_words()  # loaded once per process, as `kb serve` does at start

@@ -24,7 +24,7 @@ from training.corpora import REPO
 
 def handbook_chunks(limit: int) -> list[str]:
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     texts: list[str] = []
     for doc in MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES).documents():
@@ -48,8 +48,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="texts per request")
     args = parser.parse_args()
 
-    from indexing.embedding import EMBED_DIM, TorchEmbedder
-    from indexing.embedding_service import ServiceEmbedder
+    from indexing.vectors.embedding import EMBED_DIM, TorchEmbedder
+    from indexing.vectors.embedding_service import ServiceEmbedder
 
     texts = handbook_chunks(args.chunks)
     port = free_port()

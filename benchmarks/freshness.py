@@ -25,9 +25,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from connectors.sources import SourceConfig
-    from indexing.retrieval import retrieve
-    from indexing.runner import SyncRunner
-    from indexing.watcher import Watcher
+    from indexing.search.retrieval import retrieve
+    from indexing.ingest.runner import SyncRunner
+    from indexing.ingest.watcher import Watcher
 
     wiki = Path(tempfile.mkdtemp(prefix="docent-fresh-")) / "wiki"
     shutil.copytree(REPO / "sample-wiki", wiki, ignore=shutil.ignore_patterns("*.jsonl"))

@@ -11,7 +11,7 @@
 questions (`training.question_sets`) and writes each question's gate signals and the rank of
 its expected page to `benchmarks/out/gate-<corpus>.jsonl` (ignored by git; nothing from the
 corpus but ids and numbers). `fit` then scores every corpus with thresholds fitted on the
-*other* corpora only (`bot.gate_fit`), and prints outcome shares per corpus and question set.
+*other* corpora only (`bot.quality.gate_fit`), and prints outcome shares per corpus and question set.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def collect(corpus: str, home: Path) -> Path:
     from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(home=home))
     OUT.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
 
         for corpus in CORPORA:
             print(collect(corpus, Path(args.homes.format(corpus=corpus))), file=sys.stderr)
-    from bot.gate_fit import loco_report
+    from bot.quality.gate_fit import loco_report
 
     rows = [json.loads(line) for f in sorted(OUT.glob("gate-*.jsonl")) for line in f.read_text().splitlines()]
     if not rows:

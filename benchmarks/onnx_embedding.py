@@ -38,7 +38,7 @@ def load() -> str:
 
 def handbook_chunks() -> list[str]:
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     texts: list[str] = []
     for doc in MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES).documents():

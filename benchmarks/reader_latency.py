@@ -3,7 +3,7 @@
     python -m benchmarks.reader_latency --corpus sg --questions 40   # the shipped model; --model another export
 
 Reads `benchmarks/out/reader-<corpus>.jsonl` (`training.reader_eval collect`), scores each
-question's top N sections with an int8 export (`indexing.reader`) — reading each section the
+question's top N sections with an int8 export (`indexing.search.reader`) — reading each section the
 way the shipped reader does, the window of its best chunk around the best sentence, with the
 window's cost inside the timing — and prints
 p50 / p95 per N beside the baseline measured in the same process: embedding the question with
@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", type=Path, help="an int8 export (training.reader_export); default: the shipped one")
     args = parser.parse_args(argv)
-    from indexing.onnx_embedding import OnnxEmbedder
-    from indexing.reader import MODEL
-    from indexing.reader import OnnxReader as Reader
+    from indexing.vectors.onnx_embedding import OnnxEmbedder
+    from indexing.search.reader import MODEL
+    from indexing.search.reader import OnnxReader as Reader
 
     rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
     reader = Reader(args.model or MODEL, threads=args.threads)

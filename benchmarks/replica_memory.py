@@ -38,7 +38,7 @@ def status(field):
 
 from indexing.config import IndexConfig
 from indexing.index import Index
-from bot.answer import answer_question
+from bot.answering.answer import answer_question
 home, backend, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {"base": status("VmRSS")}
 index = Index(IndexConfig(home=Path(home), embed_backend=backend))

@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.rerank_latency --home KB_HOME_WITH_THE_SG_HANDBOOK [--questions 40] [--n 5,10,20]
         [--max-chars 1500,600] [--backends folder,service]
 
-Backends measured, each through `indexing.rerank.RerankStage` (the code questions run, budget
+Backends measured, each through `indexing.search.rerank.RerankStage` (the code questions run, budget
 lifted so every run is a real one, not a fallback):
 
 - `cross-encoder folder`: a MiniLM-sized cross-encoder — the bundled all-MiniLM-L6-v2 weights
@@ -81,10 +81,10 @@ def main() -> None:
     lengths = [int(c) for c in args.max_chars.split(",")]
 
     from indexing.config import IndexConfig, RerankConfig
-    from indexing.gate import GateSignals
+    from indexing.search.gate import GateSignals
     from indexing.index import Index
-    from indexing.rerank import RerankStage, make_reranker
-    from indexing.retrieval import retrieve
+    from indexing.search.rerank import RerankStage, make_reranker
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(home=args.home))
     questions = [q["question"] for q in eval_questions()][: args.questions]

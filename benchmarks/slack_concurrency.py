@@ -132,7 +132,7 @@ def main() -> None:
 def _query_log_rows(index, channels: list[str]) -> int:
     from sqlmodel import func, select
 
-    from bot.question_log import QueryLog
+    from bot.records.question_log import QueryLog
 
     with index.session() as s:
         return s.exec(select(func.count()).select_from(QueryLog).where(QueryLog.channel_id.in_(channels))).one()

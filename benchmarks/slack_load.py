@@ -185,7 +185,7 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
 
     from bot.knowledge import KnowledgeBase
-    from indexing.runner import SyncRunner
+    from indexing.ingest.runner import SyncRunner
 
     questions = load_questions()
     say("setting up: fresh index, sample wiki, a copy of the churn wiki (a first full sync: embedding), model")

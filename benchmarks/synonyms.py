@@ -54,8 +54,8 @@ def measure(corpus: str, home: Path) -> dict:
     from connectors.sources import load_synonyms
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
-    from indexing.synonyms import Synonyms
+    from indexing.search.retrieval import retrieve
+    from indexing.search.synonyms import Synonyms
 
     synonyms = Synonyms.from_table(load_synonyms(SAMPLE_SOURCES))
     asked = [q for q in questions(corpus) if synonyms.expand(q["question"])]

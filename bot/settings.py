@@ -17,7 +17,7 @@ from connectors.sources import SourceConfig, load_access, load_sources, load_syn
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:
-    from indexing.synonyms import Synonyms
+    from indexing.search.synonyms import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,21 +65,21 @@ class Settings(BaseSettings):
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
-    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"  # how the local model runs (indexing.onnx_embedding)
+    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"  # how the local model runs (indexing/vectors)
     kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
     kb_embed_api_key: SecretStr | None = None
     kb_embed_in_flight: int = 4
     kb_sync_batch: int = 256
     kb_top_k: int = 5
-    kb_typo_repair: bool = True  # indexing.spelling: off for a wiki not written in English
+    kb_typo_repair: bool = True  # indexing.search.spelling: off for a wiki not written in English
     kb_gate_min_cosine: float = 0.47  # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
-    # the gate's outcomes (indexing.gate.gate_outcome): not found below, answered from, uncertain between
+    # the gate's outcomes (indexing.search.gate.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = 0.285
     kb_gate_answer_from: float = 0.485
     kb_gate_refuse_below_cjk: float = 0.385
     kb_gate_answer_from_cjk: float = 0.445
-    # the rerank stage (indexing.rerank): builtin (the shipped reader: a veto on confident answers,
-    # indexing.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
+    # the rerank stage (indexing.search.rerank): builtin (the shipped reader: a veto on confident answers,
+    # indexing.search.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
     kb_rerank: str = "builtin"
     kb_rerank_url: str | None = None  # the full URL, e.g. http://tei:8080/rerank or https://api.cohere.com/v2/rerank
     kb_rerank_model: str | None = None
@@ -138,10 +138,10 @@ class Settings(BaseSettings):
         )
 
     def llm_client(self):
-        """The LLM client for `KB_LLM_BASE_URL` (`bot.llm.LLMClient`), or None: extractive answers."""
+        """The LLM client for `KB_LLM_BASE_URL` (`bot.answering.llm.LLMClient`), or None: extractive answers."""
         if not self.kb_llm_base_url:
             return None
-        from bot.llm import LLMClient
+        from bot.answering.llm import LLMClient
 
         return LLMClient(self.kb_llm_base_url, self.kb_llm_model, secret(self.kb_llm_api_key) or "not-needed",
                          self.kb_llm_timeout)
@@ -161,9 +161,9 @@ class Settings(BaseSettings):
 
     def synonyms(self) -> Synonyms:
         """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
-        analysed for the keyword leg (`indexing.synonyms.Synonyms`); none for `KB_WIKI`.
+        analysed for the keyword leg (`indexing.search.synonyms.Synonyms`); none for `KB_WIKI`.
         A bad entry raises `SourcesError` naming the file, the table and the key."""
-        from indexing.synonyms import Synonyms
+        from indexing.search.synonyms import Synonyms
 
         if self.kb_sources is None and self.kb_wiki is not None:
             return Synonyms()

@@ -96,7 +96,7 @@ ROWS: tuple[Row, ...] = (
          'list; such a word the visible wiki writes hyphenated and never whole is searched as written '
          '("coworking" → "co-working"), and a hyphenated word the wiki writes only whole is searched whole '
          '("e-mail" → "email"); the asker\'s words are what is logged; the reply adds "Searched for “…”" when a '
-         'word was repaired, so a wrong repair is seen (`indexing/spelling.py`). Turn it off for a wiki not '
+         'word was repaired, so a wrong repair is seen (`indexing/search/spelling.py`). Turn it off for a wiki not '
          'written in English')),
     Row(('KB_GATE_REFUSE_BELOW', 'KB_GATE_ANSWER_FROM'),
         ('the gate for English questions: its score (best chunk cosine, +0.05 when the vector and keyword legs '
@@ -204,7 +204,7 @@ ROWS: tuple[Row, ...] = (
         default='`PASSIVE` (set by Docent before torch loads, unless already set)'),
 )
 
-NOT_SETTINGS = {"OMP_WAIT_POLICY"}  # read by OpenMP (set by indexing.embedding before torch loads)
+NOT_SETTINGS = {"OMP_WAIT_POLICY"}  # read by OpenMP (set by indexing.vectors.embedding before torch loads)
 
 HEADER = """# Configuration
 

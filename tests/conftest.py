@@ -66,7 +66,7 @@ def index(kb_home):
 def sample_synced(index):
     """The project's sample wiki, synced once as source 'sample'."""
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"], access="sample")
     return sync_documents(index, wiki.documents(), "sample")

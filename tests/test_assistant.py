@@ -28,9 +28,9 @@ from tests.support.slack_harness import (
 )
 
 from bot.slack import blocks
-from bot.llm import LLMClient
-from bot.llm import allowed_links
-from bot.llm_stream import StreamCheck
+from bot.answering.llm import LLMClient
+from bot.answering.llm import allowed_links
+from bot.answering.llm_stream import StreamCheck
 from bot.slack.streaming import STATUS
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "

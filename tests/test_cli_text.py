@@ -70,7 +70,7 @@ def test_no_part_of_a_password_is_printed_whatever_the_urls_shape(tmp_path, url,
 def test_a_drivers_message_is_shown_without_the_password_it_quotes():
     from sqlalchemy.engine import make_url
 
-    from indexing.database import redacted
+    from indexing.storage.database import redacted
 
     url = make_url(f"postgresql://docent:{SECRET}%2Fx@db/docent?sslpassword=Key{SECRET}")
     message = f'invalid option "{SECRET}/x" and "{SECRET}%2Fx" and sslpassword=Key{SECRET}'

@@ -32,12 +32,12 @@ from bot.slack import blocks
 from bot.cli import app as kb_cli
 from bot.slack.feedback import SHARE_REFUSED
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.scheduler import start_scheduler, stop_scheduler
-from indexing.watcher import Watcher
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.ingest.scheduler import start_scheduler, stop_scheduler
+from indexing.ingest.watcher import Watcher
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SOURCES_DOC = Path(__file__).resolve().parents[1] / "docs" / "sources.md"  # the sources file reference (was the README)
@@ -74,7 +74,7 @@ def write_pages(folder: Path, count: int, word: str) -> None:
 
 
 def published_keyword_version(index) -> int | None:
-    from indexing import keyword_versions
+    from indexing.keyword import keyword_versions
 
     with index.session() as s:
         return keyword_versions.published(s)

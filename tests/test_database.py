@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.support.databases import scratch_database
-from indexing.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
+from indexing.storage.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
 
 REPO = Path(__file__).resolve().parents[1]
 KB = [sys.executable, "-m", "bot.cli"]  # this checkout's code, whichever checkout the venv was installed from

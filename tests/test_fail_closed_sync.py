@@ -41,11 +41,11 @@ from bot.cli import app as kb_cli
 from connectors.connector import open_connector
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.sync import recent_deletions
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.ingest.sync import recent_deletions
 
 from tests.support.db_proxy import DbProxy, unix_socket_of
 

@@ -35,21 +35,21 @@ from tests.support.slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
     query_rows, running_bot, wait_until)
 
-from bot import question_log
+from bot.records import question_log
 from bot.slack import blocks
-from bot.answer import Answer
+from bot.answering.answer import Answer
 from bot.cli import app as kb_cli
-from bot.question_log import Feedback
+from bot.records.question_log import Feedback
 from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
-from indexing.database import is_unreachable
-from indexing.embedding import TorchEmbedder
+from indexing.storage.database import is_unreachable
+from indexing.vectors.embedding import TorchEmbedder
 from indexing.index import Index
-from indexing.index_tables import DocumentRecord, Status
-from indexing.retrieval import retrieve
-from indexing.status import index_status
-from indexing.sync import sync_documents
+from indexing.storage.index_tables import DocumentRecord, Status
+from indexing.search.retrieval import retrieve
+from indexing.storage.status import index_status
+from indexing.ingest.sync import sync_documents
 
 KB = str(Path(sys.executable).parent / "kb")
 

@@ -44,9 +44,9 @@ from connectors.confluence_storage import storage_to_markdown
 from connectors.confluence_html import ConfluenceHtmlExport
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.markdown import MarkdownFolder
-from indexing.chunking import MAX_HEADING_CHARS, chunk_document
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents
+from indexing.ingest.chunking import MAX_HEADING_CHARS, chunk_document
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.ingest.sync import MAX_TEXT_CHARS, storable, sync_documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"
 FUZZ = settings(
@@ -180,7 +180,7 @@ def test_fuzz_outgoing_text_never_carries_a_broadcast(text):
     """Whatever a page, a model or a question says, what we send cannot ping a channel."""
     import re
 
-    from bot.answer import EmptyQuestion, clean_question
+    from bot.answering.answer import EmptyQuestion, clean_question
     from bot.slack.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
 
     with timed("rendering fuzzed text", 5):
@@ -204,8 +204,8 @@ def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, b
     import re
     from datetime import datetime, timezone
 
-    from bot.llm import build_prompt
-    from indexing.retrieval import Hit
+    from bot.answering.llm import build_prompt
+    from indexing.search.hits import Hit
 
     hits = [Hit(parent_id=f"p{n}", doc_id=f"s:d{n}", source="s", path=f"d{n}", title=title, heading_path=headings,
                 url="https://x.test", text=body, matched=[body], updated_at=datetime.now(timezone.utc), score=1.0,
@@ -349,7 +349,7 @@ def test_text_over_the_sync_limit_and_stalling_headings_cannot_stall_a_sync(inde
     assert [list(p.heading_path) for p in parents] == [[]] + [  # the headings, clipped to MAX_HEADING_CHARS
         ["a" + " " * (MAX_HEADING_CHARS - 1), "b " + "#" * (MAX_HEADING_CHARS - 2), "[" * 290]] * 40
     assert "```\n# " + " " * 50 + "code stays" in parents[-1].text  # a fenced line is no heading
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "where does the zebra quokka live?", scopes=[source])
     assert answer.found and answer.sources[0].path == "headings.md"
@@ -372,7 +372,7 @@ def finishes_in_a_fresh_interpreter(code: str, data, timeout: float = 120) -> ob
 CHUNK_EACH = """
 import json, sys
 from connectors.document import SourceDocument
-from indexing.chunking import chunk_document
+from indexing.ingest.chunking import chunk_document
 out = {}
 for name, line in json.load(sys.stdin).items():
     parents = chunk_document(SourceDocument(source="h", path=name, title="Hostile", text=line + "\\n\\nThe body.\\n"))
@@ -463,7 +463,7 @@ def test_hostile_files_each_fail_alone_or_are_read_and_nothing_leaves_the_folder
     for rel in ("outside.md", "../outside/secret.md", "outside-dir/secret.md", "loop-a.md"):
         doc = wiki.read(rel)
         assert doc.error and not doc.text, rel
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "what is the outside password plover?", scopes=[source])
     assert "plover-hostile-9" not in answer.text + json.dumps([s.to_json() for s in answer.sources])
@@ -502,10 +502,10 @@ def test_ten_thousand_unreadable_or_empty_files_are_recorded_in_a_real_sync_with
         (tmp_path / f"binary-{n:05d}.md").write_bytes(b"\x00")
     (tmp_path / "real.md").write_text("# Real\n\nThe one real page among ten thousand empty or binary ones.\n")
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="indexing.sync"):
+    with caplog.at_level(logging.WARNING, logger="indexing.ingest.sync"):
         report = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
     first = time.monotonic() - started
-    lines = [r for r in caplog.records if r.name == "indexing.sync"]
+    lines = [r for r in caplog.records if r.name == "indexing.ingest.sync"]
     again = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
     assert (report.added, report.failed, report.skipped) == (1, 5_000, 5_000)
     assert (again.failed, again.skipped, again.unchanged) == (5_000, 5_000, 1)
@@ -546,7 +546,7 @@ def test_zip_bomb_export_is_refused_with_a_clear_error_and_nothing_is_pruned(ind
         runs = s.exec(select(SyncRun).where(SyncRun.source == source).order_by(SyncRun.id)).all()
     assert len(rows) == first.added + first.failed and runs[-1].deleted == 0
     assert runs[-1].errors[0].startswith("sync aborted: refusing space.zip")
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     assert answer_question(index, "how do I deploy the quokka api?", scopes=[source]).found
 
@@ -578,7 +578,7 @@ def rendered(answer) -> str:
 @pytest.mark.parametrize("question", ["", "   \n\t\u3000 ", "<!channel> <!here>", "\x00\x01\x7f", "<!subteam^S1|@ops>"],
                          ids=["empty", "whitespace", "only-broadcasts", "control-characters", "only-a-group-ping"])
 def test_questions_with_nothing_to_search_are_refused_clearly(index, question):
-    from bot.answer import EmptyQuestion, answer_question
+    from bot.answering.answer import EmptyQuestion, answer_question
 
     with pytest.raises(EmptyQuestion, match="^the question is empty$"):
         answer_question(index, question, scopes=["sample"])
@@ -614,7 +614,7 @@ GATE_FALSE_POSITIVE = pytest.mark.xfail(
 @pytest.mark.parametrize("name", [pytest.param(n, marks=GATE_FALSE_POSITIVE) if n == "prompt-injection" else n
                                   for n in HOSTILE_QUESTIONS])
 def test_hostile_questions_get_a_sensible_reply_and_never_echo_a_broadcast(index, sample_synced, name):
-    from bot.answer import NOT_FOUND_REPLY, answer_question
+    from bot.answering.answer import NOT_FOUND_REPLY, answer_question
     from bot.slack.mrkdwn import slack_to_plain
 
     question = HOSTILE_QUESTIONS[name]
@@ -652,7 +652,7 @@ def test_slack_text_path_is_linear_on_a_40000_character_message():
 
 FALLBACK_EACH = """
 import json, sys
-from bot.answer import Answer
+from bot.answering.answer import Answer
 from bot.slack.blocks import fallback_text
 texts = json.load(sys.stdin)
 print(json.dumps({name: fallback_text(Answer("q", text, [], {})) for name, text in texts.items()}))
@@ -704,7 +704,7 @@ def injected(index, tmp_path_factory):
 
 
 def test_instructions_in_a_document_are_quoted_as_data_in_extractive_mode(index, injected):
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "how often is the admin token rotated?", scopes=[injected])
     assert answer.found and not answer.llm_used and answer.sources[0].path == "admin-token.md"
@@ -719,8 +719,8 @@ def test_instructions_in_a_document_are_quoted_as_data_in_extractive_mode(index,
 def test_instructions_in_a_document_stay_inside_their_excerpt_in_llm_mode(index, injected):
     import re
 
-    from bot.answer import answer_question
-    from bot.llm import SYSTEM_PROMPT, LLMClient
+    from bot.answering.answer import answer_question
+    from bot.answering.llm import SYSTEM_PROMPT, LLMClient
 
     server = FakeOpenAI().start()
     try:
@@ -792,8 +792,8 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
     from tests.support.slack_api_server import BOT_USER, TEAM, FakeSlack
     from slack_sdk.signature import SignatureVerifier
 
-    from bot.answer import answer_question
-    from bot.llm import LLMClient
+    from bot.answering.answer import answer_question
+    from bot.answering.llm import LLMClient
     from bot.settings import Settings
 
     tag = uuid.uuid4().hex[:12]

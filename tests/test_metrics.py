@@ -15,8 +15,8 @@ from tests.support.slack_harness import bot_settings, mention, new_channel, post
 
 from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources
-from indexing.sync import sync_documents
+from indexing.ingest import indexed_sources
+from indexing.ingest.sync import sync_documents
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:

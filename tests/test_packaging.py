@@ -52,7 +52,7 @@ def test_an_installed_docent_finds_its_sample_wiki(wheel, tmp_path):
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),
                            str(wheel), "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    code = ("import bot.settings as s; from bot.settings import Settings; from indexing.reader import MODEL; "
+    code = ("import bot.settings as s; from bot.settings import Settings; from indexing.search.reader import MODEL; "
             "print(s.__file__); print(Settings(_env_file=None).sources()[0].location); print(MODEL)")
     env = {**os.environ, "PYTHONPATH": str(target)}
     for name in ("KB_WIKI", "KB_SOURCES"):

@@ -1,4 +1,4 @@
-"""The help-channel question detector (`bot.question_detector`) held at its targets on the
+"""The help-channel question detector (`bot.slack.question_detector`) held at its targets on the
 labelled messages of tests/data/channel_messages.jsonl: precision ≥ 0.95 and recall ≥ 0.8, on
 the half it was tuned on and on the held-out half it never was."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from training.question_detection import labelled, score
-from bot.question_detector import is_question
+from bot.slack.question_detector import is_question
 
 
 def test_the_labelled_set_is_large_and_mixed():

@@ -28,7 +28,7 @@ from sqlalchemy import text
 
 from tests.support.corpora import SAMPLE_WIKI
 
-from indexing import keyword_versions
+from indexing.keyword import keyword_versions
 
 WORKER = Path(__file__).resolve().parent / "support" / "replica_worker.py"
 

@@ -28,9 +28,9 @@ from tests.support.slack_harness import (
     posts_in, query_rows, running_bot, sources_heading, wait_until)
 
 from bot.slack import blocks
-from bot.answer import Answer, Source
+from bot.answering.answer import Answer, Source
 from bot.slack.store import DeliveryClaim
-from bot.question_log import AdminAction, feedback_report
+from bot.records.question_log import AdminAction, feedback_report
 from bot.serve import StartupError, serve
 
 
@@ -151,8 +151,8 @@ def test_share_button_posts_the_answer_in_the_channel(bot, slack):
 
 
 def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sample_synced, wiki_copy):
-    from indexing.index_tables import DocumentRecord, SyncRun
-    from indexing import indexed_sources
+    from indexing.storage.index_tables import DocumentRecord, SyncRun
+    from indexing.ingest import indexed_sources
 
     source = "slack-resync-" + uuid.uuid4().hex[:6]
     (wiki_copy / "people" / "pets.md").write_text("# Pets\n\nDogs are welcome in the Lisbon office on Fridays.\n")

@@ -1,4 +1,4 @@
-"""Typo repair (`indexing.spelling`): a misspelt word is searched as the wiki word one edit away,
+"""Typo repair (`indexing.search.spelling`): a misspelt word is searched as the wiki word one edit away,
 a correct word the wiki does not use is left alone, and only what the asker may see counts."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
 from connectors.markdown import MarkdownFolder
-from indexing.retrieval import retrieve
-from indexing.spelling import one_edit_away, repair_question
-from indexing.sync import sync_documents
+from indexing.search.retrieval import retrieve
+from indexing.search.spelling import one_edit_away, repair_question
+from indexing.ingest.sync import sync_documents
 
 VPN = "how do I connect to the VPN?"
 

@@ -1,4 +1,4 @@
-"""Synonyms (`[synonyms]` in the sources file, `indexing.synonyms`): the asker's word searched as the
+"""Synonyms (`[synonyms]` in the sources file, `indexing.search.synonyms`): the asker's word searched as the
 wiki's words in the keyword leg, one way, through the keyword analyser, after typo repair, shown in
 "Searched for …" and logged; a bad entry stops Docent at start naming the file, table and key."""
 
@@ -12,9 +12,9 @@ import pytest
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
 from connectors.sources import SourcesError, read_sources_file
-from indexing.keyword_segments import KeywordIndex, KeywordRow
-from indexing.retrieval import retrieve
-from indexing.synonyms import EXPANSION_WEIGHT, Synonyms
+from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
+from indexing.search.retrieval import retrieve
+from indexing.search.synonyms import EXPANSION_WEIGHT, Synonyms
 from tests.support.corpora import SAMPLE_WIKI
 from tests.support.databases import scratch_database
 from tests.test_answer_and_cli import _kb
@@ -188,7 +188,7 @@ def test_typos_are_repaired_first_then_synonyms_added(index, sample_synced, with
 
 
 def test_the_slack_reply_and_the_query_log_say_what_was_searched(index, sample_synced, with_synonyms):
-    from bot import question_log
+    from bot.records import question_log
     from bot.slack.blocks import answer_blocks
 
     with_synonyms({"vacation": ["annual leave"]})

@@ -12,7 +12,7 @@ sections and their matched chunks (`training.gate_focus`; `benchmarks/out/featur
 ids, terms, words and numbers).
 `search` computes the features below for every row and, for every combination of one to three of
 them, fits a logistic regression (answerable vs unanswerable, each corpus × label weighted
-equally) plus the gate's two thresholds (`bot.gate_fit` rule: ≤ `--max-refused` of answerable
+equally) plus the gate's two thresholds (`bot.quality.gate_fit` rule: ≤ `--max-refused` of answerable
 refused, ≤ 25 % of own and of foreign unanswerable answered) on four corpora, and scores the fifth.
 With `--focus`, also the focus-coverage features (alone, with the cosine, and with the cosine
 and one more signal). English questions only (the Chinese gate is a single signal). Printed: the best combinations by
@@ -48,12 +48,12 @@ FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGR
 
 def collect(corpus: str, home: Path) -> Path:
     from training.question_sets import question_sets
-    from bot.lead import _searched_text
-    from indexing.sentences import sentences
-    from indexing import bm25
+    from bot.answering.lead import _searched_text
+    from indexing.ingest.sentences import sentences
+    from indexing.keyword import bm25
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(home=home))
     st = _sentence_transformer()
@@ -174,7 +174,7 @@ def _logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = 1e-2
 
 def _rates(rows: list[dict], scores: np.ndarray, grid: np.ndarray, below: bool) -> np.ndarray:
     """For every threshold of `grid`: the share of rows scoring below it (`below`) or at or above
-    it, per corpus, averaged over corpora (each corpus counts equally, as in `bot.gate_fit`)."""
+    it, per corpus, averaged over corpora (each corpus counts equally, as in `bot.quality.gate_fit`)."""
     if not rows:
         return np.zeros(len(grid))
     corpora = np.array([r["corpus"] for r in rows])
@@ -282,10 +282,10 @@ def cost(home: Path, corpus: str) -> None:
     import time
 
     from training.question_sets import question_sets
-    from bot.lead import _searched_text
+    from bot.answering.lead import _searched_text
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(home=home))
     st = _sentence_transformer()

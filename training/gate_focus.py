@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexing import bm25 as bm25_module
+from indexing.keyword import bm25 as bm25_module
 
 MAX_PIECES = 256  # MiniLM's max_seq_length: longer evidence is split into windows of this many pieces
 

@@ -1,4 +1,4 @@
-"""Which channel messages are questions: `bot.question_detector.is_question` scored on the
+"""Which channel messages are questions: `bot.slack.question_detector.is_question` scored on the
 labelled messages of `tests/data/channel_messages.jsonl` — precision, recall and the mistakes,
 for the half the rules were tuned on and the held-out half they never were.
 
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.question_detector import is_question
+from bot.slack.question_detector import is_question
 
 MESSAGES = Path(__file__).resolve().parent.parent / "tests" / "data" / "channel_messages.jsonl"
 

@@ -1,6 +1,6 @@
 """The reader candidates measured beside today's gate: `python -m training.reader_candidates --ce NAME`.
 
-Cheap ones first (no model): an answer-type check (`bot.answer_types`: a question asking for a
+Cheap ones first (no model): an answer-type check (`bot.answering.answer_types`: a question asking for a
 time, share, number, amount or address whose top sections' best chunks hold none is less likely
 answered) and other combinations of today's signals. Then, per scored cross-encoder: its best
 score over the top N alone, and the cosine plus w·sigmoid(best score) — weights always fitted
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from indexing.reader import sigmoid
+from indexing.search.reader import sigmoid
 from training.reader_eval import (
     OUT,
     WEIGHTS,
@@ -31,7 +31,7 @@ TYPED_SECTIONS = 3  # the answer-type check reads the best chunks of this many t
 
 def typed_miss(row: dict) -> float:
     """1 when the question asks for a type of fact that none of the top sections' chunks holds."""
-    from bot.answer_types import asked_type, holds
+    from bot.answering.answer_types import asked_type, holds
 
     kind = asked_type(row["searched"])
     if not kind:
@@ -78,13 +78,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ce", action="append", default=[], help="name of a scored cross-encoder (repeatable)")
     parser.add_argument("--top-n", type=int, default=10)
     parser.add_argument("--max-confident", type=float,
-                        help="the fit's share of unanswerable questions it may answer confidently (bot.gate_fit.MAX_CONFIDENT, "
-                             "0.25 shipped): another operating point, for every candidate alike")
+                        help="the fit's share of unanswerable questions it may answer confidently "
+                             "(bot.quality.gate_fit.MAX_CONFIDENT, 0.25 shipped): another operating point, "
+                             "for every candidate alike")
     args = parser.parse_args(argv)
     if args.max_confident is not None:
-        import bot.gate_fit
+        import bot.quality.gate_fit
 
-        bot.gate_fit.MAX_CONFIDENT = args.max_confident
+        bot.quality.gate_fit.MAX_CONFIDENT = args.max_confident
     rows = load_rows()
     if not rows:
         sys.exit(f"nothing collected in {OUT}: run `python -m training.reader_eval collect` first")

@@ -18,7 +18,7 @@ The report (`training.reader_candidates`) scores every candidate the same way:
 - ranking: hit@1 and MRR (page level, answerable questions) when the top N sections are put
   in the candidate's order, against the fused order;
 - the gate: the candidate's per-question score is cut by two thresholds fitted leave-one-corpus-
-  out with `bot.gate_fit`'s rule (the fit is handed rows whose cosine slot holds the candidate's
+  out with `bot.quality.gate_fit`'s rule (the fit is handed rows whose cosine slot holds the candidate's
   score, so the rule is the shipped one, unchanged); outcome shares per corpus for answerable
   and unanswerable (public + casual), and the AUC of answerable against the corpus's own
   unanswerable questions. Chinese questions keep today's CJK gate (MiniLM reads Chinese poorly).
@@ -45,7 +45,7 @@ def collect(corpus: str, home: Path) -> Path:
     from training.question_sets import question_sets
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(home=home))
     OUT.mkdir(parents=True, exist_ok=True)
@@ -79,11 +79,11 @@ def load_rows(corpora=ENGLISH + CHINESE) -> list[dict]:
 
 
 def passage(hit: dict, question: str | None = None, within: str = "chunk") -> str:
-    """What a reader reads of a section (`indexing.reader.passage`): its place, then its best
+    """What a reader reads of a section (`indexing.search.reader.passage`): its place, then its best
     chunk — or, given the question, the window around the section's sentence sharing most of its
-    words (`indexing.reader.answer_window`)."""
-    from indexing.reader import answer_window
-    from indexing.reader import passage as text
+    words (`indexing.search.reader.answer_window`)."""
+    from indexing.search.reader import answer_window
+    from indexing.search.reader import passage as text
 
     return text(hit["title"], hit["heading"], answer_window(question, hit[within]) if question else hit["chunk"])
 
@@ -92,12 +92,12 @@ def passage(hit: dict, question: str | None = None, within: str = "chunk") -> st
 
 def score(model: Path, name: str, top_n: int = 10, threads: int = 2, corpora=ENGLISH, window: str | None = None) -> Path:
     """Logits of `model` (a Hugging Face folder or a trainer's `state.pt`, run by torch, or a
-    `.onnx` file run by `indexing.reader`) for every (searched question, top-N section)
+    `.onnx` file run by `indexing.search.reader`) for every (searched question, top-N section)
     pair of the English corpora (Chinese questions keep today's CJK gate); cached by `name`."""
     rows = load_rows(corpora)
     target = OUT / f"ce-{name}.jsonl"
     if str(model).endswith(".onnx"):
-        from indexing.reader import OnnxReader as Reader
+        from indexing.search.reader import OnnxReader as Reader
 
         reader = Reader(Path(model), threads=threads)
         run = reader.logits
@@ -118,7 +118,7 @@ def load_checkpoint(model: Path):
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from indexing.onnx_embedding import bundled_model_path
+    from indexing.vectors.onnx_embedding import bundled_model_path
 
     if model.suffix == ".pt":
         net = AutoModelForSequenceClassification.from_pretrained(bundled_model_path(), num_labels=1)
@@ -131,7 +131,7 @@ def _torch_scorer(model: Path, threads: int) -> Callable[[str, list[str]], list[
     import torch
     from transformers import AutoTokenizer
 
-    from indexing.onnx_embedding import bundled_model_path
+    from indexing.vectors.onnx_embedding import bundled_model_path
 
     torch.set_num_threads(threads)
     net = load_checkpoint(model)
@@ -165,7 +165,7 @@ class Candidate:
 
 
 def today(row: dict) -> float:
-    from bot.gate_fit import score_of
+    from bot.quality.gate_fit import score_of
 
     return score_of(row)
 
@@ -202,7 +202,7 @@ def corpus_auc(rows: list[dict], gate: Callable[[dict], float]) -> float | None:
 
 
 def as_gate_rows(rows: list[dict], gate: Callable[[dict], float]) -> list[dict]:
-    """Rows for `bot.gate_fit` whose gate score is the candidate's: English rows carry the score in
+    """Rows for `bot.quality.gate_fit` whose gate score is the candidate's: English rows carry the score in
     the cosine slot (no agreement bonus); Chinese rows keep their own signals (today's CJK gate)."""
     out = []
     for r in rows:
@@ -213,7 +213,7 @@ def as_gate_rows(rows: list[dict], gate: Callable[[dict], float]) -> list[dict]:
 
 def evaluate(rows: list[dict], candidate: Candidate, top_n: int) -> dict:
     """Per corpus, LOCO: outcome shares, AUC, hit@1 and MRR (fused and candidate order)."""
-    from bot.gate_fit import fit, shares
+    from bot.quality.gate_fit import fit, shares
 
     gate_rows = as_gate_rows(rows, candidate.gate)
     corpora = sorted({r["corpus"] for r in rows})
@@ -265,7 +265,7 @@ def reader_scores(rows: list[dict], logits: dict[tuple[str, str], list[float]]) 
 
 def reader_sum(logits: dict[tuple[str, str], list[float]]) -> Callable[[float], Callable[[dict], float]]:
     """w → the gate's score of a row plus w·σ(the reader's top-1 logit): what the veto cuts
-    (`indexing.gate.reader_gate_score` on the harness's rows)."""
+    (`indexing.search.gate.reader_gate_score` on the harness's rows)."""
     def make(w: float) -> Callable[[dict], float]:
         return lambda r: today(r) + w * top1(r, logits)
 
@@ -278,9 +278,9 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
     answers is answered only if `today + w·reader(top 1)` also reaches that sum's `answer_from`
     and the reader's own score reaches the floor (else uncertain) — the reader can take confidence
     away, never add it. w, both pairs of thresholds and the floor are fitted without the held-out
-    corpus (`bot.gate_fit`'s rules, unchanged; `fit_floor` for the floor)."""
-    from bot.gate_fit import fit, fit_floor
-    from indexing.gate import Outcome, outcome_for
+    corpus (`bot.quality.gate_fit`'s rules, unchanged; `fit_floor` for the floor)."""
+    from bot.quality.gate_fit import fit, fit_floor
+    from indexing.search.gate import Outcome, outcome_for
 
     make = reader_sum(logits)
     report = {}
@@ -320,9 +320,9 @@ def loco_veto(rows: list[dict], logits: dict[tuple[str, str], list[float]], grid
 def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float, tuple[float, float], float]:
     """What would ship for a scored reader read on the fused top section: the weight of
     `today + w·sigmoid(CE of the top 1)` fitted on every English corpus (best mean AUC), the
-    thresholds `bot.gate_fit` fits for that score on every corpus, and the veto floor
-    (`bot.gate_fit.fit_floor` under today's shipped `answer_from`): `indexing.reader`'s constants."""
-    from bot.gate_fit import fit, fit_floor
+    thresholds `bot.quality.gate_fit` fits for that score on every corpus, and the veto floor
+    (`bot.quality.gate_fit.fit_floor` under today's shipped `answer_from`): `indexing.search.reader`'s constants."""
+    from bot.quality.gate_fit import fit, fit_floor
 
     logits = load_logits(name)
 
@@ -334,7 +334,7 @@ def shipped_gate(rows: list[dict], name: str, grid: list[float]) -> tuple[float,
 
 def top1(row: dict, logits: dict[tuple[str, str], list[float]]) -> float:
     """sigmoid(the reader's logit for the fused top section), 0 when it read none (as the gate's `rerank_best or 0`)."""
-    from indexing.reader import sigmoid
+    from indexing.search.reader import sigmoid
 
     values = logits.get((row["corpus"], row["id"]), [])
     return round(sigmoid(values[0]), 6) if values else 0.0

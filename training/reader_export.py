@@ -4,7 +4,7 @@
 
 The float graph is traced with eager attention and a padded pair (so the attention mask and the
 segment ids stay real inputs), then quantised the way the embedder's int8 variant is
-(`indexing.onnx_embedding._quantize`: int8 weights per output channel, activations per batch).
+(`indexing.vectors.onnx_embedding._quantize`: int8 weights per output channel, activations per batch).
 The float and int8 logits are compared with torch's on a few pairs and printed: a broken export
 shows there, not in the evaluation.
 """
@@ -32,7 +32,7 @@ def export(checkpoint: Path, target: Path) -> None:
     from transformers import AutoTokenizer
 
     from training.reader_eval import load_checkpoint
-    from indexing.onnx_embedding import _quantize, bundled_model_path
+    from indexing.vectors.onnx_embedding import _quantize, bundled_model_path
 
     model = load_checkpoint(checkpoint)
     model.set_attn_implementation("eager")  # the mask must stay an input of the traced graph
@@ -60,7 +60,7 @@ def export(checkpoint: Path, target: Path) -> None:
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "logits": {0: "batch"}})
         target.parent.mkdir(parents=True, exist_ok=True)
         _quantize(full, target)
-        from indexing.reader import OnnxReader as Reader
+        from indexing.search.reader import OnnxReader as Reader
 
         for name, path in (("float", full), ("int8", target)):
             got = [Reader(path, threads=1).logits(q, [t])[0] for q, t in CHECK_PAIRS]

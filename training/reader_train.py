@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
-    from indexing.onnx_embedding import bundled_model_path
+    from indexing.vectors.onnx_embedding import bundled_model_path
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -7,10 +7,10 @@
     # 3. the tables: every variant, thresholds fitted without the held-out corpus
     python -m training.span_eval report --span r1 --veto v4
 
-What the reader reads of a section is what `indexing.span_reader` is given in the product: the
+What the reader reads of a section is what `indexing.search.span_reader` is given in the product: the
 section's place (title › heading path) and its best-matching chunk. A question's span score is
 the best over its top N sections; `sigmoid(score / SCALE)` puts it on the gate's 0–1 grid, so the
-shipped fitting rule (`bot.gate_fit`) fits its thresholds unchanged. Variants:
+shipped fitting rule (`bot.quality.gate_fit`) fits its thresholds unchanged. Variants:
 
 - `today`: today's gate (fused order);
 - `veto`: the shipped built-in reader as a veto (`training.reader_eval.loco_veto`);
@@ -38,7 +38,7 @@ def passage(hit: dict) -> str:
 
 
 def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
-    from indexing.span_reader import SpanReader
+    from indexing.search.span_reader import SpanReader
 
     reader = SpanReader(model, threads=threads)
     target = OUT / f"span-{name}.jsonl"

@@ -25,7 +25,7 @@ EMBEDDINGS_PATH = "/v1/embeddings"
 
 class FakeEmbeddings:
     def __init__(self, embedder=None) -> None:
-        from indexing.embedding import TorchEmbedder
+        from indexing.vectors.embedding import TorchEmbedder
 
         self.embedder = embedder or TorchEmbedder()
         self.requests: list[dict] = []

@@ -50,7 +50,7 @@ def sources_file(folder: Path) -> Path:
 def isolated_index(index, folder: Path):
     """An Index on a scratch database with the wiki synced (through the real runner); yields (index, sources file)."""
     from connectors.sources import load_sources
-    from indexing.runner import SyncRunner
+    from indexing.ingest.runner import SyncRunner
 
     path = sources_file(folder)
     with own_index(index, folder / "home", "docent_gaps") as own:

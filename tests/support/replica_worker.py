@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 def main() -> None:
     from slack_sdk import WebClient
 
-    from bot.slack.access import SlackAccess
+    from bot.slack.audiences import SlackAccess
     from bot.serve import start_listening
     from connectors.access import AccessConfig
     from connectors.markdown import MarkdownFolder
-    from indexing import keyword_versions
+    from indexing.keyword import keyword_versions
     from indexing.config import IndexConfig
     from indexing.index import Index
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     home, slack_url = Path(sys.argv[1]), sys.argv[2]
     index = Index(IndexConfig(home=home, database_url=os.environ["DATABASE_URL"]))

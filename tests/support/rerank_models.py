@@ -1,7 +1,7 @@
 """A tiny sentence-transformers CrossEncoder folder made in the test: a 2-layer BERT with one output
 (`BertForSequenceClassification(num_labels=1)`) and the bundled MiniLM's tokenizer, trained for a
 few steps to score texts holding a chosen phrase high and the rest low, saved with
-`save_pretrained` — so `indexing.rerank`'s real loading code (`sentence_transformers.CrossEncoder`
+`save_pretrained` — so `indexing.search.rerank`'s real loading code (`sentence_transformers.CrossEncoder`
 over a folder) reads it, and its order is predictable enough to assert.
 """
 

@@ -1,5 +1,5 @@
 """A local rerank service speaking both wire formats rerank servers use, scoring with a real model
-(any `indexing.rerank.Reranker`, e.g. a CrossEncoder folder), so a test can compare the service
+(any `indexing.search.rerank.Reranker`, e.g. a CrossEncoder folder), so a test can compare the service
 path with the local one number for number:
 
 - `POST /rerank` — Hugging Face TEI: `{"query", "texts"}` → `[{"index", "score"}]`, best first;
@@ -111,7 +111,7 @@ def main() -> None:
     (for benchmarks, in a process of its own, as a real service would be)."""
     import sys
 
-    from indexing.rerank import CrossEncoderReranker
+    from indexing.search.rerank import CrossEncoderReranker
 
     reranker = CrossEncoderReranker(sys.argv[2])
     reranker.load()

@@ -24,7 +24,7 @@ from sqlmodel import select
 
 from tests.support.slack_api_server import BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 
-from bot.question_log import Feedback, QueryLog
+from bot.records.question_log import Feedback, QueryLog
 from bot.serve import serving_in_thread, web_app
 from bot.settings import Settings
 from bot.slack import blocks
@@ -74,7 +74,7 @@ class Bot:
 def running_bot(settings: Settings, index, llm=None) -> Iterator[Bot]:
     """The app as `kb serve` runs it — Bolt's listener pool and the answers pool of `bot.slack.workers`
     (the same `Workers` `kb serve` builds), in the Starlette app under uvicorn, on a free port of
-    127.0.0.1; `llm` a `bot.llm.LLMClient` (None: extractive answers)."""
+    127.0.0.1; `llm` a `bot.answering.llm.LLMClient` (None: extractive answers)."""
     workers = Workers()
     app = build_app(settings, index, web_client(settings), llm, workers=workers)
     try:
