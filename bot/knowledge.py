@@ -26,7 +26,7 @@ from indexing.ingest import indexed_sources
 from indexing.index import Index
 from indexing.ingest.runner import SyncRunner
 from indexing.storage.status import IndexStatus, index_status
-from indexing.ingest.sync import SyncReport
+from indexing.ingest.sync_records import SyncReport
 
 if TYPE_CHECKING:
     from bot.records.gaps import GapsReport

@@ -45,7 +45,7 @@ from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
 from indexing.search.retrieval import retrieve
 from indexing.ingest.runner import SyncRunner
-from indexing.ingest.sync import recent_deletions
+from indexing.ingest.sync_records import recent_deletions
 
 from tests.support.db_proxy import DbProxy, unix_socket_of
 

@@ -279,7 +279,8 @@ def test_kb_gaps_lists_answers_by_people_and_writes_drafts_without_overwriting(h
     assert listed.returncode == 0, listed.stderr
     people = [a for a in json.loads(listed.stdout)["answered_by_people"] if a["channel"] == LISTED]
     assert [(a["question"], a["answered_by"], a["thread_ts"]) for a in people] == [(UNKNOWN, ANSWERER, asked["ts"])]
-    from bot.records.gaps import as_text, gaps_report
+    from bot.records.gaps_text import as_text
+    from bot.records.gaps import gaps_report
 
     text = as_text(gaps_report(index, 7)).split("Answered by people, missing from the wiki", 1)[1]
     assert f"{ANSWERER} in {LISTED}: It's in the facilities cookbook, page 12" in text

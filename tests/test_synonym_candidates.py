@@ -14,7 +14,8 @@ from tests.support.gaps_wiki import isolated_index
 
 from bot.records import question_log
 from bot.answering.answer import answer_question
-from bot.records.gaps import as_text, gaps_report
+from bot.records.gaps_text import as_text
+from bot.records.gaps import gaps_report
 from bot.slack.home_blocks import gaps_blocks
 from indexing.search.synonyms import Synonyms
 

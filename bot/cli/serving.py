@@ -82,7 +82,7 @@ def gaps(
 ) -> None:
     """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages,
     questions people answered."""
-    from bot.records.gaps import print_gaps
+    from bot.records.gaps_text import print_gaps
 
     if days < 1:
         fail("days must be at least 1")

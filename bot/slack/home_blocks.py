@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.records.gaps import GapsReport, candidate_outcomes, summary_lines
+from bot.records.gaps import GapsReport
+from bot.records.gaps_text import candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 

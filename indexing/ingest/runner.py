@@ -16,7 +16,8 @@ from connectors.sources import SourceConfig
 from indexing.ingest import indexed_sources
 from indexing.index import Index
 from indexing.storage.locks import advisory_lock
-from indexing.ingest.sync import DocumentDone, SyncReport, sync_documents
+from indexing.ingest.sync import DocumentDone, sync_documents
+from indexing.ingest.sync_records import SyncReport
 
 log = logging.getLogger(__name__)
 

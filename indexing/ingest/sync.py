@@ -44,21 +44,29 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from sqlalchemy import func
 from sqlmodel import col, select
 
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import DeletionLimit
-from connectors.sync_rules import DELETE_WINDOW_SECONDS
 from indexing.vectors import sentence_vectors
 from indexing.ingest.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.vectors.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.storage.memory import release_free_memory
-from indexing.storage.index_tables import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun, utcnow
+from indexing.storage.index_tables import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun
 from indexing.ingest.storable import storable
+from indexing.ingest.sync_records import (
+    FAILED_BATCH,
+    Failures,
+    SyncReport,
+    count_deletions,
+    finish_run,
+    mark_failed,
+    recent_deletions,
+    upsert_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,31 +74,6 @@ log = logging.getLogger(__name__)
 # section's size (500 KB of unbroken text ~10 s, 1 MB ~45 s on a 2-core machine), so this bounds it.
 MAX_TEXT_CHARS = 500_000
 SLOW_CHUNKING_SECONDS = 5.0  # a document that takes longer is logged, to find what to limit next
-FAILED_BATCH = 500  # failures written per transaction
-LOGGED_FAILURES = 20  # failures logged one per line per sync; the rest are counted in one line
-
-
-@dataclass
-class SyncReport:
-    source: str
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0  # pages removed, and previous versions of pages now SKIPPED withdrawn
-    failed: int = 0
-    skipped: int = 0
-    chunks: int = 0  # children written
-    embedded: int = 0  # texts that reached the model (cache misses): children and the lead's sentences
-    sentences: int = 0  # sentence vectors written for the lead (indexing.vectors.sentence_vectors), backfill included
-    relabelled: int = 0  # pages whose old chunks took a new access scope (their new version failed)
-    seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
-    skips: list[str] = field(default_factory=list)  # "path: reason" of each SKIPPED page
-    refused: str | None = None  # why the deletion guard deleted nothing (None: not refused)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.deleted)
 
 
 @dataclass
@@ -136,7 +119,7 @@ def sync_documents(
     found: set[str] = set()
     skips: list[tuple[SourceDocument, str]] = []
     unreadable: list[Unreadable] = []
-    failures = _Failures(index, report)
+    failures = Failures(index, report)
     try:
         _sync_all(index, documents, indexed, found, skips, unreadable, report, progress, failures)
     except Exception as exc:  # the source itself is unreadable (e.g. a broken export): prune nothing
@@ -146,7 +129,7 @@ def sync_documents(
             index.bm25.rebuild()
         report.errors.insert(0, f"sync aborted: {exc}")
         report.seconds = time.perf_counter() - started
-        _finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
+        finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
         raise
     _fail_unreadable(source, unreadable, indexed, found, failures)
     failures.finish()
@@ -162,7 +145,7 @@ def sync_documents(
         _record_skips(index, skips, report, withdraw=False)
     else:
         if deleting and not allow_deletes:
-            _count_deletions(index, run, deleting)  # before deleting: a sync killed midway still counts them
+            count_deletions(index, run, deleting)  # before deleting: a sync killed midway still counts them
         _record_skips(index, skips, report, withdraw=True)
         report.deleted += delete_documents(index, gone) + len(withdrawn)
     if prune:
@@ -174,7 +157,7 @@ def sync_documents(
         index.store.analyze(index.engine)  # a large change: the planner's scope sizes now, not in a minute
     report.embedded = index.embedder.texts_embedded - embedded_before
     report.seconds = time.perf_counter() - started
-    _finish_run(index, run, report, RunResult.REFUSED if report.refused else RunResult.OK, reason=report.refused)
+    finish_run(index, run, report, RunResult.REFUSED if report.refused else RunResult.OK, reason=report.refused)
     if report.changed:
         release_free_memory()  # embedding batches and the BM25 build are freed, but glibc keeps the pages
     return report
@@ -193,7 +176,7 @@ class _Indexed:
 
 
 def _fail_unreadable(source: str, unreadable: list[Unreadable], indexed: dict[str, _Indexed], found: set[str],
-                     failures: _Failures) -> None:
+                     failures: Failures) -> None:
     """Every page indexed under a path the connector could not list FAILS with that reason, and
     counts as found: it is not deleted, and its version keeps serving under the scope it has."""
     for place in unreadable:
@@ -207,7 +190,7 @@ def _fail_unreadable(source: str, unreadable: list[Unreadable], indexed: dict[st
 
 def _sync_all(index: Index, documents: Iterable[SourceDocument | Unreadable], indexed: dict[str, _Indexed],
               found: set[str], skips: list[tuple[SourceDocument, str]], unreadable: list[Unreadable],
-              report: SyncReport, progress: DocumentDone | None, failures: _Failures) -> None:
+              report: SyncReport, progress: DocumentDone | None, failures: Failures) -> None:
     """The main loop: skip unchanged, fail unreadable, set aside empty, batch the rest for embedding;
     folders the connector could not list are set aside for `_fail_unreadable`."""
     pending: list[_ChunkedDocument] = []
@@ -270,10 +253,10 @@ def _record_skips(index: Index, skips: list[tuple[SourceDocument, str]], report:
                 if withdraw:
                     if record is not None and record.chunk_count:
                         index.store.delete_document(s, doc.doc_id)  # logs the change for the keyword leg
-                    _upsert_record(s, doc, status=Status.SKIPPED, error=reason, chunk_count=0, record=record,
+                    upsert_record(s, doc, status=Status.SKIPPED, error=reason, chunk_count=0, record=record,
                                    content_hash=indexed_hash(doc, index.embedder.name))
                 else:
-                    _upsert_record(s, doc, status=Status.SKIPPED, error=reason, keep_version=True, record=record,
+                    upsert_record(s, doc, status=Status.SKIPPED, error=reason, keep_version=True, record=record,
                                    store=index.store, report=report)
                 report.skipped += 1
                 report.skips.append(f"{doc.path}: {reason}")
@@ -307,17 +290,17 @@ def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
         return
     with index.session() as s, s.begin():
         for item in pending:
-            _upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True, store=index.store, report=report)
+            upsert_record(s, item.doc, status=Status.PROCESSING, keep_version=True, store=index.store, report=report)
     for item, doc_vectors, sections in _embed(index, pending, report):
         try:
             with index.session() as s, s.begin():
                 chunks = index.store.replace_document(s, item.doc, item.parents, doc_vectors)
                 report.sentences += sentence_vectors.store_sections(s, item.doc.doc_id, index.embedder.name, sections)
-                _upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
+                upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
                                content_hash=indexed_hash(item.doc, index.embedder.name))
         except Exception as exc:
             log.exception("could not write %s", item.doc.doc_id)
-            _mark_failed(index, item.doc, f"could not write to the index: {exc}", report)
+            mark_failed(index, item.doc, f"could not write to the index: {exc}", report)
             continue
         report.chunks += chunks
         if item.is_new:
@@ -347,7 +330,7 @@ def _embed(index: Index, pending: list[_ChunkedDocument],
             log.warning("embedding a batch of %d documents failed (%s: %s); trying them one by one",
                         len(pending), type(exc).__name__, exc, exc_info=True)
             return [pair for item in pending for pair in _embed(index, [item], report)]
-        _mark_failed(index, pending[0].doc, f"embedding failed: {exc}", report)
+        mark_failed(index, pending[0].doc, f"embedding failed: {exc}", report)
         return []
     embedded, offset = [], 0
     for item, doc_sections in zip(pending, sections):
@@ -368,138 +351,3 @@ def _backfill_sentences(index: Index, source: str, report: SyncReport) -> None:
                     source, type(exc).__name__, exc, exc_info=True)
 
 
-def _upsert_record(
-    s, doc: SourceDocument, *, status: Status, chunk_count: int | None = None, content_hash: str = "",
-    error: str | None = None, keep_version: bool = False, record: DocumentRecord | None = None,
-    store=None, report: SyncReport | None = None,
-) -> None:
-    """Write a document's registry row. `keep_version` leaves hash and chunk count as they were
-    (the indexed version keeps serving) — but not its access scope: if the page's scope changed,
-    the serving chunks take the new one in this transaction (`store` must then be given).
-    Otherwise `content_hash` is the `indexed_hash` of the version just indexed.
-    `record`: the row already loaded (None: looked up here)."""
-    record = record or s.get(DocumentRecord, doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
-    record.status = status
-    record.error = error
-    record.title = record.title or doc.title
-    if keep_version and doc.access == UNKNOWN_SCOPE:
-        # The page's scope is unknown (a Confluence page whose space cannot be read): the version
-        # still serving keeps the scope it was indexed with, never one guessed now.
-        if not record.content_hash:
-            record.access = UNKNOWN_SCOPE  # never indexed: visible to no audience
-    elif keep_version:
-        if record.access != doc.access and record.chunk_count:
-            # Both legs filter on the chunks' scope: relabel them now. The store logs it as a keyword
-            # change, published once the batch is written (`_Failures.flush`) or at the sync's end
-            # (skips); until a process has caught up, retrieval checks every hit against this row.
-            store.set_access(s, doc.doc_id, doc.access)
-            log.warning("%s: access scope %s -> %s applied to the version still serving", doc.doc_id,
-                        record.access, doc.access)
-            if report is not None:
-                report.relabelled += 1
-        record.access = doc.access
-    else:
-        record.title = doc.title
-        record.url = doc.url
-        record.access = doc.access
-        record.content_hash = content_hash
-        record.updated_at = doc.updated_at
-        record.indexed_at = utcnow()
-        record.chunk_count = chunk_count or 0
-    s.add(record)
-
-
-def _mark_failed(index: Index, doc: SourceDocument, reason: str, report: SyncReport) -> None:
-    """FAILED with the reason; whatever version was indexed before stays searchable."""
-    failures = _Failures(index, report)
-    failures.add(doc, reason)
-    failures.finish()
-
-
-class _Failures:
-    """FAILED records, written `FAILED_BATCH` to a transaction; the first `LOGGED_FAILURES` of a sync
-    are logged one per line, the rest in one summary line at the end."""
-
-    def __init__(self, index: Index, report: SyncReport) -> None:
-        self.index, self.report = index, report
-        self.batch: list[tuple[SourceDocument, str]] = []
-        self.logged = 0
-        self.unlogged = 0
-
-    def add(self, doc: SourceDocument, reason: str) -> None:
-        self.batch.append((doc, reason))
-        self.report.failed += 1
-        self.report.errors.append(f"{doc.path}: {reason}")
-        if self.logged < LOGGED_FAILURES:
-            self.logged += 1
-            log.warning("failed %s: %s", doc.doc_id, reason)
-        else:
-            self.unlogged += 1
-        if len(self.batch) >= FAILED_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        batch, self.batch = list({doc.doc_id: (doc, reason) for doc, reason in self.batch}.values()), []
-        relabelled = self.report.relabelled
-        self._write(batch)
-        if self.report.relabelled > relabelled:
-            # Published now, not at the sync's end: until then the keyword leg's statistics and typo
-            # repair would still count the relabelled pages under their old scope.
-            self.index.bm25.rebuild()
-
-    def _write(self, batch: list[tuple[SourceDocument, str]]) -> None:
-        if batch:
-            try:
-                with self.index.session() as s, s.begin():
-                    ids = [doc.doc_id for doc, _ in batch]
-                    rows = {r.id: r for r in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids)))}
-                    for doc, reason in batch:
-                        record = rows.get(doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
-                        _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True, record=record,
-                                       store=self.index.store, report=self.report)
-            except Exception:  # one record the database refuses must not lose the others
-                log.exception("could not record %d failures in one batch; recording them one by one", len(batch))
-                for doc, reason in batch:
-                    try:
-                        with self.index.session() as s, s.begin():
-                            _upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True,
-                                           store=self.index.store, report=self.report)
-                    except Exception:
-                        log.exception("could not record the failure of %s", doc.doc_id)
-
-    def finish(self) -> None:
-        self.flush()
-        if self.unlogged:
-            log.warning("%d more documents of %s failed (see `kb status`)", self.unlogged, self.report.source)
-            self.unlogged = 0
-
-
-def recent_deletions(index: Index, source: str, run_id: int | None = None) -> int:
-    """The deletions of `source` the guard counted in the last `DELETE_WINDOW_SECONDS`, by every
-    sync run in the database (any process), except run `run_id`. The database's clock decides
-    the window, so processes on hosts whose clocks differ agree on it."""
-    when = func.coalesce(SyncRun.finished_at, SyncRun.started_at)
-    since = func.now() - func.make_interval(0, 0, 0, 0, 0, 0, DELETE_WINDOW_SECONDS)
-    with index.session() as s:
-        query = select(func.coalesce(func.sum(SyncRun.guarded_deletes), 0)).where(
-            SyncRun.source == source, SyncRun.id != (run_id or -1), when >= since)
-        return int(s.exec(query).one())
-
-
-def _count_deletions(index: Index, run: SyncRun, deleting: int) -> None:
-    with index.session() as s, s.begin():
-        row = s.get(SyncRun, run.id)
-        assert row is not None  # the run's own row, written when it started
-        row.guarded_deletes = deleting
-
-
-def _finish_run(index: Index, run: SyncRun, report: SyncReport, result: RunResult, reason: str | None = None) -> None:
-    with index.session() as s, s.begin():
-        row = s.get(SyncRun, run.id)
-        assert row is not None  # the run's own row, written when it started
-        row.finished_at = utcnow()
-        for name in ("added", "updated", "unchanged", "deleted", "failed", "skipped"):
-            setattr(row, name, getattr(report, name))
-        row.result = result.value
-        row.reason = reason
-        row.errors = report.errors[:100]
