@@ -185,14 +185,16 @@ class KnowledgeBase:
     # -- writing ------------------------------------------------------------------------------
 
     def sync(self, source: str | SourceConfig, *, trigger: str = "cli", progress: Callable | None = None,
-             allow_deletes: bool = False, wait: bool = True) -> SyncReport | None:
-        """A full sync of one source (by name, or an ad-hoc `SourceConfig` such as `kb sync PATH`'s);
-        None when `wait` is off and another sync of it is running. The source's deletion guard
-        holds unless `allow_deletes`."""
+             allow_deletes: bool = False, wait: bool = True, full: bool = False) -> SyncReport | None:
+        """A sync of one source (by name, or an ad-hoc `SourceConfig` such as `kb sync PATH`'s): by
+        its changes where the source can say them (Confluence over REST), unless `full`; None when
+        `wait` is off and another sync of it is running. The source's deletion guard holds unless
+        `allow_deletes`."""
         if isinstance(source, SourceConfig):
             self.runner.sources[source.name] = source
             source = source.name
-        return self.runner.sync(source, trigger=trigger, wait=wait, progress=progress, allow_deletes=allow_deletes)
+        return self.runner.sync(source, trigger=trigger, wait=wait, progress=progress, allow_deletes=allow_deletes,
+                               full=full)
 
     def forget(self, name: str) -> int:
         """Remove one source's pages from every store; returns how many pages went."""

@@ -2,17 +2,20 @@
 
 Every connector yields its pages as `SourceDocument`s and can list the relative paths it would
 read. Some can also re-read single pages — a Markdown folder, which the watcher then syncs one
-changed file at a time (`IncrementalConnector`); the others are re-synced whole, as an export
-changes as a unit.
+changed file at a time (`IncrementalConnector`); a server that can say what changed since a time
+(Confluence over REST) is a `ChangesConnector`, synced by what changed; exports are re-synced
+whole, as an export changes as a unit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
+from connectors.changes import Changes, IndexedPage
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
@@ -55,6 +58,16 @@ class IncrementalConnector(Connector, Protocol):
         ...
 
 
+@runtime_checkable
+class ChangesConnector(Connector, Protocol):
+    """A connector that can be synced by what changed (`indexing.ingest.runner` decides when)."""
+
+    def changes(self, since: datetime, indexed: dict[str, IndexedPage]) -> Changes:
+        """The changes since `since` (already moved back for clock skew), judged against what is
+        `indexed` (by path). Raises, before any document, when the source cannot be read."""
+        ...
+
+
 def open_connector(source: SourceConfig) -> Connector:
     """The connector for a source, by its kind (with per-space access scopes for a Confluence export)."""
     kind = source.resolved_kind
@@ -62,6 +75,12 @@ def open_connector(source: SourceConfig) -> Connector:
     if per_space is not None and kind not in CONFLUENCE_KINDS:
         raise SourcesError(f"source {source.name}: access per space is only for Confluence exports, "
                            f"and {source.location} is a {kind} source")
+    if kind == "confluence":  # decides each page's scope itself: its space's, or its restrictions'
+        from connectors.confluence_rest import ConfluenceRest
+
+        assert source.remote is not None  # kind "confluence" is only ever made with its remote settings
+        spaces = source.access if isinstance(source.access, dict) else {WILDCARD: source.access}
+        return ConfluenceRest(source.remote, source=source.name, space_access=spaces)
     access = source.access[WILDCARD] if isinstance(source.access, dict) else source.access
     if kind == "markdown":
         from connectors.markdown import MarkdownFolder

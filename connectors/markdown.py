@@ -12,6 +12,11 @@ A file that cannot be read (bad encoding, binary, too big, broken front matter, 
 no date) becomes a document with `error` set: the sync records it as FAILED and carries on. An
 empty file (or one with only front matter) is `skipped`: nothing to index, nothing broken.
 
+PDF, Word (.docx) and PowerPoint (.pptx) files kept beside the pages are read too when the
+source's `include` globs name them (`include = ["**/*.md", "policies/*.pdf"]`; with no include,
+only Markdown is read, as before), converted by `connectors.attachments` (a PDF's sections cite
+`file.pdf#page=N`), within its limits (50 MB a file) rather than the page's 10 MB.
+
 Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
 never end), never more than `max_bytes`, and never through a link that leaves the root. Front
 matter is at most `MAX_FRONT_MATTER_BYTES` of YAML, and only text, numbers and dates are taken
@@ -31,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from connectors import attachments
 from connectors.commonmark import Page, parse
 from connectors.document import PUBLIC, SURROGATE, SourceDocument, Unreadable
 from connectors.globs import GlobFilter
@@ -146,9 +152,9 @@ class MarkdownFolder:
         pure = PurePosixPath(rel)
         if any(part.startswith(".") for part in pure.parts):
             return False
-        if pure.suffix.lower() not in MARKDOWN_SUFFIXES:
-            return False
-        return self.globs.wants(rel)
+        if pure.suffix.lower() in MARKDOWN_SUFFIXES:
+            return self.globs.wants(rel)
+        return bool(self.include) and attachments.wanted(rel) and self.globs.wants(rel)
 
     def read(self, rel: str) -> SourceDocument:
         """Read one file into a document; problems become the document's `error`."""
@@ -157,6 +163,8 @@ class MarkdownFolder:
             return SourceDocument(source=self.source, path=shown, access=self.access,
                                   error="file name is not valid UTF-8; rename the file")
         doc = SourceDocument(source=self.source, path=rel, access=self.access)
+        if attachments.wanted(rel):
+            return self._read_file(doc)
         try:
             doc.url = self.url_for(rel)
             raw, mtime = self._read_bytes(rel)
@@ -174,10 +182,31 @@ class MarkdownFolder:
         except (OSError, ValueError) as exc:
             doc.text, doc.title = "", ""
             doc.error = str(exc) or type(exc).__name__
+        except Exception as exc:  # anything else one file causes fails that file, not the sync
+            doc.text, doc.title = "", ""
+            doc.error = f"could not be read ({type(exc).__name__}: {exc})"
         return doc
 
-    def _read_bytes(self, rel: str) -> tuple[bytes, float]:
-        """At most `max_bytes + 1` bytes of a regular file inside the root, and its mtime."""
+    def _read_file(self, doc: SourceDocument) -> SourceDocument:
+        """A PDF, Word or PowerPoint file: converted, or FAILED (SKIPPED: no text) with the reason."""
+        limits = attachments.FileLimits()
+        doc.heading_ids = []
+        try:
+            doc.url = self.url_for(doc.path)
+            raw, mtime = self._read_bytes(doc.path, limits.max_bytes)
+            doc.updated_at = self._git.last_change(doc.path) or datetime.fromtimestamp(mtime, tz=timezone.utc)
+            converted = attachments.convert(doc.path, raw, limits)
+            doc.text, doc.heading_ids = converted.text, converted.heading_ids
+            doc.title = converted.title or PurePosixPath(doc.path).name
+        except attachments.NoText as exc:
+            doc.title, doc.skipped = PurePosixPath(doc.path).name, str(exc)
+        except (OSError, ValueError) as exc:  # FileRefused is a ValueError
+            doc.error = str(exc) or type(exc).__name__
+        return doc
+
+    def _read_bytes(self, rel: str, max_bytes: int | None = None) -> tuple[bytes, float]:
+        """At most `max_bytes + 1` bytes (default: a page's) of a regular file inside the root, and its mtime."""
+        max_bytes = max_bytes or self.max_bytes
         try:
             real = (self.root / rel).resolve(strict=True)
         except RuntimeError:  # a symlink loop (Python 3.11 raises RuntimeError for it)
@@ -192,11 +221,11 @@ class MarkdownFolder:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise ValueError("not a regular file (a FIFO, socket or device); not read")
-            if info.st_size > self.max_bytes:
-                raise ValueError(f"file is {info.st_size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.0f} MB limit")
-            raw = fh.read(self.max_bytes + 1)
-        if len(raw) > self.max_bytes:  # it grew since it was measured
-            raise ValueError(f"file is over the {self.max_bytes / 1e6:.0f} MB limit")
+            if info.st_size > max_bytes:
+                raise ValueError(f"file is {info.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:  # it grew since it was measured
+            raise ValueError(f"file is over the {max_bytes / 1e6:.0f} MB limit")
         return raw, info.st_mtime
 
     def url_for(self, rel: str) -> str:
@@ -323,7 +352,10 @@ def _meta_date(meta: dict) -> datetime | None:
                 raise ValueError(f"broken front matter: `{key}` is not a date ({text[:40]!r}; "
                                  "write e.g. 2024-03-01 or 2024-03-01T10:00:00Z)") from None
         if isinstance(value, dt.datetime):
-            return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+            try:
+                return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+            except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+                raise ValueError(f"broken front matter: `{key}` is out of range ({value.isoformat()})") from None
         if isinstance(value, dt.date):
             return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
         raise ValueError(f"broken front matter: `{key}` must be a date, not a {_yaml_kind(value)}")

@@ -4,7 +4,7 @@
 
     [[source]]
     name = "handbook"                 # unique; document ids are "handbook:relative/path"
-    kind = "markdown"                 # markdown | confluence-html | confluence-xml (default: detected)
+    kind = "markdown"                 # markdown | confluence-html | confluence-xml | confluence (REST; default: detected)
     location = "/srv/handbook"        # a folder, or a Confluence export .zip
     include = ["**/*.md"]             # optional globs
     exclude = ["drafts/**", "SOURCE.md"]
@@ -40,13 +40,14 @@ type coercion): a typo, a number where text belongs or a bare string where a lis
 (`exclude = "drafts/**"`, which as a list of characters would exclude every file) stops Docent
 at start with the file, the table and the key; so do two sources whose locations overlap (one
 inside the other, or the same) with different access, unless one sets `allow_overlap = true`.
-Globs follow gitignore rules (`connectors.globs`);
+A `kind = "confluence"` source is read over REST from a `url` instead of a `location`; its
+settings (spaces, cql, credentials' environment variables, restrictions) are checked by
+`connectors.remote_sources`. Globs follow gitignore rules (`connectors.globs`);
 schedules and deletion limits are parsed by `connectors.sync_rules`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ from connectors.channels import ChannelsConfig, parse_channels
 from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
+from connectors.remote_sources import ConfluenceRemote, parse_remote
+from connectors.source_overlaps import adhoc_name, check_overlaps, overlap
 from connectors.sync_rules import (
     MAX_DELETE_EXPECTED,
     DeletionLimit,
@@ -67,8 +70,9 @@ from connectors.sync_rules import (
     parse_schedule,
 )
 
-KINDS = ("markdown", "confluence-html", "confluence-xml")
-CONFLUENCE_KINDS = ("confluence-html", "confluence-xml")
+KINDS = ("markdown", "confluence-html", "confluence-xml", "confluence")
+CONFLUENCE_KINDS = ("confluence-html", "confluence-xml", "confluence")  # may set access per space
+__all__ = ["adhoc_name", "overlap"]  # re-exported for `kb sync PATH`
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 # Slack ids: channels C… (public), G… (private, older), D… (direct message); users U…/W…; groups S…
@@ -97,6 +101,7 @@ class SourceConfig:
     max_delete: DeletionLimit = field(default_factory=DeletionLimit)
     allow_overlap: bool = False  # its location may overlap another source's with a different access
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
+    remote: ConfluenceRemote | None = None  # kind "confluence": read over REST; `location` is unused
 
     def __post_init__(self) -> None:
         if isinstance(self.schedule, str):
@@ -106,6 +111,15 @@ class SourceConfig:
     def scopes(self) -> set[str]:
         """Every access scope this source's documents can carry."""
         return set(self.access.values()) if isinstance(self.access, dict) else {self.access}
+
+    @property
+    def place(self) -> str:
+        """Where its pages come from, as shown and remembered: the folder, export or server URL."""
+        return self.remote.url if self.remote is not None else str(self.location)
+
+    def exists(self) -> bool:
+        """Whether its location is there (a server's reachability is the sync's to find out)."""
+        return self.remote is not None or self.location.exists()
 
     @property
     def resolved_kind(self) -> str:
@@ -118,7 +132,7 @@ class SourceConfig:
     @property
     def watchable(self) -> bool:
         """Folder sources can be watched; a .zip export changes as a whole."""
-        return self.location.is_dir()
+        return self.remote is None and self.location.is_dir()
 
     @property
     def globs(self) -> GlobFilter:
@@ -154,6 +168,16 @@ class _SourceTable(_Table):
     schedule: str | None = None
     max_delete: int | str | None = None
     allow_overlap: bool = False
+    # kind = "confluence" (connectors.remote_sources)
+    url: str | None = None
+    spaces: list[str] | None = None
+    cql: str | None = None
+    email_env: str | None = None
+    token_env: str | None = None
+    restrictions: dict[str, str] | None = None
+    attachments: bool | None = None
+    timeout: int | float | None = None
+    retries: int | None = None
 
 
 class _ScopeTable(_Table):
@@ -174,6 +198,15 @@ _EXPECTED = {
     "schedule": "text: \"every 30m\" or a 5-field cron such as \"0 3 * * *\"",
     "max_delete": MAX_DELETE_EXPECTED,
     "allow_overlap": "true or false",
+    "url": "the Confluence site's address in quotes",
+    "spaces": "a list of space keys, e.g. spaces = [\"HR\"]",
+    "cql": "a CQL filter in quotes",
+    "email_env": "the name of an environment variable in quotes",
+    "token_env": "the name of an environment variable in quotes",
+    "restrictions": "a table such as { \"group:hr-staff\" = \"hr-private\" }",
+    "attachments": "true or false",
+    "timeout": "seconds, e.g. timeout = 30",
+    "retries": "a number, e.g. retries = 5",
 }
 
 
@@ -237,7 +270,7 @@ def read_sources_file(path: Path) -> SourcesFile:
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise SourcesError(f"{path}: source names must be unique ({', '.join(sorted(names))})")
-    _check_overlaps(sources, str(path))
+    check_overlaps(sources, str(path))
     access = parse_access(data, str(path))
     return SourcesFile(sources=sources, access=access,
                        synonyms=parse_synonyms(data.get("synonyms"), f"{path}: [synonyms]"),
@@ -351,7 +384,7 @@ def _access(value: str | dict[str, str], kind: str | None, where: str) -> str | 
         _check_scope_name(value, f"{where}: access")
         return value
     if kind is not None and kind not in CONFLUENCE_KINDS:
-        raise SourcesError(f"{where}: access per space is only for confluence-html and confluence-xml sources; "
+        raise SourcesError(f"{where}: access per space is only for Confluence sources; "
                            f"a {kind} source has one access scope")
     if WILDCARD not in value:
         raise SourcesError(f"{where}: access per space needs a \"*\" entry: the scope of pages in other spaces")
@@ -376,6 +409,13 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         raise _shape_error(exc, named) from None
     name = table.name
     check_source_name(name, where)
+    remote = parse_remote(table, table.kind, named)
+    if remote is not None:
+        return SourceConfig(
+            name=name, location=Path(f"confluence:{name}"), kind="confluence", base_url=table.base_url or remote.url,
+            access=_access(table.access, "confluence", named), remote=remote,
+            schedule=parse_schedule(table.schedule, where=f"{named}: schedule") if table.schedule is not None else None,
+            max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"))
     if table.location is None:
         raise SourcesError(f"{named}: location is required")
     kind = table.kind
@@ -403,69 +443,3 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
         max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
     )
-
-
-def overlap(a: Path, b: Path) -> str | None:
-    """How two source locations overlap: "same" (one folder or export), "inside" (`a` lies in
-    folder `b`), "contains" (`b` lies in folder `a`), or None. Links are resolved first, so a
-    symlinked path is the folder it names. An export .zip inside a folder is not an overlap: no
-    connector reads a .zip it finds in a folder."""
-    a, b = _real(a), _real(b)
-    if a == b:
-        return "same"
-    if a.is_relative_to(b) and a.suffix.lower() != ".zip":
-        return "inside"
-    if b.is_relative_to(a) and b.suffix.lower() != ".zip":
-        return "contains"
-    return None
-
-
-def _real(location: Path) -> Path:
-    try:
-        return Path(location).expanduser().resolve()
-    except (OSError, RuntimeError):  # a symlink loop: compared as written
-        return Path(location).expanduser().absolute()
-
-
-def _check_overlaps(sources: list[SourceConfig], where: str) -> None:
-    """Two sources reading the same files under different access would index each page twice,
-    once under each scope: a public wiki folder holding the restricted `hr/` folder of another
-    source publishes HR's pages. Such overlaps stop Docent at start, unless one of the two sets
-    `allow_overlap = true` (having excluded the inner folder from the outer source, say)."""
-    for i, a in enumerate(sources):
-        for j in range(i + 1, len(sources)):
-            b = sources[j]
-            how = overlap(b.location, a.location)
-            if how is None or a.access == b.access or a.allow_overlap or b.allow_overlap:
-                continue
-            inner, outer, ni, no = (a, b, i, j) if how == "contains" else (b, a, j, i)
-            relation = "is the same location as" if how == "same" else "lies inside the location of"
-            raise SourcesError(
-                f"{where}: [[source]] #{ni + 1} ({inner.name}): location {inner.location} {relation} "
-                f"[[source]] #{no + 1} ({outer.name}), {outer.location}, whose access is {_shown(outer.access)} "
-                f"where this one's is {_shown(inner.access)}: its pages would be indexed under both. Give them the "
-                f"same access, or exclude the inner folder from {outer.name} and set allow_overlap = true")
-
-
-def _shown(access: str | dict[str, str]) -> str:
-    if isinstance(access, str):
-        return repr(access)
-    return "{ " + ", ".join(f"{k} = {v!r}" for k, v in access.items()) + " }"
-
-
-def adhoc_name(location: Path, taken: dict[str, str]) -> str:
-    """The source name `kb sync PATH` gives a folder or export of its own: the file or folder
-    name as a source name ("exports/html-space" → "html-space"), with a short hash of the full
-    path when that name already belongs to another location (`taken`: name → location).
-    The same path always gets the same name, so re-syncing it updates the same pages."""
-    location = Path(location).resolve()
-    stem = location.stem if location.is_file() or location.suffix.lower() == ".zip" else location.name
-    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-._")[:48] or "wiki"
-    if not base[0].isalnum():
-        base = f"s{base}"
-    for name, where in taken.items():
-        if where == str(location):
-            return name
-    if base not in taken:
-        return base
-    return f"{base}-{hashlib.sha1(str(location).encode()).hexdigest()[:6]}"

@@ -496,3 +496,36 @@ def test_kb_sync_of_a_folder_holding_an_adhoc_restricted_source_is_refused(index
     assert public.exit_code == 1 and f"synced as source 'hr-{wiki.name}' with access 'hr-private'" in public.stderr
     assert not pages(index, wiki.name)
     indexed_sources.forget(index, f"hr-{wiki.name}")
+
+
+# -- one document's unexpected exception fails that document (issue 33 item 5) -------------------
+
+
+def test_a_date_out_of_range_fails_its_page_and_the_sync_goes_on(index, kb_home, tmp_path):
+    """`updated: 0001-01-01T00:00:00+14:00` is before year 1 in UTC: Python raises OverflowError,
+    which stopped the whole sync (traceback, exit 1, no page indexed, the run ABORTED)."""
+    source = f"dates-{unique()}"
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "good.md").write_text("# Zebra crossings\n\nThe zebra crossing rota is pinned in the lobby.\n")
+    (wiki / "early.md").write_text("---\nupdated: 0001-01-01T00:00:00+14:00\n---\n# Early\n\nBefore time began.\n")
+    result = kb(kb_home, "sync", str(wiki), "--source", source)
+    assert result.exit_code == 3 and "Traceback" not in result.output, result.output
+    found = pages(index, source)
+    assert found["good.md"].status == Status.SUCCESS
+    assert found["early.md"].status == Status.FAILED and "out of range" in found["early.md"].error
+    assert [r.result for r in runs(index, source)] == ["ok"]
+
+
+def test_any_other_exception_reading_a_page_fails_the_page_with_its_reason(index, kb_home, tmp_path):
+    """A URL template written as if `path` were a file path object ("{path.stem}") raises
+    AttributeError, which nothing expected: every page FAILS saying so, the sync finishes."""
+    source = f"template-{unique()}"
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "one.md").write_text("# One\n\nThe first page.\n")
+    result = kb(kb_home, "sync", str(wiki), "--source", source, "--url-template", "https://wiki/{path.stem}")
+    assert result.exit_code == 3 and "Traceback" not in result.output, result.output
+    failed = pages(index, source)["one.md"]
+    assert failed.status == Status.FAILED and "AttributeError" in failed.error and "stem" in failed.error
+    assert [r.result for r in runs(index, source)] == ["ok"]

@@ -319,3 +319,92 @@ def test_a_pair_holds_where_the_section_is_and_a_long_one_its_matched_chunks_cut
                                         "the matched chunk about carrying days over\na second chunk")
     cut = section_text(hit("word " * 1000, []), 300)
     assert len(cut) <= 300 and cut.endswith("word") and cut.startswith("Leave policy › ")
+
+
+# -- a service's reply is checked, and its time is one deadline (issue 33 item 6) ----------------
+
+TWO = ["Full-time employees get 25 days of paid annual leave.", "Connect to the VPN with WireGuard."]
+
+
+@pytest.mark.parametrize("reply", [
+    b'[{"index": 0, "score": NaN}, {"index": 1, "score": 0.1}]',
+    b'[{"index": 0, "score": Infinity}, {"index": 1, "score": 0.1}]',
+    b'[{"index": 0, "score": "nan"}, {"index": 1, "score": 0.1}]',
+    b'[{"index": 0, "score": "0.9"}, {"index": 1, "score": 0.1}]',
+    b'[{"index": 0, "score": 0.9}, {"index": 0, "score": 0.1}]',  # a duplicate, and index 1 missing
+    b'[{"index": 0, "score": 0.9}, {"index": 1, "score": 0.1}, {"index": 1, "score": 0.2}]',
+    b'[{"index": 0.0, "score": 0.9}, {"index": 1, "score": 0.1}]',
+    b'[{"index": false, "score": 0.9}, {"index": true, "score": 0.1}]',
+    b'[{"index": 0, "score": true}, {"index": 1, "score": 0.1}]',
+    b'{"results": [{"index": 0, "relevance_score": -Infinity}, {"index": 1, "relevance_score": 0.1}]}',
+    b'[{"index": 0, "score": 0.9}, {"index": 1, "score": 0.1, "pad": "' + b"x" * (2 << 20) + b'"}]',
+], ids=["nan", "infinity", "nan-text", "number-text", "duplicate", "extra", "float-index", "bool-index",
+        "bool-score", "cohere-infinity", "over-1MiB"])
+def test_a_reply_that_is_not_one_finite_score_per_text_is_refused(service, reply):
+    service.reply = reply
+    reranker = ServiceReranker(service.url(TEI_PATH), wire_format="tei")
+    try:
+        with pytest.raises(RerankServiceError):
+            reranker.score(VACATION, TWO)
+        service.reply = b'[{"index": 1, "score": 0.25}, {"index": 0, "score": 3}]'
+        assert reranker.score(VACATION, TWO) == [3.0, 0.25]  # a good reply, ints and floats, best first
+    finally:
+        reranker.close()
+
+
+def test_nan_scores_fall_back_and_kb_ask_prints_strict_json(index, handbook, model_folder, service, monkeypatch):
+    """NaN scores were taken: `kb ask --json` printed `"rerank": NaN` (not JSON), and Postgres
+    refused the query log's row. Now the stage falls back, and every `kb` JSON is strict."""
+    import bot.cli
+    import bot.wiring
+    from typer.testing import CliRunner
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} in kb's JSON"))
+
+    monkeypatch.setattr(bot.wiring, "open_index", lambda settings: index)
+    for name in ("SLACK_BOT_TOKEN", "KB_WIKI", "KB_LLM_BASE_URL", "KB_SOURCES"):
+        monkeypatch.delenv(name, raising=False)
+    service.reply = (b'[' + b", ".join(b'{"index": %d, "score": NaN}' % i for i in range(10)) + b']')
+    with reranking(index, RerankConfig(url=service.url(TEI_PATH), wire_format="tei", timeout_ms=20_000, top_n=10)):
+        result = CliRunner().invoke(bot.cli.app, ["ask", "--json", VACATION])
+    assert result.exit_code == 0, result.output
+    answer = strict(result.stdout)
+    assert answer["signals"]["rerank_outcome"] == "error" and service.requests
+    assert all(s.get("rerank") is None for s in answer["sources"])
+
+
+def test_a_dripping_service_is_cut_off_at_the_questions_deadline_and_its_connection_closed(index, handbook,
+                                                                                            model_folder, service):
+    """One byte per 100 ms: httpx's timeout is per read, so each question held a worker for the
+    whole reply (~6 s) and, with all four held, later questions never reached the service. Now
+    each question's reply is cut off at its deadline and its connection closed."""
+    import time
+
+    scopes = [f"{handbook}-all"]
+    service.reply = b'[' + b", ".join(b'{"index": %d, "score": 0.5}' % i for i in range(10)) + b']'
+    service.drip = 0.1
+    questions = 6  # more than the service backend's four workers
+    with reranking(index, RerankConfig(url=service.url(TEI_PATH), wire_format="tei", timeout_ms=600)):
+        for _ in range(questions):
+            started = time.monotonic()
+            run = retrieve(index, VACATION, scopes=scopes)
+            assert run.rerank.outcome == "timeout" and time.monotonic() - started < 5
+        deadline = time.monotonic() + 10
+        while len(service.cut_off) < questions and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(service.requests) == questions  # every question reached the service: no worker was held
+    assert len(service.cut_off) == questions and max(service.cut_off) < 3, service.cut_off
+
+
+def test_an_error_body_echoing_the_api_key_is_logged_redacted(index, handbook, model_folder, service, caplog):
+    key = f"sk-test-{uuid.uuid4().hex}"
+    service.echo = True
+    service.script = [(401, {})]
+    with reranking(index, RerankConfig(url=service.url(TEI_PATH), wire_format="tei", api_key=key, timeout_ms=20_000)):
+        with caplog.at_level(logging.WARNING):
+            run = retrieve(index, VACATION, scopes=[f"{handbook}-all"])
+    assert run.rerank.outcome == "error"
+    assert service.requests[-1]["headers"]["Authorization"] == f"Bearer {key}"  # the key was sent, and echoed
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "401" in logged and "[redacted]" in logged and key not in logged

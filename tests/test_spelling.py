@@ -120,3 +120,19 @@ def test_a_hyphenated_word_the_wiki_writes_whole_is_searched_whole(index, sample
     assert joined.searched == "can i email the security team about a phishing link?"
     kept = repair_question(index, "who does the check-in?", ["sample"])
     assert kept.corrections == []
+
+
+def test_a_40000_character_question_costs_bounded_repair(index, sample_synced):
+    """Slack allows 40,000 characters. Every random word below is a repair candidate (unknown to
+    the dictionary and the wiki); with no cap per question this cost 131.6 s (2,000 characters:
+    1.1–1.3 s, holding an answer worker). The bound is a hang guard for a loaded machine, not a
+    speed claim: capped, it is ~40 ms (docs/benchmarks.md, "Long questions")."""
+    import time
+
+    from tests.support.hostile_inputs import gibberish
+
+    question = gibberish(40_000)
+    started = time.perf_counter()
+    repair = repair_question(index, question, ["sample"])
+    assert time.perf_counter() - started < 10
+    assert repair.corrections[0] == ("cnonect", "connect")  # the words looked at are the first ones typed

@@ -111,7 +111,7 @@ def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> 
             raise
         return error(UNAVAILABLE)
     if as_json:
-        typer.echo(json.dumps(answer.to_json(), ensure_ascii=False))
+        typer.echo(json.dumps(answer.to_json(), ensure_ascii=False, allow_nan=False))
         return
     print_answer(answer)
 
@@ -166,7 +166,7 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
     info = common.root(common.settings()).knowledge_base().status()
     if as_json:
-        typer.echo(json.dumps(info.to_json(), ensure_ascii=False, default=str))
+        typer.echo(json.dumps(info.to_json(), ensure_ascii=False, default=str, allow_nan=False))
         return
     typer.echo(f"index:     {info.database}")
     typer.echo(f"data dir:  {info.home}")

@@ -82,7 +82,7 @@ def evaluate(
                 if "floor" in result["calibration"]["rerank"]:
                     _write_env(write_env, "KB_RERANK_FLOOR", str(result["calibration"]["rerank"]["floor"]))
     if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False))
+        typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
         return
     print_metrics(result["metrics"])
     if compare:

@@ -62,7 +62,7 @@ def feedback(
     index = common.root(settings).index
     rows = feedback_report(index, limit)
     if as_json:
-        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str))
+        typer.echo(json.dumps([asdict(r) for r in rows], ensure_ascii=False, default=str, allow_nan=False))
         return
     if not rows:
         typer.echo("no votes or not-found questions yet")
@@ -115,7 +115,7 @@ def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
     except OSError as exc:
         fail(f"--drafts {directory}: {exc.strerror or exc}")
     if as_json:
-        typer.echo(json.dumps([{"path": str(d.path), "written": d.written} for d in written]))
+        typer.echo(json.dumps([{"path": str(d.path), "written": d.written} for d in written], allow_nan=False))
         return
     for d in written:
         typer.echo(f"wrote {d.path}" if d.written else f"kept  {d.path} (it exists; delete it to write it again)")

@@ -22,6 +22,7 @@ def sync(
     include: Annotated[list[str], typer.Option(help="With PATH: only files matching this glob (repeatable)")] = [],
     exclude: Annotated[list[str], typer.Option(help="With PATH: skip files matching this glob (repeatable)")] = [],
     allow_deletes: Annotated[bool, typer.Option("--allow-deletes", help="Let this sync delete more pages than the source's max_delete allows (or every page)")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Read every page of a Confluence REST source, not only what changed since its last sync")] = False,
 ) -> None:
     """Index sources incrementally: unchanged pages cost nothing, removed pages are dropped.
 
@@ -38,7 +39,7 @@ def sync(
         sources = [s for s in configured if s.name == source] or [_recorded_source(root, source)]
     else:
         sources = configured
-    reports = run_sync(root, sources, allow_deletes=allow_deletes)
+    reports = run_sync(root, sources, allow_deletes=allow_deletes, full=full)
     if any(r.refused for r in reports):
         raise typer.Exit(4)
     if any(r.failed for r in reports):
@@ -118,7 +119,7 @@ def _recorded_source(root, name: str):
     return indexed_sources.adhoc_source(record)
 
 
-def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -> list:
+def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, full: bool = False) -> list:
     """Sync each of `sources` through `root`'s index, with a progress bar and a one-line summary;
     returns the reports.
 
@@ -135,7 +136,7 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -
     console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
     reports = []
     for source in sources:
-        if not source.location.exists():
+        if not source.exists():
             fail(f"source {source.name}: {source.location} does not exist")
         try:
             total = sum(1 for _ in open_connector(source).paths())
@@ -143,7 +144,7 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False) -
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
                 task = bar.add_task("sync", total=total, source=escape(source.name))
                 report = kb.sync(source.name, trigger=trigger, progress=lambda _doc, task=task: bar.advance(task),
-                                 allow_deletes=allow_deletes)
+                                 allow_deletes=allow_deletes, full=full)
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
         console.print(
@@ -166,7 +167,7 @@ def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sour
     """Every source in the index: kind, location, pages, failed/skipped, last sync and its result, schedule."""
     rows = common.root(common.settings()).knowledge_base().sources()
     if as_json:
-        typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str))
+        typer.echo(json.dumps([_source_json(r) for r in rows], ensure_ascii=False, default=str, allow_nan=False))
         return
     if not rows:
         typer.echo("no sources: run `kb sync`")

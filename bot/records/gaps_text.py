@@ -74,4 +74,4 @@ def print_gaps(index: Index, days: int, as_json: bool, echo=print) -> None:
     import json
 
     report = gaps_report(index, days)
-    echo(json.dumps(report.to_json(), ensure_ascii=False) if as_json else as_text(report))
+    echo(json.dumps(report.to_json(), ensure_ascii=False, allow_nan=False) if as_json else as_text(report))

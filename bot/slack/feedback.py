@@ -133,7 +133,7 @@ def hand_over_voted_down(services: Services, click: Click, client: WebClient) ->
     if row is None or not row.thread_ts or row.channel_id != click.channel:
         return
     hand_over(services.db, client, settings, row.thread_ts, question_log.answer_from_log(row),
-              services.settings.kb_handovers_per_hour, asker=row.user_id, voted_down=True)
+              services.settings.kb_handovers_per_hour, access=services.access, asker=row.user_id, voted_down=True)
 
 
 def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respond) -> None:

@@ -10,6 +10,11 @@ channel in any rolling hour — both decided in Postgres (`bot.slack.store.claim
 `handovers` table, created by migration in `indexing.storage.migrations`) under a per-channel advisory
 lock, so a restart, a redelivered event or a second replica never pings the group twice for one
 thread, and a burst of unanswerable questions cannot page a team a hundred times.
+
+Never in a Slack Connect conversation, however the hand-over is reached (a not-found mention, a
+not-found unprompted question, a 👎): it would page the company's own people for, and show its
+nearest pages to, people of another organisation. The check is here, in the one function that
+posts, so no caller can forget it; a conversation whose details cannot be read counts as shared.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from slack_sdk import WebClient
 
     from bot.answering.answer import Answer
+    from bot.slack.audiences import SlackAccess
     from connectors.channels import ChannelSettings
 
 log = logging.getLogger(__name__)
@@ -34,12 +40,18 @@ NEAREST = 3  # nearest pages shown with a hand-over
 
 
 def hand_over(db: Database, client: WebClient, settings: ChannelSettings, thread_ts: str, answer: Answer,
-              per_hour: int, *, asker: str | None = None, voted_down: bool = False) -> bool:
+              per_hour: int, *, access: SlackAccess, said_shared: bool = False, asker: str | None = None,
+              voted_down: bool = False) -> bool:
     """Ask the channel's `escalate` people in the thread, unless the thread already had a hand-over
     or the hourly cap is reached; True when the message was posted. `asker`: who asked (a person's
     answer in the thread is offered as a gap to them, `bot.slack.answered_gaps`). `voted_down`: the
-    answer in the thread was voted 👎 (`bot.slack.feedback`): said so, and no pages repeated."""
+    answer in the thread was voted 👎 (`bot.slack.feedback`): said so, and no pages repeated.
+    `access` says whether the conversation is shared with another organisation (`said_shared`:
+    the event envelope already said so)."""
     if not settings.escalate:
+        return False
+    if said_shared or access.conversation(settings.channel).shared:
+        log.info("no hand-over in %s/%s: a Slack Connect conversation", settings.channel, thread_ts)
         return False
     outcome = claim_handover(db, settings.channel, thread_ts, answer.question, per_hour, asker=asker or "")
     HANDOVERS.labels(outcome).inc()

@@ -87,7 +87,8 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
-        if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour, asker=asked.user):
+        if hand_over(db, client, settings, ts, reply, services.settings.kb_handovers_per_hour, access=services.access,
+                     said_shared=asked.said_shared, asker=asked.user):
             # logged without its thread or message: people answer there, and Docent must not take their
             # replies for follow-ups to it (`question_log.thread_question` finds threads by those two)
             quietly(question_log.log_query, db, question=question, answer=reply, context_question=None,

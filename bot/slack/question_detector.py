@@ -23,13 +23,20 @@ _OPENERS = (
     r"is|are|am|was|were|can|could|do|does|did|should|shall|will|would|may|might|has|have|had|"
     r"any|anyone|anybody|is there|are there|steps|process|policy|rules|guidance|instructions"
 )
-# An asking opening, after an optional greeting or lead-in ("hey,", "quick q -", "so", "also,").
-_LEAD_IN = r"(?:(?:hey|hi|hello|hiya|ok|okay|so|also|and|but|quick (?:q|question)|question(?: about [^:]+)?|q)\b[\s,:!.-]*)*"
-_LEAD_IN_ONLY = re.compile(rf"^{_LEAD_IN}", re.IGNORECASE)
+# An asking opening, after optional greetings or lead-ins ("hey,", "quick q -", "so", "also,",
+# "question about the VPN:"). One lead-in at a time, each matched once and never given back: a
+# repeat of optional parts (`(?:question(?: about [^:]+)?…)*`) lets the regex engine try
+# exponentially many splits of "question about q question about q …" (n = 15: minutes, holding the GIL).
+_LEAD_IN = re.compile(
+    r"(?:hey|hi|hello|hiya|ok|okay|so|also|and|but|quick (?:q|question)|question about [^:]{1,200}?(?=:)"
+    r"|question|q)\b[\s,:!.-]*",
+    re.IGNORECASE,
+)
+MAX_CHARS = 2000  # a message longer than this is judged by its first 2,000 characters (and its last one)
 # A question after a statement: "got a new phone, how do I move my authenticator".
 _ASKING_CLAUSE = re.compile(r"[,;:]\s*(?:so\s+)?(?:how|what|where|who|which|when) (?:do|does|should|can|is|are) i\b",
                             re.IGNORECASE)
-_ASKS = re.compile(rf"^{_LEAD_IN}(?:{_OPENERS})\b", re.IGNORECASE)
+_ASKS = re.compile(rf"(?:{_OPENERS})\b", re.IGNORECASE)
 _ASKING_PHRASES = re.compile(
     r"\b(?:any ?one|any ?body|does any ?one|someone) (?:know|have|tell|explain|point|share)\b"
     r"|\bany (?:idea|docs?|guidance|info)\b"
@@ -66,15 +73,26 @@ _EMOJI = re.compile(r":[a-z0-9_+-]+:|[\U0001F000-\U0001FAFF\u2600-\u27BF]")
 
 def is_question(text: str) -> bool:
     """Whether a (plain-text) channel message asks something the wiki could answer."""
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS - 1] + text[-1]  # a "?" at its end still counts
     message = " ".join(_EMOJI.sub(" ", text).split()).strip()
     if len(message) < 4:
         return False
-    said = _LEAD_IN_ONLY.sub("", message) or message  # "hello! where can i…" is judged by "where can i…"
+    start = _lead_in_end(message)
+    said = message[start:] or message  # "hello! where can i…" is judged by "where can i…"
     if _THANKS_OR_CHATTER.match(said) or _ANNOUNCEMENT.match(message) or _REQUEST_TO_PERSON.match(message):
         return False
     if _SOCIAL.search(message) and len(message.split()) <= 7:
         return False
     if message.endswith("?"):
         return True
-    return bool(_ASKS.match(message) or _ASKING_PHRASES.search(said) or _TOPIC_WORDS.search(message)
+    return bool(_ASKS.match(message, start) or _ASKING_PHRASES.search(said) or _TOPIC_WORDS.search(message)
                 or _ASKING_CLAUSE.search(message))
+
+
+def _lead_in_end(message: str) -> int:
+    """Where the message's greetings and lead-ins end: linear, each lead-in matched once."""
+    position = 0
+    while (match := _LEAD_IN.match(message, position)) and match.end() > position:
+        position = match.end()
+    return position

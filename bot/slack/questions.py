@@ -171,7 +171,8 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
                               user=asked.user, answer_id=reply.id)
         if not reply.found and reply_thread and not asked.is_dm:  # the channel's `escalate` people, if any
             hand_over(db, client, services.channels.get(channel), reply_thread, reply,
-                      services.settings.kb_handovers_per_hour, asker=asked.user)
+                      services.settings.kb_handovers_per_hour, access=services.access, said_shared=asked.said_shared,
+                      asker=asked.user)
 
 
 def add_reaction(client: WebClient, channel: str, ts: str) -> None:

@@ -59,7 +59,7 @@ class Resyncs:
         report, error = None, None
         try:
             source = self.kb.runner.source(name)
-            if not source.location.exists():
+            if not source.exists():
                 raise FileNotFoundError(f"{source.location} does not exist")
             total = sum(1 for _ in open_connector(source).paths())
             report = self.kb.sync(name, trigger="admin", wait=False, progress=_throttled(progress, total),

@@ -53,7 +53,7 @@ def remember(session: Session, source: SourceConfig, kind: str, origin: str) -> 
     """Record (or refresh) a source as it is being synced, in the caller's transaction."""
     row = session.get(SourceRecord, source.name) or SourceRecord(name=source.name, first_synced_at=utcnow())
     row.kind = kind
-    row.location = str(source.location)
+    row.location = source.place
     row.origin = origin
     row.settings = {key: getattr(source, key) for key in _ADHOC_SETTINGS} if origin == ADHOC else {}
     row.last_synced_at = utcnow()
@@ -90,7 +90,7 @@ def summaries(session: Session, configured: list[SourceConfig]) -> list[SourceSu
         rows.append(SourceSummary(
             name=name,
             kind=(config.kind if config and config.kind else None) or (record.kind if record else "") or "",
-            location=str(config.location) if config else (record.location if record else ""),
+            location=config.place if config else (record.location if record else ""),
             origin=record.origin if record else (CONFIG if config else ""),
             configured=config is not None,
             pages=sum(pages.values()),

@@ -99,12 +99,17 @@ def sync_documents(
     progress: DocumentDone | None = None,
     limit: DeletionLimit | None = None,
     allow_deletes: bool = False,
+    listed: int | None = None,
 ) -> SyncReport:
     """Bring the index in line with `documents` (all of `source`'s documents when `prune`).
 
     `delete_ids` names documents known to be gone (the watcher's deletes and renames). Every
     deletion goes through the guard (`limit`, default `DeletionLimit()`), unless `allow_deletes`;
     a refused sync still adds and updates what it read, deletes nothing, and sets `refused`.
+    `listed`, without `prune`: how many pages the source's own listing found (a connector that
+    lists everything but reads only what changed): a listing that comes back empty where pages
+    were indexed (an account that lost access sees no spaces, and no error) is refused as an
+    empty folder is.
     """
     started = time.perf_counter()
     report = SyncReport(source=source)
@@ -138,7 +143,7 @@ def sync_documents(
     deleting = len([d for d in gone if d in indexed]) + len(withdrawn)
     if not allow_deletes and deleting:
         report.refused = (limit or DeletionLimit()).refusal(deleting, indexed=len(indexed),
-                                                            found=len(found) if prune else None,
+                                                            found=len(found) if prune else listed,
                                                             recent=recent_deletions(index, source, run.id))
     if report.refused:
         log.info("sync of %s refused: %s", source, report.refused)  # the caller says so, once

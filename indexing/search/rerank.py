@@ -37,6 +37,7 @@ fallback gives exactly today's outcome.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -225,6 +226,8 @@ class RerankStage:
                 raise ValueError(f"{len(results)} scores for {len(head)} sections")
             spans = [r for r in results if isinstance(r, Span)]
             scores = [s.confidence for s in spans] if spans else [float(r) for r in results]
+            if not all(math.isfinite(s) for s in scores):  # NaN would order nothing and break the log's JSON
+                raise ValueError("a score that is not a finite number")
         except Exception as exc:
             ms = round((time.monotonic() - started) * 1000, 2)
             timed_out = isinstance(exc, TimeoutError)

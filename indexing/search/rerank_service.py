@@ -12,12 +12,20 @@ worked is kept for the process. Replies are read by their shape, whichever body 
 Texts go out in batches of `batch` (TEI refuses more than its `--max-client-batch-size`, 32 by
 default); `KB_RERANK_API_KEY` is sent as `Authorization: Bearer …`. Retries (429 honouring
 `Retry-After`, 5xx, lost connections) are `indexing.vectors.service_calls`', bounded by the stage's
-deadline (`indexing.search.rerank_base.deadline`): a retry that cannot finish within the budget is not tried.
+deadline (`indexing.search.rerank_base.deadline`): a retry that cannot finish within the budget is not tried,
+and a reply still arriving at the deadline is cut off with its connection.
+
+A reply is used only when it is exactly one finite score per text sent: every index an integer
+(not a bool, not 1.0) from 0 to n-1, each once; every score a number (not "0.5", not NaN or
+Infinity, which Python's JSON parser accepts and Postgres's JSON columns refuse); at most
+`MAX_REPLY_BYTES`. Anything else is an error, and the stage serves the fused order and the gate
+without it.
 """
 
 from __future__ import annotations
 
 import threading
+import math
 from urllib.parse import urlsplit
 
 from indexing.search.rerank_base import RerankTimeout, deadline
@@ -25,6 +33,7 @@ from indexing.vectors.service_calls import ServiceError, ServiceTimeout, http_cl
 
 FORMATS = ("tei", "cohere")
 _WRONG_FORMAT = frozenset({400, 404, 405, 422})  # the body's shape was refused: the other format may fit
+MAX_REPLY_BYTES = 1 << 20  # 32 scores are ~1.5 KB; a megabyte is no reply to a rerank request
 
 
 class RerankServiceError(RuntimeError):
@@ -71,7 +80,8 @@ class ServiceReranker:
         for n, wire in enumerate(formats):
             try:
                 response = post_json(self._http(), self.url, self._body(wire, query, texts), what="rerank service",
-                                     retries=self.retries, backoff=self.backoff, deadline=deadline())
+                                     retries=self.retries, backoff=self.backoff, deadline=deadline(),
+                                     max_bytes=MAX_REPLY_BYTES)
             except ServiceTimeout as exc:
                 raise RerankTimeout(str(exc)) from None
             except ServiceError as exc:
@@ -91,16 +101,23 @@ class ServiceReranker:
 
 def _scores(response, expected: int, url: str) -> list[float]:
     """Scores in the order the texts were sent, from either format (both list results by `index`,
-    best first, not in the order sent)."""
+    best first, not in the order sent); anything but one finite score per text is refused."""
     try:
         payload = response.json()
         if isinstance(payload, dict) and "results" in payload:
-            items = [(int(r["index"]), float(r["relevance_score"])) for r in payload["results"]]
+            items = [(r["index"], r["relevance_score"]) for r in payload["results"]]
         else:
-            items = [(int(r["index"]), float(r["score"])) for r in payload]
+            items = [(r["index"], r["score"]) for r in payload]
     except (ValueError, KeyError, TypeError) as exc:
         raise RerankServiceError(f"the rerank service at {url} sent no usable scores ({type(exc).__name__}: {exc})") from None
-    by_index = dict(items)
-    if sorted(by_index) != list(range(expected)):
+    by_index: dict[int, float] = {}
+    for index, score in items:
+        if type(index) is not int or not 0 <= index < expected or index in by_index:
+            raise RerankServiceError(f"the rerank service at {url} sent index {index!r}: expected each of "
+                                     f"0–{expected - 1} once, as an integer")
+        if type(score) not in (int, float) or not math.isfinite(score):
+            raise RerankServiceError(f"the rerank service at {url} sent score {score!r}: expected a finite number")
+        by_index[index] = float(score)
+    if len(by_index) != expected:
         raise RerankServiceError(f"the rerank service at {url} sent scores for {len(by_index)} of {expected} texts")
     return [by_index[i] for i in range(expected)]

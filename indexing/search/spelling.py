@@ -48,6 +48,10 @@ MIN_JOINED = 4  # "e-mail" → "email": joining two halves is no guess among nea
 MIN_PART = 2  # letters on each side of a split: "co-working"
 COMPOUND_CHUNKS = 20  # keyword hits of a split's two halves whose text is looked at for the hyphen
 COMPOUND_WORDS = 8  # words of one question looked at as compounds: each may cost two keyword searches
+# Per question, whatever its length: a pasted wall of gibberish (Slack allows 40,000 characters)
+# cost 131.6 s of repair with no cap, holding an answer worker (docs/benchmarks.md, "Long questions").
+LOOKED_AT = 64  # distinct words of one question looked at, in the order typed
+TYPO_WORDS = 8  # unknown words of one question repaired: each costs ~54·n+25 candidates and a keyword lookup
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # A whole ASCII word, not part of a contraction or a longer token ("couldn't", "v2", "on_call");
 # next to Chinese text it is a word too ("提名新mantainer怎么投票").
@@ -85,11 +89,11 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
     `compounds=False`: typos only (`benchmarks.compound_repair` times the two in one process)."""
     joined = joined_compounds(index, question, scopes) if compounds else Repair(question)
     question = joined.text
-    words = {m.group(0).lower() for m in _WORD.finditer(question) if MIN_LENGTH <= len(m.group(0)) <= MAX_LENGTH}
+    words = _first_words(question)
     if not words:
         return joined
     dictionary = english_words()
-    candidates = sorted(w for w in words if w not in dictionary)
+    candidates = [w for w in words if w not in dictionary]
     if not candidates:
         return joined
     stems = dict(zip(candidates, bm25_module.tokens_of_each(candidates)))
@@ -103,7 +107,7 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
         compound = hyphenated(index, word, scopes, checked=word not in unknown)
         if compound:
             choices[word] = compound
-    for word in (w for w in unknown if w not in choices):
+    for word in [w for w in unknown if w not in choices][:TYPO_WORDS]:
         edits = sorted(one_edit_away(word))
         terms = bm25_module.tokens_of_each(edits)
         # A candidate is one analysed term, and a word in its own right.
@@ -128,6 +132,17 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
         return repaired
 
     return Repair(_WORD.sub(replace, question), corrections)
+
+
+def _first_words(question: str) -> list[str]:
+    """The first `LOOKED_AT` distinct words of repairable length, lower-cased, in the order typed."""
+    words: dict[str, None] = {}
+    for match in _WORD.finditer(question):
+        if MIN_LENGTH <= len(match.group(0)) <= MAX_LENGTH:
+            words.setdefault(match.group(0).lower())
+            if len(words) >= LOOKED_AT:
+                break
+    return list(words)
 
 
 def hyphenated(index: Index, word: str, scopes: list[str] | None, checked: bool = True) -> str | None:

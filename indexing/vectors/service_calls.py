@@ -7,6 +7,12 @@
 - with a `deadline` (a `time.monotonic()` instant), no request runs and no wait ends past it:
   the question-time caller has a budget, and a retry that cannot finish inside it is not tried
   (`ServiceTimeout`). Without one, a sync waits out the service's hiccups.
+- the deadline is one instant for the whole call, not a timeout per read: the reply is read as
+  it arrives and the connection is closed at the deadline, so a service dripping a byte every
+  100 ms cannot hold the caller's worker (httpx's own timeouts restart with every byte);
+- a reply over `max_bytes` is refused and its connection closed;
+- the service's own error text goes into errors and logs with the API key taken out (a service
+  that echoes the `Authorization` header would put the key in the log).
 """
 
 from __future__ import annotations
@@ -42,12 +48,15 @@ def http_client(api_key: str | None, timeout: float, connections: int):
 
 
 def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, backoff: float = 0.5,
-              deadline: float | None = None):
-    """POST `body` to `url` with `client` (an `httpx.Client`) and return the 200 response.
+              deadline: float | None = None, max_bytes: int | None = None):
+    """POST `body` to `url` with `client` (an `httpx.Client`) and return the 200 response, read
+    whole (at most `max_bytes`).
 
     `what` names the service in log lines and errors ("embedding service"). Raises
     `ServiceError`, or `ServiceTimeout` when `deadline` passed first."""
     import httpx
+
+    secrets = _secrets(client)
 
     problem = "no attempt"
     for attempt in range(retries + 1):
@@ -56,20 +65,20 @@ def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, back
         if timeout is not None and timeout <= 0:
             raise ServiceTimeout(f"the {what} at {url} did not answer within its budget ({problem})")
         try:
-            response = client.post(url, json=body, **({} if timeout is None else {"timeout": timeout}))
+            response = _post(client, url, body, timeout, deadline, max_bytes, what)
         except httpx.TimeoutException as exc:
             if deadline is not None and time.monotonic() >= deadline:
                 raise ServiceTimeout(f"the {what} at {url} did not answer within its budget "
                                      f"({type(exc).__name__})") from None
-            problem = f"{type(exc).__name__}: {exc}"
+            problem = redact(f"{type(exc).__name__}: {exc}", secrets)
         except httpx.TransportError as exc:  # refused, reset
-            problem = f"{type(exc).__name__}: {exc}"
+            problem = redact(f"{type(exc).__name__}: {exc}", secrets)
         else:
             if response.status_code == 200:
                 return response
             if response.status_code not in RETRIED_STATUSES:
-                raise ServiceError(f"the {what} at {url} answered {response.status_code}: {message(response)}",
-                                   response.status_code)
+                raise ServiceError(f"the {what} at {url} answered {response.status_code}: "
+                                   f"{redact(message(response), secrets)}", response.status_code)
             problem = f"HTTP {response.status_code}"
             wait = max(wait, retry_after(response))
         if attempt < retries:
@@ -79,6 +88,38 @@ def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, back
             log.warning("%s: %s; retrying in %.1f s (%d of %d)", what, problem, wait, attempt + 1, retries)
             time.sleep(wait)
     raise ServiceError(f"the {what} at {url} failed {retries + 1} times: {problem}")
+
+
+def _post(client, url: str, body: dict, timeout: float | None, deadline: float | None, max_bytes: int | None,
+          what: str):
+    """One POST, its reply read as it arrives: past `deadline` or over `max_bytes` the response
+    is closed unread (httpx then drops the connection rather than reuse it) and the call fails."""
+    import httpx
+
+    with client.stream("POST", url, json=body, **({} if timeout is None else {"timeout": timeout})) as response:
+        received = bytearray()
+        for chunk in response.iter_bytes():  # decoded (gzip…): the cap holds for what is parsed
+            received += chunk
+            if max_bytes is not None and len(received) > max_bytes:
+                raise ServiceError(f"the {what} at {url} sent over {max_bytes:,} bytes; not read")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise httpx.ReadTimeout(f"reply still arriving at the deadline ({len(received):,} bytes read)")
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(received), request=response.request)
+
+
+def _secrets(client) -> list[str]:
+    """The API key the client sends (its Bearer token), to be kept out of errors and logs."""
+    authorization = str(client.headers.get("Authorization", "")).strip()
+    token = authorization.partition(" ")[2].strip()
+    return [t for t in (authorization, token) if len(t) >= 4]
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret in it replaced by "[redacted]"."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text
 
 
 def retry_after(response) -> float:

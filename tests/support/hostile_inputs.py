@@ -11,6 +11,8 @@ mangled: truncated, re-encoded, or spliced with raw bytes.
 
 from __future__ import annotations
 
+import random
+import string
 import struct
 import zipfile
 import zlib
@@ -294,3 +296,14 @@ def zip_bomb(path: Path, name_pattern: str, member_bytes: int = 64 * 1024 * 1024
     path.write_bytes(bytes(local + central + end))
     assert zipfile.is_zipfile(path)
     return path
+
+
+def gibberish(chars: int, seed: int = 33) -> str:
+    """A question as long as Slack allows, of seeded random "words" of 6–14 letters (none a
+    dictionary or wiki word: every one a repair candidate, the worst case), after one real typo
+    up front ("cnonect"). Asked by tests/test_spelling.py and timed by benchmarks/long_questions.py."""
+    rng = random.Random(seed)
+    words = ["how", "do", "I", "cnonect", "to", "the", "VPN"]
+    while sum(len(w) + 1 for w in words) < chars:
+        words.append("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(6, 14))))
+    return " ".join(words)[:chars]

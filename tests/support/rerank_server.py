@@ -11,8 +11,12 @@ server (stdlib `ThreadingHTTPServer` on 127.0.0.1, a free port). Set per test:
 
     server.script = [(429, {"Retry-After": "1"}), (500, {})]   # the next replies, then 200s
     server.delay = 1.0                                         # seconds before each reply
+    server.reply = b'[{"index": 0, "score": NaN}]'             # this body (bytes) for every 200
+    server.drip = 0.1                                          # the body one byte per 0.1 s
+    server.echo = True                                         # error bodies echo the request's headers
 
-It records every request (`requests`: path, body and headers).
+It records every request (`requests`: path, body and headers) and every reply the client cut off
+before it was sent whole (`cut_off`: seconds from the request to the broken connection).
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ class FakeRerank:
         self.requests: list[dict] = []
         self.script: list[tuple[int, dict]] = []
         self.delay = 0.0
+        self.reply: bytes | None = None
+        self.drip = 0.0
+        self.echo = False
+        self.cut_off: list[float] = []
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()  # one forward pass at a time, as a one-model server would
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -56,7 +64,8 @@ class FakeRerank:
             scripted = self.script.pop(0) if self.script else None
         if scripted is not None:
             status, headers = scripted
-            return status, headers, {"error": f"scripted {status}", "error_type": "test"}
+            error = f"scripted {status}" + (f"; you sent {json.dumps(self.requests[-1]['headers'])}" if self.echo else "")
+            return status, headers, {"error": error, "error_type": "test"}
         if path == TEI_PATH:
             texts = body.get("texts")
             if not isinstance(body.get("query"), str) or not isinstance(texts, list):
@@ -70,6 +79,8 @@ class FakeRerank:
             return 404, {}, {"error": "not found"}
         if self.delay:
             time.sleep(self.delay)
+        if self.reply is not None:
+            return 200, {}, self.reply
         with self._model_lock:
             scores = self.reranker.score(body["query"], texts)
         ranked = sorted(range(len(texts)), key=lambda i: -scores[i])
@@ -87,8 +98,9 @@ def _handler_for(server: FakeRerank):
             body = json.loads(self.rfile.read(length) or b"{}")
             with server._lock:
                 server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+            started = time.monotonic()
             status, headers, payload = server._answer(self.path, body)
-            raw = json.dumps(payload).encode()
+            raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -96,9 +108,16 @@ def _handler_for(server: FakeRerank):
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(raw)
+                if server.drip and status == 200:
+                    for k in range(len(raw)):
+                        self.wfile.write(raw[k : k + 1])
+                        self.wfile.flush()
+                        time.sleep(server.drip)
+                else:
+                    self.wfile.write(raw)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (its budget ran out)
-                pass
+                with server._lock:
+                    server.cut_off.append(time.monotonic() - started)
 
         def log_message(self, *args) -> None:
             pass

@@ -1,0 +1,299 @@
+"""Confluence Cloud and Data Center over REST, against a local fake Confluence speaking the real v1
+JSON (tests/support/confluence_server.py, built from the real XML export fixture): first sync, edits,
+deletes, moves between spaces, restrictions added and lifted, pagination, 429s and 5xx, an outage
+mid-sync, 401/403, a renamed space, a page that fails alone — through Docent's own sources file,
+runner, sync and index (the session's Postgres and model)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
+from connectors.confluence_api import ApiSettings, ConfluenceUnavailable
+from connectors.confluence_rest import RESTRICTED, ConfluenceRest
+from connectors.confluence_xml import ConfluenceXmlExport
+from connectors.connector import ChangesConnector, open_connector
+from connectors.sources import SourcesError, read_sources_file
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.storage.status import index_status
+
+XML_EXPORT = Path(__file__).resolve().parent / "fixtures" / "confluence" / "xml-export"
+PARENTAL = "how many weeks of parental leave"  # answered by PEOPLE's page 210
+
+
+@pytest.fixture(autouse=True)
+def secrets(monkeypatch):
+    monkeypatch.setenv("TEST_CONFLUENCE_EMAIL", EMAIL)
+    monkeypatch.setenv("TEST_CONFLUENCE_TOKEN", TOKEN)
+
+
+@pytest.fixture
+def fake():
+    with FakeConfluence() as server:
+        yield server
+
+
+def sources_file(tmp_path: Path, fake: FakeConfluence, extra: str = "", name: str | None = None) -> tuple[str, Path]:
+    name = name or f"conf-{uuid.uuid4().hex[:8]}"
+    auth = 'email_env = "TEST_CONFLUENCE_EMAIL"\n' if fake.cloud else ""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'''[[source]]
+name = "{name}"
+kind = "confluence"
+url = "{fake.url}"
+spaces = ["OPS", "PEOPLE"]
+{auth}token_env = "TEST_CONFLUENCE_TOKEN"
+access = {{ PEOPLE = "hr", "*" = "public" }}
+retries = 2
+max_delete = 100
+{extra}
+''')
+    return name, path
+
+
+def runner_for(index, path: Path) -> SyncRunner:
+    return SyncRunner(index, read_sources_file(path).sources)
+
+
+def rows(index, name: str) -> dict[str, DocumentRecord]:
+    with index.session() as s:
+        return {r.path: r for r in s.exec(select(DocumentRecord).where(DocumentRecord.source == name))}
+
+
+def cited(index, name: str, question: str, scopes: list[str]) -> set[str]:
+    return {h.path for h in retrieve(index, question, scopes=scopes).hits if h.source == name}
+
+
+def searches(fake: FakeConfluence, since: int = 0) -> list[str]:
+    return [r for r in fake.requests[since:] if "/content/search" in r]
+
+
+# -- the sources file ------------------------------------------------------------------------------
+
+
+def test_the_sources_file_takes_cloud_and_data_center_and_names_variables_never_secrets(tmp_path, fake):
+    name, path = sources_file(tmp_path, fake, 'restrictions = { "group:hr-staff" = "hr" }')
+    (source,) = read_sources_file(path).sources
+    assert source.kind == "confluence" and source.remote is not None and source.remote.cloud
+    assert source.remote.restrictions == {"group:hr-staff": "hr"} and source.place == fake.url
+    assert source.remote.filter_cql() == 'type = page and space in ("OPS", "PEOPLE")'
+    assert isinstance(open_connector(source), ChangesConnector)
+    assert TOKEN not in repr(source.remote.credentials())
+    bad = {
+        'token_env = "s3cret-api-token"': "must be the *name* of an environment variable",
+        'location = "/srv/x"': "is read from its url; remove location",
+        'restrictions = { "hr-staff" = "hr" }': 'must be "group:NAME" or "user:ACCOUNT-ID"',
+        'spaces = "HR"': "spaces must be a list of space keys",
+    }
+    for line, message in bad.items():
+        text = path.read_text()
+        key = line.split(" =")[0]
+        text = "\n".join(x for x in text.splitlines() if not x.startswith(f"{key} =")) + f"\n{line}\n"
+        (tmp_path / "bad.toml").write_text(text)
+        with pytest.raises(SourcesError, match=message.replace("*", r"\*").replace("(", r"\(")):
+            read_sources_file(tmp_path / "bad.toml")
+    (tmp_path / "md.toml").write_text('[[source]]\nname = "x"\nlocation = "."\nspaces = ["HR"]\n')
+    with pytest.raises(SourcesError, match='apply to kind = "confluence"'):
+        read_sources_file(tmp_path / "md.toml")
+
+
+def test_a_missing_secret_names_its_variable_and_stops_the_sync_before_any_request(index, tmp_path, fake, monkeypatch):
+    monkeypatch.delenv("TEST_CONFLUENCE_TOKEN")
+    name, path = sources_file(tmp_path, fake)
+    with pytest.raises(SourcesError, match="TEST_CONFLUENCE_TOKEN not set"):
+        runner_for(index, path).sync(name)
+    assert fake.requests == []
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def test_a_page_reads_the_same_from_rest_as_from_the_xml_export(tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    rest = {d.path: d for d in open_connector(read_sources_file(path).sources[0]).documents()}
+    export = {d.path: d for d in ConfluenceXmlExport(XML_EXPORT, source=name, base_url=fake.url).documents()
+              if d.path in rest and not d.error}  # the export's 206 has a broken date; a server's never do
+    assert set(rest) == {"pages/200", "pages/201", "pages/202", "pages/206", "pages/207", "pages/210"}
+    assert set(export) == {"pages/200", "pages/201", "pages/202", "pages/210"}
+    for doc_path, doc in export.items():
+        assert (rest[doc_path].text, rest[doc_path].title) == (doc.text, doc.title), doc_path
+        assert rest[doc_path].metadata["ancestors"] == doc.metadata["ancestors"]
+    assert rest["pages/202"].url == f"{fake.url}/spaces/OPS/pages/202/Overview"
+    assert rest["pages/210"].access == "hr" and rest["pages/202"].access == "public"
+    assert rest["pages/207"].error == "page has no title"
+
+
+def test_first_sync_then_an_edit_costs_what_changed_and_asks_by_lastmodified(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    first = runner.sync(name)
+    assert (first.added, first.failed) == (5, 1)  # 207 has no title
+    assert "pages/210" in cited(index, name, PARENTAL, ["hr"]) and "pages/210" not in cited(index, name, PARENTAL, ["public"])
+    fake.edit("210", body="<p>Parental leave is twenty-six weeks on full pay.</p>")
+    seen = len(fake.requests)
+    again = runner.sync(name, trigger="schedule")
+    assert (again.added, again.updated, again.deleted, again.unchanged) == (0, 1, 0, 0)
+    assert again.failed == 1  # 207 is retried: its last read failed
+    asked = searches(fake, seen)
+    assert len(asked) == 4  # listing, attachments, changed bodies by lastmodified, 207 by id
+    assert "lastmodified" in asked[2]
+    tables = __import__("indexing.storage.index_tables", fromlist=["ParentSection"])
+    with index.session() as s:
+        assert "twenty-six" in " ".join(r.text for r in s.exec(
+            select(tables.ParentSection).where(tables.ParentSection.doc_id == f"{name}:pages/210")))
+    indexed_sources.forget(index, name)
+
+
+def test_deletes_archives_and_moves_between_spaces(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    del fake.pages["206"]  # deleted (or archived: CQL lists current pages only)
+    fake.move("202", "PEOPLE")  # into the HR-scoped space; the version does not change
+    report = runner.sync(name)
+    assert (report.deleted, report.updated) == (1, 1)
+    after = rows(index, name)
+    assert "pages/206" not in after and after["pages/202"].access == "hr"
+    assert not cited(index, name, "ops role before you start", ["public"]) & {"pages/202"}
+    full = runner.sync(name, full=True)
+    assert (full.added, full.updated, full.deleted) == (0, 0, 0)
+    indexed_sources.forget(index, name)
+
+
+def test_restrictions_added_mapped_inherited_and_lifted(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake, 'restrictions = { "group:hr-staff" = "hr-private" }')
+    runner = runner_for(index, path)
+    runner.sync(name)
+    fake.pages["201"].groups = ["platform-leads"]  # Runbooks, and so its child 202, now restricted: no mapping
+    fake.pages["210"].groups = ["hr-staff", "managers"]  # mapped: published to hr-private only
+    report = runner.sync(name)
+    after = rows(index, name)
+    for restricted in ("pages/201", "pages/202"):
+        assert (after[restricted].status, after[restricted].access, after[restricted].chunk_count) == (
+            Status.SKIPPED, RESTRICTED, 0)
+        assert "map to no scope" in after[restricted].error
+    assert "an ancestor page (group:platform-leads)" in after["pages/202"].error
+    assert after["pages/210"].access == "hr-private" and after["pages/210"].status == Status.SUCCESS
+    assert "pages/210" not in cited(index, name, PARENTAL, ["hr"]) and "pages/210" in cited(index, name, PARENTAL, ["hr-private"])
+    assert report.skipped == 2
+    shown = index_status(index)
+    assert any(doc_id == f"{name}:pages/202" and "restrictions" in (why or "") for doc_id, why in shown.skipped)
+    fake.pages["201"].groups = []  # lifted
+    lifted = runner.sync(name)
+    assert lifted.added + lifted.updated == 2
+    assert {rows(index, name)[p].access for p in ("pages/201", "pages/202")} == {"public"}
+    indexed_sources.forget(index, name)
+
+
+def test_a_user_restriction_that_is_not_mapped_is_never_published(tmp_path, fake):
+    fake.pages["210"].users = ["acc-ceo"]
+    name, path = sources_file(tmp_path, fake, 'restrictions = { "group:hr-staff" = "hr" }')
+    docs = {d.path: d for d in open_connector(read_sources_file(path).sources[0]).documents()}
+    assert docs["pages/210"].access == RESTRICTED and docs["pages/210"].text == ""
+    assert "user:acc-ceo" in docs["pages/210"].skipped
+
+
+# -- a real server's limits ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cloud", [True, False], ids=["cloud-cursor", "datacenter-start-limit"])
+def test_listing_follows_next_links_with_cursors_and_start_limit(tmp_path, cloud):
+    with FakeConfluence(cloud=cloud) as fake:
+        for n in range(450):
+            fake.add(str(5000 + n), f"Generated {n}", "OPS", f"<p>page {n}</p>", parent="200")
+        name, path = sources_file(tmp_path, fake)
+        docs = list(open_connector(read_sources_file(path).sources[0]).documents())
+        assert len(docs) == 456
+        listing = [r for r in searches(fake) if "body.storage" not in r and "attachment" not in r]
+        bodies = [r for r in fake.requests if "body.storage" in r]
+        assert (len(listing), len(bodies)) == (3, 10)  # 200 a listing, 50 bodies a request
+        assert all(("cursor=" in r) == cloud and ("start=" in r) == (not cloud) for r in listing[1:])
+
+
+def test_429_waits_retry_after_and_5xx_is_retried(tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    fake.queue(429, retry_after="1")
+    fake.queue(503, 502)
+    started = time.monotonic()
+    docs = list(ConfluenceRest(read_sources_file(path).sources[0].remote, source=name, space_access={"*": "public"},
+                               settings=ApiSettings(retries=3, backoff=0)).documents())
+    assert len(docs) == 6 and time.monotonic() - started >= 1.0
+    assert len(searches(fake)) == 3 + 3  # three searches answered, the first after three faults retried
+
+
+def test_an_outage_mid_sync_aborts_and_deletes_nothing(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    before = {p: (r.status, r.chunk_count) for p, r in rows(index, name).items()}
+    fake.edit("202", body="<p>new text</p>")
+    fake.down_after(2)  # listing and attachments answer, then the server goes away
+    with pytest.raises(ConfluenceUnavailable, match="cannot reach"):
+        runner.sync(name)
+    assert {p: (r.status, r.chunk_count) for p, r in rows(index, name).items()} == before
+    with index.session() as s:
+        last = s.exec(select(SyncRun).where(SyncRun.source == name).order_by(SyncRun.id.desc())).first()
+    assert last.result == RunResult.ABORTED.value and "cannot reach" in last.reason
+    fake.drop_after = None
+    assert runner.sync(name).updated == 1  # the next sync, since the last *complete* one, still sees the edit
+    indexed_sources.forget(index, name)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_refuse_the_sync(index, tmp_path, fake, monkeypatch, status):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    if status == 401:
+        monkeypatch.setenv("TEST_CONFLUENCE_TOKEN", "revoked")
+    else:
+        fake.forbidden = True
+    with pytest.raises(ConfluenceUnavailable, match=f"refused the credentials \\(HTTP {status}\\)") as caught:
+        runner_for(index, path).sync(name, full=True)
+    assert TOKEN not in str(caught.value) and "revoked" not in str(caught.value)
+    assert len(rows(index, name)) == 6
+    indexed_sources.forget(index, name)
+
+
+def test_a_renamed_space_keeps_its_pages_and_a_listing_gone_empty_or_a_key_change_is_refused(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    fake.spaces["OPS"] = "Platform Operations"
+    renamed = runner.sync(name)
+    assert (renamed.deleted, renamed.added) == (0, 0)
+    for page in fake.pages.values():  # the account lost access: the search answers, with nothing
+        page.space, page.was = "HIDDEN", page.space
+    fake.spaces["HIDDEN"] = "Hidden"
+    empty = runner.sync(name)
+    assert "found no pages where 6 were indexed" in empty.refused and len(rows(index, name)) == 6
+    for page in fake.pages.values():  # back, but OPS's key changed: its 5 pages leave the selection at once
+        page.space = "PLAT" if page.was == "OPS" else page.was
+    fake.spaces["PLAT"] = "Platform Operations"
+    path.write_text(path.read_text().replace("max_delete = 100", "max_delete = 2"))
+    refused = runner_for(index, path).sync(name)
+    assert "would delete 5 of 6 pages, more than max_delete = 2" in refused.refused and refused.deleted == 0
+    assert len(rows(index, name)) == 6
+    indexed_sources.forget(index, name)
+
+
+def test_a_page_that_fails_fails_alone_and_its_previous_version_serves(index, tmp_path, fake):
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    fake.edit("210", body="<div>" * 400 + "deep" + "</div>" * 400)  # over the nesting limit
+    fake.edit("201", body="<p>All runbooks, now with an on-call section.</p>")
+    report = runner.sync(name)
+    assert report.updated == 1 and any("pages/210" in e and "nest" in e for e in report.errors)
+    row = rows(index, name)["pages/210"]
+    assert row.status == Status.FAILED and row.chunk_count > 0
+    assert "pages/210" in cited(index, name, PARENTAL, ["hr"])
+    indexed_sources.forget(index, name)
