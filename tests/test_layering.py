@@ -9,6 +9,7 @@ Python would tolerate it at run time."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ def _imported(path: Path) -> set[str]:
     return resolved
 
 
+@cache
 def _graph() -> dict[str, set[str]]:
+    """Module → the product modules it imports (read once per run)."""
     graph = {}
     for module, path in MODULES.items():
         graph[module] = {m for m in _imported(path) if m != module and not module.startswith(m + ".")}
