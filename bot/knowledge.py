@@ -176,11 +176,12 @@ class KnowledgeBase:
             state[name].last_run, state[name].last_refused = last.get(name), refused.get(name)
         return [state[name] for name in names]
 
-    def gaps(self, days: int = 7, *, scopes: list[str] | None = None) -> GapsReport:
-        """The gaps report of the last `days` (`bot.records.gaps`): page titles limited to `scopes` (None: all)."""
+    def gaps(self, days: int = 7, *, scopes: list[str] | None = None, listing=None) -> GapsReport:
+        """The gaps report of the last `days` (`bot.records.gaps`): page titles limited to `scopes` (None: all),
+        questions and answers by people to what `listing` (`bot.records.gap_listing.Listing`) allows."""
         from bot.records.gaps import gaps_report
 
-        return gaps_report(self.index, days, scopes=scopes)
+        return gaps_report(self.index, days, scopes=scopes, listing=listing)
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -54,7 +54,8 @@ def _default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    # An empty variable (`KB_SOURCES=`) is unset, not "" — which a path would read as the working directory.
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True)
 
     kb_home: Path = Field(default_factory=_default_home, description="Docent's data directory")
     database_url: SecretStr | None = None  # may carry a password: shown only as ***
@@ -110,6 +111,8 @@ class Settings(BaseSettings):
     kb_metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0: any free port (logged at start)
     kb_metrics_token: SecretStr | None = None  # `Authorization: Bearer …` for /metrics on the events port
     kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
+    # What people said in private channels (answered gaps, questions) in the digest and App Home (bot.records.gap_listing)
+    kb_gaps_include_private_channels: bool = False
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(

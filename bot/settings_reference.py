@@ -174,6 +174,10 @@ ROWS: tuple[Row, ...] = (
     Row(('KB_HANDOVERS_PER_HOUR',),
         "most hand-overs to a help channel's `escalate` people per channel in any hour (`0`: none); see "
         "[Help channels](sources.md#help-channels)"),
+    Row(('KB_GAPS_INCLUDE_PRIVATE_CHANNELS',),
+        ("list questions and answered gaps from private channels in the gaps digest and the admins' App Home "
+         "(off: only public channels', and only where every scope of their channel is visible; `kb gaps` in a "
+         "terminal lists everything)")),
     Row(('KB_DIGEST_CHANNEL',),
         ("a channel id (e.g. the wiki owners'): `kb serve` posts the weekly gaps digest (what `kb gaps` "
          'prints) there; page titles only of scopes visible in that channel'),

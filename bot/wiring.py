@@ -50,10 +50,11 @@ def open_index(settings: Settings) -> Index:
     """The configured index, or a `ConfigurationError` saying why it cannot open."""
     from indexing.storage.database import DatabaseUnavailable
     from indexing.index import Index
+    from indexing.storage.migrations import MigrationFailed
 
     try:
         return Index(settings.index_config())
-    except (DatabaseUnavailable, ValueError) as exc:  # ValueError: a setting that cannot work (KB_EMBED_*, synonyms)
+    except (DatabaseUnavailable, MigrationFailed, ValueError) as exc:  # ValueError: a setting that cannot work
         raise ConfigurationError(str(exc)) from None
 
 

@@ -57,6 +57,7 @@ from connectors.confluence_common import (
     zone,
 )
 from connectors.document import PUBLIC, SourceDocument
+from connectors.export_attachments import attachment_documents
 
 PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
 # What a space key looks like (letters and digits; a personal space: "~" and a user name). Only
@@ -92,6 +93,7 @@ class ConfluenceHtmlExport:
     timezone: str = "UTC"  # the server's zone; page dates carry none
     max_archive_bytes: int = MAX_ARCHIVE_BYTES
     max_archive_members: int = MAX_ARCHIVE_MEMBERS
+    attachments: bool = False  # also index attached PDF/Word/PowerPoint files (connectors.export_attachments)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -103,7 +105,10 @@ class ConfluenceHtmlExport:
             pages = _page_files(files)
             space = _space_details(files)
             for page_id, name in pages:
-                yield self.read_page(files, name, page_id, space)
+                doc = self.read_page(files, name, page_id, space)
+                yield doc
+                if self.attachments:
+                    yield from attachment_documents(files, doc, self.base_url)
 
     def paths(self) -> Iterator[str]:
         """The documents' paths, "pages/<id>", without reading the pages."""

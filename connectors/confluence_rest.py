@@ -42,12 +42,11 @@ from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnav
 from connectors.confluence_common import Deadline, page_url
 from connectors.confluence_storage import storage_to_markdown
 from connectors.changes import Changes, IndexedPage
-from connectors.document import SourceDocument, Unreadable
+from connectors.document import RESTRICTED, SourceDocument, Unreadable
 from connectors.remote_sources import ConfluenceRemote
 
 log = logging.getLogger(__name__)
 
-RESTRICTED = "!restricted"  # the scope of a page not indexed for its restrictions: no audience has it
 SEARCH = "rest/api/content/search"
 READ_RESTRICTIONS = "restrictions.read.restrictions.user,restrictions.read.restrictions.group"
 LIST_EXPAND = f"space,version,ancestors,{READ_RESTRICTIONS}"

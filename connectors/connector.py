@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
 from connectors.changes import Changes, IndexedPage
-from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
+from connectors.document import RESTRICTED, UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
 if TYPE_CHECKING:
@@ -78,7 +78,9 @@ def open_connector(source: SourceConfig) -> Connector:
     if kind == "confluence":  # decides each page's scope itself: its space's, or its restrictions'
         from connectors.confluence_rest import ConfluenceRest
 
-        assert source.remote is not None  # kind "confluence" is only ever made with its remote settings
+        if source.remote is None:  # `kb sync PATH --kind confluence`: a server is no path
+            raise SourcesError(f"source {source.name}: kind confluence (REST) is configured in the sources file "
+                               f"with url, spaces and token_env (docs/confluence.md), not synced from a path")
         spaces = source.access if isinstance(source.access, dict) else {WILDCARD: source.access}
         return ConfluenceRest(source.remote, source=source.name, space_access=spaces)
     access = source.access[WILDCARD] if isinstance(source.access, dict) else source.access
@@ -86,16 +88,18 @@ def open_connector(source: SourceConfig) -> Connector:
         from connectors.markdown import MarkdownFolder
 
         return MarkdownFolder(source.location, source=source.name, include=source.include, exclude=source.exclude,
-                              url_template=source.url_template, access=access)
+                              url_template=source.url_template, access=access, index_drafts=source.index_drafts)
     connector: Connector
     if kind == "confluence-html":
         from connectors.confluence_html import ConfluenceHtmlExport
 
-        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+        connector = ConfluenceHtmlExport(source.location, source=source.name, base_url=source.base_url, access=access,
+                                         attachments=source.attachments)
     elif kind == "confluence-xml":
         from connectors.confluence_xml import ConfluenceXmlExport
 
-        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access)
+        connector = ConfluenceXmlExport(source.location, source=source.name, base_url=source.base_url, access=access,
+                                        attachments=source.attachments)
     else:
         raise SourcesError(f"source {source.name}: unknown kind {kind!r}")
     return SpaceScoped(connector, per_space) if per_space is not None else connector
@@ -125,7 +129,7 @@ class SpaceScoped:
 
     def documents(self):
         for doc in self.connector.documents():
-            if isinstance(doc, SourceDocument):
+            if isinstance(doc, SourceDocument) and doc.access != RESTRICTED:  # restricted stays unpublished
                 doc.access = self.scope_of(doc.metadata.get("space"))
                 if doc.access == UNKNOWN_SCOPE:
                     problem = doc.metadata.get("space_problem") or "the page has no space key"

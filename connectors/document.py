@@ -29,6 +29,9 @@ PUBLIC = "public"
 # unknown under a per-space `access`). No scope name can be empty, so no audience ever sees it;
 # such a page is FAILED, and the version indexed before keeps the scope it had (`indexing.ingest.sync`).
 UNKNOWN_SCOPE = ""
+# The scope of a Confluence page not indexed for its read restrictions (SKIPPED, with the reason):
+# not a valid scope name, so no audience ever has it, and its previous version is withdrawn.
+RESTRICTED = "!restricted"
 # A lone UTF-16 surrogate: what Python makes of undecodable bytes (surrogateescape), and what no
 # database text column, JSON encoder or Slack message accepts.
 SURROGATE = re.compile("[\ud800-\udfff]")

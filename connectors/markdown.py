@@ -72,6 +72,7 @@ class MarkdownFolder:
     url_template: str | None = None  # e.g. "https://github.com/acme/handbook/blob/main/{path}"
     access: str = PUBLIC
     max_bytes: int = DEFAULT_MAX_BYTES
+    index_drafts: bool = False  # `draft: true` pages are indexed too (the source's `index_drafts`)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -176,6 +177,11 @@ class MarkdownFolder:
                 return doc
             doc.text = body
             doc.title = _meta_text(meta, "title") or page.title or _title_from_name(rel)
+            if _is_draft(meta) and not self.index_drafts:
+                doc.text = ""
+                doc.skipped = "a draft (`draft: true` in front matter); set index_drafts = true on the source to index drafts"
+                return doc
+            _check_scopes(meta, self.access)
             doc.url = _meta_text(meta, "url") or doc.url
             doc.updated_at = _meta_date(meta) or self._git.last_change(rel) or doc.updated_at
             doc.metadata["tags"] = _meta_tags(meta.get("tags"))
@@ -360,6 +366,29 @@ def _meta_date(meta: dict) -> datetime | None:
             return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
         raise ValueError(f"broken front matter: `{key}` must be a date, not a {_yaml_kind(value)}")
     return None
+
+
+def _is_draft(meta: dict) -> bool:
+    value = meta.get("draft")
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
+def _check_scopes(meta: dict, access: str) -> None:
+    """`scopes:` in front matter (`kb gaps --drafts` writes the scopes of the channel a page's
+    words were said in) means: show this page only where every one of them is visible. A page is
+    shown wherever its source's scope is, so it is refused (FAILED) unless each listed scope is
+    that scope or the public one, which every audience sees."""
+    value = meta.get("scopes")
+    if value is None:
+        return
+    listed = [value] if isinstance(value, str) else value
+    if not isinstance(listed, list) or not all(isinstance(s, str) for s in listed):
+        raise ValueError("broken front matter: `scopes` must be a list of scope names")
+    beyond = sorted(set(listed) - {access, PUBLIC})
+    if beyond:
+        raise ValueError(f"front matter `scopes` says this page may be shown only where {', '.join(beyond)} "
+                         f"{'is' if len(beyond) == 1 else 'are'} visible, and this source's pages are shown "
+                         f"wherever `{access}` is: not indexed (move it to a source with that access, or edit `scopes`)")
 
 
 def _title_from_name(rel: str) -> str:

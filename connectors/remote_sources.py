@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 
 from connectors.sync_rules import SourcesError
 
+EXPORT_KINDS = ("confluence-html", "confluence-xml")  # may set `attachments` too (connectors.export_attachments)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _PRINCIPAL = re.compile(r"^(user|group):\S.{0,254}$")
 _SPACE_KEY = re.compile(r"^~?[A-Za-z0-9_-]{1,255}$")
@@ -89,7 +90,7 @@ def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None
     `ConfluenceRemote` for `kind = "confluence"`, None for the others (which may not use them)."""
     given = [key for key in ("url", "spaces", "cql", "email_env", "token_env", "restrictions", "attachments",
                              "timeout", "retries")
-             if getattr(table, key) is not None]
+             if getattr(table, key) is not None and not (key == "attachments" and kind in EXPORT_KINDS)]
     if kind != "confluence":
         if given:
             raise SourcesError(f"{where}: {', '.join(given)} apply to kind = \"confluence\" (REST) sources only")

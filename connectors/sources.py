@@ -100,8 +100,10 @@ class SourceConfig:
     schedule: Schedule | None = None
     max_delete: DeletionLimit = field(default_factory=DeletionLimit)
     allow_overlap: bool = False  # its location may overlap another source's with a different access
+    index_drafts: bool = False  # Markdown pages with `draft: true` are indexed too (else SKIPPED with the reason)
     adhoc: bool = False  # synced with `kb sync PATH`, not named in the configuration
     remote: ConfluenceRemote | None = None  # kind "confluence": read over REST; `location` is unused
+    attachments: bool = False  # a Confluence export: index its attached PDF/Word/PowerPoint files too
 
     def __post_init__(self) -> None:
         if isinstance(self.schedule, str):
@@ -178,6 +180,7 @@ class _SourceTable(_Table):
     attachments: bool | None = None
     timeout: int | float | None = None
     retries: int | None = None
+    index_drafts: bool = False
 
 
 class _ScopeTable(_Table):
@@ -384,7 +387,7 @@ def _access(value: str | dict[str, str], kind: str | None, where: str) -> str | 
         _check_scope_name(value, f"{where}: access")
         return value
     if kind is not None and kind not in CONFLUENCE_KINDS:
-        raise SourcesError(f"{where}: access per space is only for Confluence sources; "
+        raise SourcesError(f"{where}: access per space is only for confluence, confluence-html and confluence-xml sources; "
                            f"a {kind} source has one access scope")
     if WILDCARD not in value:
         raise SourcesError(f"{where}: access per space needs a \"*\" entry: the scope of pages in other spaces")
@@ -442,4 +445,6 @@ def _source(entry, base: Path, where: str) -> SourceConfig:
         name=name, location=location, kind=kind, include=list(table.include), exclude=list(table.exclude),
         url_template=table.url_template, base_url=table.base_url, access=access, schedule=schedule,
         max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"), allow_overlap=table.allow_overlap,
+        index_drafts=table.index_drafts,
+        attachments=bool(table.attachments),
     )

@@ -160,3 +160,53 @@ def test_files_in_a_markdown_folder_are_read_when_include_globs_name_them(tmp_pa
     assert "no text layer" in docs["policies/scan.pdf"].skipped
     assert "not a valid Office file" in docs["policies/torn.pptx"].error
     assert folder.wants("policies/benefits.pdf") and not folder.wants("policies/travel.docx")
+
+
+# -- inside Confluence exports --------------------------------------------------------------------
+
+
+def test_files_in_confluence_exports_become_documents_when_the_source_asks(tmp_path):
+    """The HTML export's attachments/1006/2002.pdf ("runbook.pdf"), and an XML export's
+    attachments/<page>/<attachment>/<version>, read with `attachments = true`; off by default."""
+    import shutil
+    from pathlib import Path
+
+    from connectors.confluence_html import ConfluenceHtmlExport
+    from connectors.confluence_xml import ConfluenceXmlExport
+
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "confluence"
+    html = tmp_path / "html"
+    shutil.copytree(fixtures / "html-export", html)
+    assert not [d for d in ConfluenceHtmlExport(html).documents() if "/attachments/" in d.path]
+    docs = {d.path: d for d in ConfluenceHtmlExport(html, attachments=True).documents()}
+    broken = docs["pages/1006/attachments/runbook.pdf"]  # the fixture's file is "%PDF-1.4 not really a pdf"
+    assert broken.error.startswith("cannot read this PDF file") and broken.title == "runbook.pdf (Deploying the Quokka API)"
+    assert not [p for p in docs if p.endswith(".png")]
+    (html / "attachments" / "1006" / "2002.pdf").write_bytes(office_files.pdf(BENEFITS))
+    docs = {d.path: d for d in ConfluenceHtmlExport(html, attachments=True, base_url="https://wiki.acme.example").documents()}
+    pdf = docs["pages/1006/attachments/runbook.pdf"]
+    assert pdf.error is None and "Acme pays 80 percent" in pdf.text
+    assert pdf.url == "https://wiki.acme.example/download/attachments/1006/runbook.pdf"
+    assert pdf.section_url("page=3").endswith("runbook.pdf#page=3")
+    assert pdf.metadata["space"] == docs["pages/1006"].metadata["space"]
+
+    xml = tmp_path / "xml"
+    shutil.copytree(fixtures / "xml-export", xml)
+    entities = xml / "entities.xml"
+    attachment = '''<object class="Attachment" package="com.atlassian.confluence.pages">
+<id name="id">480</id>
+<property name="title"><![CDATA[leave-policy.docx]]></property>
+<property name="version">3</property>
+<property name="originalVersionId"/><property name="contentStatus"><![CDATA[current]]></property>
+<property name="containerContent" class="Page" package="com.atlassian.confluence.pages"><id name="id">210</id>
+</property>
+</object>
+'''
+    entities.write_text(entities.read_text().replace("</hibernate-generic>", attachment + "</hibernate-generic>"))
+    (xml / "attachments" / "210" / "480").mkdir(parents=True)
+    (xml / "attachments" / "210" / "480" / "3").write_bytes(
+        office_files.docx([("h1", "Leave policy"), ("p", "Parental leave: twenty weeks.")]))
+    docs = {d.path: d for d in ConfluenceXmlExport(xml, attachments=True).documents()}
+    word = docs["pages/210/attachments/leave-policy.docx"]
+    assert word.error is None and word.text == "# Leave policy\n\nParental leave: twenty weeks."
+    assert word.metadata["space"] == "PEOPLE" and word.metadata["attached_to"] == "Overview"

@@ -127,3 +127,51 @@ def test_titles_and_names_with_rich_markup_print_as_written(markup_wiki):
     assert OSC8 not in out, "no hidden terminal hyperlink"
     shown = ANSI.sub("", asked.stdout)
     assert TITLE in shown and "Claims [red]now[/]" in shown and LINKED in shown, shown
+
+
+# -- control characters (issue 33 item 7) --------------------------------------------------------
+
+HOSTILE_TITLE = "Claims \x1b]0;pwned\x07window \x1b[2Jcleared \x9b31mred \x07bell"
+
+
+def test_control_characters_in_titles_and_names_never_reach_the_terminal(index, tmp_path):
+    """A title holding OSC 0 (window title), CSI 2J (clear screen), a C1 CSI and BEL, in a file
+    whose name holds ESC too: `kb sync` and `kb ask` printed them raw. Now only Rich's own colour
+    codes are escape sequences, and the words around the controls still print."""
+    from sqlalchemy import text
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "claims\x1b[2J.md").write_text(f"# {HOSTILE_TITLE}\n\nClaim wombat-grooming costs within 30 days.\n")
+    name = "docent_controls_" + uuid.uuid4().hex[:8]
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    env = {"KB_HOME": str(tmp_path / "home"), "KB_WIKI": str(wiki), "KB_LOG_LEVEL": None, "SLACK_BOT_TOKEN": None,
+           "KB_SOURCES": None, "KB_LLM_BASE_URL": None, "FORCE_COLOR": "1", "COLUMNS": "200",
+           "DATABASE_URL": index.url.set(database=name).render_as_string(hide_password=False)}
+    try:
+        synced = kb("sync", env=env)
+        asked = kb("ask", "when must I claim wombat-grooming costs?", env=env)
+        listed = kb("status", env=env)
+    finally:
+        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    assert synced.returncode == 0 and asked.returncode == 0, synced.stderr + asked.stderr
+    for done in (synced, asked, listed):
+        out = ANSI.sub("", done.stdout + done.stderr)  # Rich's own colours
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out), repr(out)
+    shown = ANSI.sub("", asked.stdout)
+    assert "Claims" in shown and "pwnedwindow" in shown and "cleared" in shown and "bell" in shown, shown
+
+
+def test_an_empty_setting_is_unset(tmp_path):
+    """`KB_SOURCES=` read as the path "" — the working directory — and so did `KB_WIKI=`; an empty
+    number failed to parse. Empty is unset: the defaults hold, and `kb sources` says so."""
+    env = {"KB_HOME": str(tmp_path / "home"), "KB_SOURCES": "", "KB_WIKI": "", "KB_TOP_K": "", "DATABASE_URL": None,
+           "SLACK_BOT_TOKEN": "", "KB_LOG_LEVEL": None}
+    code = ("from bot.settings import Settings; s = Settings(_env_file=None); "
+            "print(s.kb_sources, s.kb_wiki, s.kb_top_k == Settings.model_fields['kb_top_k'].default, s.slack_bot_token)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={k: v for k, v in {**os.environ, **env}.items() if v is not None})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "None", "True", "None"]

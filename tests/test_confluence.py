@@ -611,3 +611,38 @@ def test_xml_export_sections_cite_the_page_itself():
     urls = {doc.path: {url for _, url in section_urls(doc)} for doc in docs.values() if doc.error is None and doc.text}
     assert urls and all(found == {f"{BASE}/pages/viewpage.action?pageId={path.split('/')[1]}"} for path, found in urls.items())
     assert any("#" in doc.text for doc in docs.values())  # the fixture does have headings
+
+
+def test_xml_pages_with_view_restrictions_are_skipped_never_published_under_their_space(tmp_path):
+    """A ContentPermissionSet of type View (as real exports write it) on Runbooks (201) restricts it
+    and its child Overview (202): both SKIPPED with the reason, under no audience's scope — with
+    one access scope or per space; an Edit restriction (who may change a page) restricts no reader."""
+    from connectors.connector import open_connector
+    from connectors.document import RESTRICTED
+    from connectors.sources import SourceConfig
+
+    export = tmp_path / "xml"
+    shutil.copytree(XML_FIXTURE, export)
+    entities = export / "entities.xml"
+    restriction = '''<object class="ContentPermissionSet" package="com.atlassian.confluence.security">
+<id name="id">{id}</id>
+<property name="type"><![CDATA[{kind}]]></property>
+<collection name="contentPermissions" class="java.util.SortedSet">
+<element class="ContentPermission" package="com.atlassian.confluence.security"><id name="id">{id}1</id>
+</element>
+</collection>
+<property name="owningContent" class="Page" package="com.atlassian.confluence.pages"><id name="id">{page}</id>
+</property>
+</object>
+'''
+    extra = restriction.format(id=9100, kind="View", page=201) + restriction.format(id=9200, kind="Edit", page=210)
+    entities.write_text(entities.read_text().replace("</hibernate-generic>", extra + "</hibernate-generic>"))
+    for access in ("public", {"PEOPLE": "hr", "*": "public"}):
+        source = SourceConfig(name="x", location=export, kind="confluence-xml", access=access)
+        docs = {d.path: d for d in open_connector(source).documents()}
+        for path in ("pages/201", "pages/202"):
+            assert (docs[path].access, docs[path].text) == (RESTRICTED, ""), (access, path)
+        assert docs["pages/201"].skipped.startswith("the page has view restrictions in the export")
+        assert docs["pages/202"].skipped.startswith("its ancestor page 201 has view restrictions")
+        assert docs["pages/210"].skipped is None and docs["pages/210"].text
+        assert docs["pages/200"].access != RESTRICTED

@@ -297,3 +297,31 @@ def test_a_page_that_fails_fails_alone_and_its_previous_version_serves(index, tm
     assert row.status == Status.FAILED and row.chunk_count > 0
     assert "pages/210" in cited(index, name, PARENTAL, ["hr"])
     indexed_sources.forget(index, name)
+
+
+def test_kb_sync_full_and_status_through_the_command_line(index, kb_home, tmp_path, fake, monkeypatch):
+    from typer.testing import CliRunner
+
+    from bot.cli import app as kb_cli
+
+    def kb(*args: str):
+        env = {"KB_HOME": str(kb_home), "KB_SOURCES": str(path), "KB_WIKI": None, "DATABASE_URL": None,
+               "KB_LOG_LEVEL": "WARNING", "SLACK_BOT_TOKEN": None}
+        return CliRunner().invoke(kb_cli, list(args), env=env)
+
+    fake.pages["210"].groups = ["payroll"]  # unmapped: not indexed, and said so
+    name, path = sources_file(tmp_path, fake)
+    first = kb("sync", "--source", name)
+    assert first.exit_code == 3, first.output  # 207 FAILED (no title)
+    assert "SKIPPED pages/210: read restrictions on it (group:payroll) map to no scope" in first.stderr
+    status = kb("status")
+    assert f"{name}:pages/210" in status.output and "map to no scope" in status.output
+    seen = len(fake.requests)
+    full = kb("sync", "--source", name, "--full")
+    assert "0 added, 0 updated, 4 unchanged" in full.stderr
+    assert any("body.storage" in r and "lastmodified" not in r for r in fake.requests[seen:])  # every body read
+    monkeypatch.setenv("TEST_CONFLUENCE_TOKEN", "revoked")
+    refused = kb("sync", "--source", name)
+    assert refused.exit_code != 0 and "refused the credentials (HTTP 401)" in refused.output
+    assert "revoked" not in refused.output and TOKEN not in refused.output
+    indexed_sources.forget(index, name)

@@ -30,17 +30,21 @@ REPO = Path(__file__).resolve().parents[1]
 ADMINS = "CADMINS"
 DOGS = ["can I bring my dog to the office?", "can i bring my dog to work"]
 ANNUAL = "how many days of annual leave do I get?"
+PRIVATE_Q = "where does the sailing club keep its boat?"  # asked in a private channel
+HR_Q = "who signs off the hr offsite budget?"  # asked in the hr channel (public, but it sees hr)
 
 
 @pytest.fixture(scope="module")
 def seeded(index, tmp_path_factory):
     with isolated_index(index, tmp_path_factory.mktemp("digest")) as (own, sources):
-        for user, question, scopes in [("U1", DOGS[0], ["public"]), ("U2", DOGS[1], ["public"]),
-                                       ("U3", ANNUAL, ["public"]),
-                                       ("U4", "when are the engineering salary bands reviewed?", ["public", "hr"])]:
+        for user, question, scopes, channel, kind in [
+                ("U1", DOGS[0], ["public"], "C1", "public"), ("U2", DOGS[1], ["public"], "C1", "public"),
+                ("U3", ANNUAL, ["public"], "C1", "public"),
+                ("U4", "when are the engineering salary bands reviewed?", ["public", "hr"], "CHR", "public"),
+                ("U5", PRIVATE_Q, ["public"], "GPRIVATE", "private"), ("U6", HR_Q, ["public", "hr"], "CHR", "public")]:
             answer = answer_question(own, question, scopes=scopes)
             question_log.log_query(own, surface="mention", user_id=user, question=question, answer=answer,
-                              channel_id="CHR" if "hr" in scopes else "C1")
+                                   channel_id=channel, channel_kind=kind)
             if question == ANNUAL:
                 question_log.record_vote(own, answer.id, "U3", question_log.DOWN)
                 question_log.record_reason(own, answer.id, "U3", "Nothing about part-time staff.")
@@ -68,7 +72,7 @@ def test_the_digest_posts_the_gaps_to_the_admin_channel(digest, slack):
     post = digests(slack)[-1]
     text = all_text(post.params["blocks"])
     assert run.posted and run.ts == post.params.get("ts", run.ts) and len(post.params["blocks"]) <= MESSAGE_BLOCKS
-    assert "Questions: 4 (+4)" in text and "2×" in text and DOGS[0] in text.split("Top unanswered", 1)[1]
+    assert "Questions: 6 (+6)" in text and "2×" in text and DOGS[0] in text.split("Top unanswered", 1)[1]
     assert "Nothing about part-time staff." in text and "Leave policy" in text.split("unchanged for", 1)[1]
 
 
@@ -83,6 +87,28 @@ def test_the_digest_shows_only_page_titles_visible_in_its_channel(digest, slack)
     assert "Salary bands 2026" not in json.dumps(digests(slack)[-1].params["blocks"])
     hr = slack.calls_to("chat.postMessage", channel="CHR")[-1]
     assert in_hr.posted and "Salary bands 2026" in json.dumps(hr.params["blocks"])
+
+
+def test_the_digests_question_lists_leave_out_private_and_restricted_channels(digest, slack):
+    """Top unanswered questions listed every channel's: a private channel's and the hr channel's
+    went to the admins' (public-scope) channel. Now only what its readers could have read there;
+    private channels' with KB_GAPS_INCLUDE_PRIVATE_CHANNELS; the hr channel's digest lists hr's."""
+    settings, own, client, kb = digest
+    leader = LeaderLock(own.engine, "scheduler")
+    try:
+        run_digest(settings, kb, client, leader)
+        admins = all_text(digests(slack)[-1].params["blocks"])
+        run_digest(settings.model_copy(update={"kb_gaps_include_private_channels": True}), kb, client, leader)
+        opted_in = all_text(digests(slack)[-1].params["blocks"])
+        run_digest(settings.model_copy(update={"kb_digest_channel": "CHR"}), kb, client, leader)
+        in_hr = all_text(slack.calls_to("chat.postMessage", channel="CHR")[-1].params["blocks"])
+    finally:
+        leader.release()
+    assert answer_question(own, HR_Q, scopes=["public", "hr"]).outcome != "answered"  # a question for the list
+    assert "Questions: 6 (+6)" in admins and DOGS[0] in admins
+    assert PRIVATE_Q not in admins and HR_Q not in admins
+    assert PRIVATE_Q in opted_in and HR_Q not in opted_in
+    assert HR_Q in in_hr and DOGS[0] in in_hr and PRIVATE_Q not in in_hr
 
 
 def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
@@ -165,7 +191,7 @@ def test_kb_gaps_post_sends_the_digest_now(seeded, slack):
     post = digests(slack)[-1]
     assert len(digests(slack)) == before + 1 and run.stdout.strip().startswith(
         f"posted the gaps digest of the last 3 days to {ADMINS} (ts ")
-    assert "Questions: 4 (+4)" in all_text(post.params["blocks"]) and "The last 3 days" in all_text(post.params["blocks"])
+    assert "Questions: 6 (+6)" in all_text(post.params["blocks"]) and "The last 3 days" in all_text(post.params["blocks"])
 
 
 def test_kb_gaps_post_without_a_digest_channel_is_one_clear_line(seeded, slack):

@@ -23,6 +23,7 @@ HELP, CAPPED, QUIET, SHARED_HELP = (new_channel() for _ in range(4))
 LOOP, CLICKS, LISTED, HR_HELP, VOTED, BECOMES, SHARED_LOOP = (new_channel() for _ in range(7))
 HR_OWNERS = new_channel()  # a channel that sees the hr scope, for the digest
 SHARED_VOTED, SHARED_LATER = new_channel(), new_channel()
+HR_NARROWED, PRIVATE_HELP = new_channel(), new_channel()  # hr's channel searching only sample's pages; a private one
 CAP = 2
 ASKER, ANSWERER = "U0ASKER1", "U0BOB1"
 ANSWER = "It's in the facilities cookbook, page 12: <https://cookbook.example/plums|the cookbook> has it"
@@ -59,7 +60,16 @@ respond = "questions"
 escalate = ["S0PEOPLE1"]
 
 [scopes.hr]
-channels = ["{HR_HELP}", "{HR_OWNERS}"]
+channels = ["{HR_HELP}", "{HR_OWNERS}", "{HR_NARROWED}"]
+
+[channels.{HR_NARROWED}]
+respond = "questions"
+escalate = ["S0PEOPLE1"]
+sources = ["sample"]
+
+[channels.{PRIVATE_HELP}]
+respond = "questions"
+escalate = ["S0PEOPLE1"]
 """ + "".join(f"""
 [channels.{channel}]
 respond = "questions"
@@ -327,6 +337,42 @@ def test_a_gap_from_a_restricted_channel_is_shown_only_where_its_scopes_are_visi
     assert f"<#{CLICKS}>" in in_home and f"<#{HR_HELP}>" not in in_home, "the admin's DM does not see hr"
 
 
+def test_a_gap_keeps_its_channels_scopes_before_narrowing_and_a_private_channels_stays_out(
+        helpbot, slack, index, sources_file):
+    """An HR channel searching only sample's pages (`sources = ["sample"]`) recorded `[sample]`, so
+    a public digest showed what was said there; a private channel's gap went to every digest and
+    admin's App Home. Now a gap keeps the channel's own scopes and kind; private ones are listed
+    only with KB_GAPS_INCLUDE_PRIVATE_CHANNELS."""
+    from bot.knowledge import KnowledgeBase
+    from bot.slack.client import web_client
+    from bot.slack.digest import post_digest
+
+    slack.conversations[PRIVATE_HELP] = {"is_channel": True, "is_private": True, "is_shared": False,
+                                         "is_ext_shared": False}
+    narrowed, _ = answered(helpbot, slack, HR_NARROWED)
+    add_gap(helpbot, slack, HR_NARROWED, narrowed["ts"], ANSWERER)
+    private, _ = answered(helpbot, slack, PRIVATE_HELP)
+    add_gap(helpbot, slack, PRIVATE_HELP, private["ts"], ANSWERER)
+    hr_gap, private_gap = stored_gap(index, HR_NARROWED, narrowed["ts"]), stored_gap(index, PRIVATE_HELP, private["ts"])
+    assert (hr_gap.scopes, hr_gap.channel_kind) == (["hr", "public", "sample"], "public")
+    assert (private_gap.scopes, private_gap.channel_kind) == (["public", "sample"], "private")
+    settings = bot_settings(slack, kb_sources=sources_file)
+    client = web_client(settings)
+    general, opted_in = new_channel(), new_channel()
+    post_digest(settings, KnowledgeBase(index, []), client, general)
+    post_digest(settings.model_copy(update={"kb_gaps_include_private_channels": True}), KnowledgeBase(index, []),
+                client, opted_in)
+    shown = {c: all_text(posts_in(slack, c)[-1].params["blocks"]).split("Answered by people", 1)[1]
+             for c in (general, opted_in)}
+    assert f"<#{HR_NARROWED}>" not in shown[general] and f"<#{PRIVATE_HELP}>" not in shown[general]
+    assert f"<#{HR_NARROWED}>" not in shown[opted_in] and f"<#{PRIVATE_HELP}>" in shown[opted_in]
+    slack.homes.pop(ADMIN, None)
+    helpbot.event({"type": "app_home_opened", "user": ADMIN, "channel": "D0ADMIN", "tab": "home",
+                   "event_ts": "1700000000.000004"})
+    in_home = all_text(slack.wait_for(lambda: slack.homes.get(ADMIN))["blocks"]).split("Answered by people", 1)[1]
+    assert f"<#{PRIVATE_HELP}>" not in in_home and f"<#{HR_NARROWED}>" not in in_home
+
+
 def test_a_down_vote_in_a_help_channel_hands_over_once_per_thread(helpbot, slack):
     asked = message(PARENTAL, VOTED)
     helpbot.event(asked)
@@ -434,3 +480,54 @@ def test_no_hand_over_or_offer_in_a_slack_connect_channel_however_reached(helpbo
     helpbot.event(message(ANSWER, SHARED_LATER, user=ANSWERER, thread_ts=earlier["ts"]))
     helpbot.wait_idle()
     assert not offers(slack, SHARED_LATER, earlier["ts"]) and len(hand_overs(SHARED_LATER)) == 1
+
+
+def test_drafts_carry_their_channels_scopes_are_inert_and_are_not_indexed_as_they_come(
+        helpbot, slack, index, tmp_path, sources_file):
+    """`kb gaps --drafts` wrote no access label and a person's raw text; a draft written into a
+    synced folder was indexed, so a public channel was answered with an HR thread's answer."""
+    import uuid
+
+    from sqlmodel import select
+    from typer.testing import CliRunner
+
+    from bot.cli import app as kb_cli
+    from indexing.storage.index_tables import DocumentRecord, Status
+
+    env = {"KB_HOME": str(index.config.home), "DATABASE_URL": index.url.render_as_string(hide_password=False),
+           "KB_SOURCES": str(sources_file), "SLACK_BOT_TOKEN": None, "KB_WIKI": None, "KB_LOG_LEVEL": "WARNING"}
+    hostile = "Ask <!channel> or @here: the form is <script>alert(1)</script> & the HR portal has it, page 3"
+    asked = handed_over(helpbot, slack, HR_HELP)
+    helpbot.event(message(hostile, HR_HELP, user=ANSWERER, thread_ts=asked["ts"]))
+    slack.wait_for(lambda: offers(slack, HR_HELP, asked["ts"]))
+    add_gap(helpbot, slack, HR_HELP, asked["ts"], ANSWERER)
+
+    refused = [CliRunner().invoke(kb_cli, ["gaps", "--drafts", where], env=env)
+               for where in ("", str(SAMPLE_WIKI / "gap-drafts"))]
+    assert [r.exit_code for r in refused] == [1, 1] and not (SAMPLE_WIKI / "gap-drafts").exists()
+    assert "needs a folder" in refused[0].output and "inside source sample's folder" in refused[1].output
+
+    folder = tmp_path / "drafts"
+    written = CliRunner().invoke(kb_cli, ["gaps", "--drafts", str(folder)], env=env)
+    assert written.exit_code == 0, written.output
+    [draft] = [p for p in folder.iterdir() if "HR portal has it" in p.read_text()]
+    text = draft.read_text()
+    assert 'scopes: ["hr", "public", "sample"]' in text and "draft: true" in text
+    assert "<script>" not in text and "&lt;script&gt;" in text and "<!channel>" not in text
+    assert "@here" not in text and "@\u2060here" in text
+
+    source = f"drafts-{uuid.uuid4().hex[:6]}"
+
+    def synced() -> DocumentRecord:
+        result = CliRunner().invoke(kb_cli, ["sync", str(folder), "--source", source, "--access", "sample"], env=env)
+        assert "Traceback" not in result.output, result.output
+        with index.session() as s:
+            return s.exec(select(DocumentRecord).where(DocumentRecord.source == source,
+                                                       DocumentRecord.path == draft.name)).one()
+
+    as_written = synced()
+    assert as_written.status == Status.SKIPPED and "draft: true" in as_written.error
+    draft.write_text(text.replace("draft: true\n", ""))  # a wiki owner takes it out of draft, scopes kept
+    published = synced()
+    assert published.status == Status.FAILED and "only where hr is visible" in published.error
+    assert published.chunk_count == 0

@@ -626,3 +626,17 @@ def test_content_hash_differs_by_access_scope(tmp_path):
     restricted = MarkdownFolder(tmp_path, access="hr-only").read("a.md")
 
     assert public.content_hash != restricted.content_hash
+
+
+def test_a_draft_is_skipped_with_the_reason_unless_its_source_indexes_drafts(tmp_path):
+    (tmp_path / "d.md").write_text("---\ndraft: true\n---\n# Offsite\n\nThe offsite is in Lisbon.\n")
+    skipped = MarkdownFolder(tmp_path).read("d.md")
+    assert "draft: true" in skipped.skipped and not skipped.text and not skipped.error
+    indexed = MarkdownFolder(tmp_path, index_drafts=True).read("d.md")
+    assert indexed.skipped is None and "Lisbon" in indexed.text
+
+
+def test_front_matter_scopes_wider_than_the_sources_access_fail_the_page(tmp_path):
+    (tmp_path / "p.md").write_text('---\nscopes: ["hr", "public"]\n---\n# Pay\n\nBands are reviewed in March.\n')
+    assert "only where hr is visible" in MarkdownFolder(tmp_path, access="public").read("p.md").error
+    assert MarkdownFolder(tmp_path, access="hr").read("p.md").error is None

@@ -50,6 +50,7 @@ DEFAULTS = {
     ("handovers", "answered_by"): "''::character varying",
     ("handovers", "answer_ts"): "''::character varying",
     ("handovers", "answer_text"): "''::text",
+    ("answered_gaps", "channel_kind"): "''::character varying",
     (TABLE, "applied_at"): "now()",
 }
 
@@ -337,3 +338,24 @@ def test_migrations_have_distinct_numbered_names_in_order():
     names = [m.name for m in MIGRATIONS]
     assert len(set(names)) == len(names)
     assert names == sorted(names) and all(n[0] == "m" and n[1:4].isdigit() and n[4] == "_" for n in names)
+
+
+def test_a_failing_migration_prints_one_error_line_naming_it(index, kb_home):
+    """A database where `answered_gaps` is already a view: m007 cannot index it. `kb status`
+    printed a ~200-line traceback; now one `error:` line naming the migration, exit 1."""
+    from sqlalchemy import create_engine, text
+    from typer.testing import CliRunner
+
+    from bot.cli import app as kb_cli
+
+    with scratch_database(index, "docent_failing_migration") as url:
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("CREATE VIEW answered_gaps AS SELECT 1 AS added_at"))
+        engine.dispose()
+        result = CliRunner().invoke(kb_cli, ["status"], env={
+            "KB_HOME": str(kb_home), "DATABASE_URL": url.render_as_string(hide_password=False), "KB_SOURCES": None,
+            "KB_WIKI": None, "SLACK_BOT_TOKEN": None})
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    [line] = [line for line in result.output.splitlines() if line.strip()]
+    assert line.startswith("error: database migration m007_answered_gaps failed"), line

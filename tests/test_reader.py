@@ -204,3 +204,17 @@ def test_the_setting_chooses_the_builtin_and_kb_ask_answers_with_it(kb_home, han
     assert reply["sources"][0]["rerank"] is not None
     assert all(s["rerank"] is None for s in reply["sources"][1:])
     assert reply["outcome"] in {o.value for o in Outcome}
+
+
+def test_an_over_long_question_is_cut_and_read_not_skipped(index, handbook, caplog):  # noqa: F811
+    """Over 128 word-pieces the tokenizer refused the pair ("Truncation error"), the stage fell
+    back and the reader's veto was skipped. Now the question is cut to its first 48 word-pieces."""
+    long_question = VACATION + " " + " ".join(["please tell me about the policy in detail"] * 30)
+    reader = OnnxReader(MODEL, threads=1)
+    [score] = reader.score(long_question, [ANNUAL_LEAVE])
+    assert 0.0 <= score <= 1.0
+    with reranking(index, RerankConfig(backend="builtin", timeout_ms=20_000)):
+        with caplog.at_level(logging.WARNING, logger="indexing.search.rerank"):
+            read = retrieve(index, long_question, scopes=[f"{handbook}-all"])
+    assert read.rerank.outcome == "ok" and read.signals.rerank_best is not None
+    assert not [r for r in caplog.records if r.name == "indexing.search.rerank"]

@@ -231,3 +231,27 @@ def test_the_sample_wikis_sources_file_is_the_default_configuration():
     assert (source.name, source.location, source.exclude) == ("sample", SAMPLE_WIKI.resolve(), ["*.jsonl"])
     assert "vacation" in {s.key for s in settings.synonyms().entries}
     assert not Settings(kb_sources=None, kb_wiki=SAMPLE_WIKI).synonyms()  # KB_WIKI: no synonyms
+
+
+def test_a_synonym_only_restricted_pages_use_is_neither_searched_nor_shown_outside_their_scope(
+        index, sample_synced, with_synonyms, tmp_path):
+    """`bonus = ["zorbplan", "annual leave"]`, "zorbplan" on an HR page only: asked where HR's scope
+    is not visible, "Searched for …" named it (saying what HR's pages hold) and the keyword leg
+    searched it. Now only the visible phrase is."""
+    import uuid
+
+    from connectors.markdown import MarkdownFolder
+    from indexing.ingest.sync import sync_documents
+
+    scope = f"syn-hr-{uuid.uuid4().hex[:6]}"
+    (tmp_path / "bonus.md").write_text("# Bonus\n\nThe zorbplan pays out in March for every team.\n")
+    sync_documents(index, MarkdownFolder(tmp_path, source=scope, access=scope).documents(), scope)
+    with_synonyms({"bonus": ["zorbplan", "annual leave"]})
+    public = KnowledgeBase(index, []).ask("when is the bonus paid?", SAMPLE)
+    assert public.searched == "when is the bonus paid? (synonyms: bonus → annual leave)"
+    hr = KnowledgeBase(index, []).ask("when is the bonus paid?", Audience.limited(["sample", scope]))
+    assert hr.searched == "when is the bonus paid? (synonyms: bonus → zorbplan, annual leave)"
+    only_hidden = retrieve(index, "when is the bonus paid?", scopes=["sample"])
+    with_synonyms({"bonus": ["zorbplan"]})
+    assert not retrieve(index, "when is the bonus paid?", scopes=["sample"]).expansion
+    assert [s.key for s in only_hidden.expansion.used] == ["bonus"]

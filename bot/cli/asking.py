@@ -128,9 +128,16 @@ def print_answer(answer) -> None:
     from rich.markup import escape
     from rich.markdown import Markdown
 
+    from dataclasses import replace
+
+    from bot.cli.plain_output import clean, raw
     from indexing.search.gate import Outcome
 
-    console = Console()
+    console = Console(file=raw(sys.stdout))  # Rich's own colours pass; every text it is given is cleaned
+    answer = replace(answer, text=clean(answer.text), searched=answer.searched and clean(answer.searched),
+                     note=answer.note and clean(answer.note),
+                     sources=[replace(s, title=clean(s.title), url=clean(s.url or ""),
+                                      heading_path=tuple(clean(h) for h in s.heading_path)) for s in answer.sources])
     text = answer.text
     if answer.outcome == Outcome.UNCERTAIN:
         first, _, text = text.partition("\n\n")

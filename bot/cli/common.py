@@ -56,16 +56,19 @@ def root(settings):
 
 def one_line_failures(command: Callable) -> Callable:
     """`command` with the composition root's `ConfigurationError` (no database, a mistake in the
-    sources file, a setting that cannot work) printed as one `error:` line, exit 1 — wherever in
-    the command the part that could not be built was first asked for."""
+    sources file, a setting that cannot work, a migration that failed) printed as one `error:`
+    line, exit 1 — wherever in the command the part that could not be built was first asked for;
+    and with no control character in anything it prints (`bot.cli.plain_output`)."""
 
     @functools.wraps(command)
     def run(*args, **kwargs):
+        from bot.cli.plain_output import plain_output
         from bot.wiring import ConfigurationError
 
-        try:
-            return command(*args, **kwargs)
-        except ConfigurationError as exc:
-            fail(str(exc))
+        with plain_output():
+            try:
+                return command(*args, **kwargs)
+            except ConfigurationError as exc:
+                fail(str(exc))
 
     return run

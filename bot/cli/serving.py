@@ -76,7 +76,7 @@ def gaps(
     days: Annotated[int, typer.Option(help="The period: the last N days, against the N before")] = 7,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
     post: Annotated[bool, typer.Option("--post", help="Post it to KB_DIGEST_CHANNEL now, as the weekly digest")] = False,
-    drafts: Annotated[Path | None, typer.Option(
+    drafts: Annotated[str | None, typer.Option(
         "--drafts", help="Write one Markdown draft page per question people answered in Slack (answered by people, "
         "missing from the wiki) into this folder; files that exist are kept, never overwritten")] = None,
 ) -> None:
@@ -92,11 +92,27 @@ def gaps(
     if post:
         post_gaps_digest(settings, days)
         return
-    index = common.root(settings).index
+    root = common.root(settings)
     if drafts is not None:
-        write_gap_drafts(index, days, drafts, as_json)
+        write_gap_drafts(root.index, days, drafts_folder(drafts, root.sources), as_json)
         return
+    index = root.index
     print_gaps(index, days, as_json, typer.echo)
+
+
+def drafts_folder(given: str, sources) -> Path:
+    """The folder `--drafts` names; never "" (which reads as the working directory) and never in a
+    configured source's folder, where the next sync would index the drafts."""
+    from connectors.sources import overlap
+
+    if not given.strip():
+        fail("--drafts needs a folder: an empty value would write drafts into the working directory")
+    folder = Path(given).expanduser()
+    for source in sources:
+        if source.location.is_dir() and overlap(folder, source.location) in ("same", "inside"):
+            fail(f"--drafts {given}: inside source {source.name}'s folder {source.location}, so the next "
+                 "sync would index the drafts; write them elsewhere and move each page in once it is checked")
+    return folder
 
 
 def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:

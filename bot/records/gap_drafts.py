@@ -8,6 +8,7 @@ to edit and commit:
     draft: true                      # front matter a wiki owner keeps or drops
     answered_by: U0BOB1
     asked_in: C0HELPDSK
+    scopes: ["hr", "public"]         # the channel's: Docent shows the page only where all are visible
     slack_thread: https://acme.slack.com/archives/C0HELPDSK/p1700000000000100
     answered_at: 2026-12-01T10:00:00+00:00
     ---
@@ -22,6 +23,11 @@ to edit and commit:
 
 Only what was said in that channel: the question, the answer and the link — no wiki pages, no
 other channel's words. No `url:` key: Docent's Markdown connector would cite it as the page's link.
+`scopes:` are the scopes of the channel it was said in (before any narrowing): synced into a source
+whose pages are shown more widely, the page is refused (`connectors.markdown`), and as a draft it is
+not indexed at all unless the source sets `index_drafts`. A person's words are text, not markup:
+`<`, `>` and `&` are escaped for the HTML the wiki renders (`<script>`, Slack's `<!channel>`), and
+`@here` / `@channel` / `@everyone` carry a word joiner, so no renderer or chat bridge acts on them.
 
 File names are safe and stable: the question's ASCII words, lower case, joined by `-` (at most
 `SLUG_CHARS`), then 8 hex characters of the thread's hash — `how-do-i-book-the-big-meeting-room-3f9c01ab.md`
@@ -34,6 +40,7 @@ exclusive creation, so two runs at once cannot overwrite each other either.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -61,20 +68,29 @@ def draft_name(gap: AnsweredByPeople) -> str:
     return f"{slug or 'gap'}-{digest}.md"
 
 
+_BROADCAST = re.compile(r"@(here|channel|everyone)\b", re.IGNORECASE)
+
+
+def inert(text: str) -> str:
+    """A person's text made inert for HTML renderers and chat bridges (see the module docstring)."""
+    return _BROADCAST.sub(lambda m: "@\u2060" + m.group(1), html.escape(text, quote=False))
+
+
 def draft_text(gap: AnsweredByPeople) -> str:
-    title = " ".join(gap.question.split())
+    title = inert(" ".join(gap.question.split()))
     front = {
         "title": title,
         "draft": True,
         "answered_by": gap.answered_by,
         "asked_in": gap.channel,
+        "scopes": sorted(gap.scopes),
         "slack_thread": gap.permalink,
         "answered_at": gap.answered_at.isoformat(),
     }
-    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" if isinstance(value, str)
+    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" if isinstance(value, (str, list))
                        else f"{key}: {str(value).lower()}" for key, value in front.items()] + ["---", ""]
     thread = f"[the thread]({gap.permalink})" if gap.permalink else "the thread"
-    lines += [f"# {title}", "", gap.answer.strip() or "(no text)", "", "---", "",
+    lines += [f"# {title}", "", inert(gap.answer.strip()) or "(no text)", "", "---", "",
               f"_Answered in Slack by a colleague ({thread}); check it, edit it into the wiki's words, and move "
               "it where it belongs._", ""]
     return "\n".join(lines)

@@ -21,10 +21,10 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
   the thread link; `kb gaps --drafts DIR` writes each as a draft page (`bot.records.gap_drafts`).
 
 `scopes` limits the page titles to documents of those access scopes (the digest passes the scopes
-visible in its channel), and the answers by people to those whose channel's scopes are all among
-them (what was said in an HR channel is shown only where HR's scope is visible; the App Home
-limits them to the admin's own scopes, `GapsReport.answers_visible_in`); the questions of the
-query log are shown whatever their channel, so the report is for admins.
+visible in its channel); `listing` (`bot.records.gap_listing`) decides whose questions and answers by people
+are listed where the report is shown — none of a private channel's unless the operator opts in,
+none of a channel that sees more than the readers do (the App Home applies it to the answers by
+people, `GapsReport.answers_visible_in`). Counts are counts of every question.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from bot.records.gap_listing import Listing
 from indexing.vectors.embedding import Embedder
 from indexing.search.gate import Outcome
 from indexing.index import Index
@@ -134,6 +135,7 @@ class AnsweredByPeople:
     answered_at: datetime
     added_at: datetime
     scopes: list[str]  # visible in that channel when it was added: it is shown only where all are
+    channel_kind: str = ""  # public / private (`bot.records.question_log.ChannelKind`); "": added before kinds were kept
 
 
 @dataclass
@@ -152,16 +154,19 @@ class GapsReport:
     def to_json(self) -> dict:
         return _jsonable(asdict(self))
 
-    def answers_visible_in(self, scopes) -> GapsReport:
-        """The report with only the answers by people whose channel's scopes are all in `scopes`."""
+    def answers_visible_in(self, scopes, include_private: bool = False) -> GapsReport:
+        """The report with only the answers by people `Listing` allows where `scopes` are visible."""
         from dataclasses import replace
 
-        return replace(self, answered_by_people=[a for a in self.answered_by_people if _shown(a.scopes, scopes)])
+        listing = Listing(None if scopes is None else frozenset(scopes), include_private)
+        return replace(self, answered_by_people=[a for a in self.answered_by_people
+                                                 if listing.answer(a.scopes, a.channel_kind)])
 
 
 def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, scopes: list[str] | None = None,
-                top: int = TOP, stale_days: int = STALE_DAYS) -> GapsReport:
-    """The report for the last `days` days (and the `days` before, for comparison)."""
+                top: int = TOP, stale_days: int = STALE_DAYS, listing: Listing | None = None) -> GapsReport:
+    """The report for the last `days` days (and the `days` before, for comparison). `listing`:
+    whose questions and answers may be listed (None: as `scopes` says, kinds by `Listing`'s default)."""
     if days < 1:
         raise ValueError("days must be at least 1")
     now = now or utcnow()
@@ -173,22 +178,18 @@ def gaps_report(index: Index, days: int = 7, *, now: datetime | None = None, sco
     access = _documents(index)
     visible = (lambda doc_id: doc_id in access) if scopes is None else (
         lambda doc_id: doc_id in access and access[doc_id].access in scopes)
+    listing = listing or (Listing.everything() if scopes is None else Listing(frozenset(scopes)))
+    listed = [r for r in current_rows if listing.question(r.channel_id, r.channel_kind)]
     return GapsReport(
         generated_at=now, days=days, stale_days=stale_days,
         current=_period(start, now, current_rows, votes),
         previous=_period(before, start, [r for r in rows if r.created_at < start], votes),
-        unanswered=group_unanswered(index, current_rows)[:top],
-        down_voted=_down_voted(index, votes, start, access, visible)[:top],
+        unanswered=group_unanswered(index, listed)[:top],
+        down_voted=_down_voted(index, votes, start, access, visible, listing)[:top],
         stale_pages=_stale(current_rows, access, visible, now, stale_days)[:top],
-        synonym_candidates=synonym_candidates(index, current_rows, votes, start, scopes)[:top],
-        answered_by_people=[a for a in answered_by_people(index, start, now) if _shown(a.scopes, scopes)],
+        synonym_candidates=synonym_candidates(index, listed, votes, start, scopes)[:top],
+        answered_by_people=[a for a in answered_by_people(index, start, now) if listing.answer(a.scopes, a.channel_kind)],
     )
-
-
-def _shown(channel_scopes: list[str], scopes) -> bool:
-    """What was said in a channel seeing `channel_scopes` may be shown where `scopes` are visible
-    (None: everywhere, the operator's terminal)."""
-    return scopes is None or set(channel_scopes) <= set(scopes)
 
 
 def answered_by_people(index: Index, since: datetime, until: datetime) -> list[AnsweredByPeople]:
@@ -197,7 +198,8 @@ def answered_by_people(index: Index, since: datetime, until: datetime) -> list[A
 
     return [AnsweredByPeople(question=g.question, answer=g.answer, answered_by=g.answered_by, asked_by=g.asked_by,
                              added_by=g.added_by, channel=g.channel_id, thread_ts=g.thread_ts, permalink=g.permalink,
-                             answered_at=g.answered_at, added_at=g.added_at, scopes=list(g.scopes or []))
+                             answered_at=g.answered_at, added_at=g.added_at, scopes=list(g.scopes or []),
+                             channel_kind=g.channel_kind or "")
             for g in answered_gaps(index, since, until)]
 
 
@@ -327,7 +329,7 @@ def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAM
     return groups
 
 
-def _down_voted(index: Index, votes: list, start: datetime, access: dict, visible) -> list[DownVoted]:
+def _down_voted(index: Index, votes: list, start: datetime, access: dict, visible, listing: Listing) -> list[DownVoted]:
     from bot.records.question_log import find_answer
 
     by_answer: dict[str, list] = defaultdict(list)
@@ -337,6 +339,8 @@ def _down_voted(index: Index, votes: list, start: datetime, access: dict, visibl
     result = []
     for answer_id, answer_votes in downs.items():
         row = find_answer(index, answer_id)
+        if row is not None and not listing.question(row.channel_id, row.channel_kind):
+            continue
         result.append(DownVoted(
             answer_id=answer_id, question=row.question if row else "(no longer in the query log)",
             down=sum(v.vote == "down" for v in answer_votes), up=sum(v.vote == "up" for v in answer_votes),

@@ -347,7 +347,8 @@ class AnsweredGap(SQLModel, table=True):
     asked_by: str
     answer_ts: str
     permalink: str = ""  # the answer in its thread ("" when Slack would not give one)
-    scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # visible in that channel when added
+    scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # the channel's, before any narrowing
+    channel_kind: str = ChannelKind.UNKNOWN.value  # public / private: private ones are listed only on opt-in
     answered_at: datetime = Field(sa_column=timestamptz(nullable=False))
     added_by: str
     added_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False, index=True))

@@ -35,11 +35,11 @@ from slack_sdk import WebClient
 from bot.records import question_log
 from bot.metrics import GAPS_ADDED
 from bot.slack.question_detector import is_question
-from bot.records.question_log import AnsweredGap
+from bot.records.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error
-from bot.slack.mrkdwn import escape, mentions, slack_to_markdown, slack_to_plain
+from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
 from bot.slack.services import Services
 from connectors.access import SHARED
@@ -119,7 +119,7 @@ def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
     else:
         line = (f"<@{offer.answered_by}> answered your question. If that answers it, add it to the wiki's gaps, "
                 "so a wiki owner can write it up?")
-    question = escape(" ".join(offer.question.split())[:300])
+    question = neutralise(escape(" ".join(offer.question.split())[:300]))
     message_blocks: list[dict] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": line}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Question: {question}"}]},
@@ -153,15 +153,18 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
         if existing is not None:
             tell(f"Already in the wiki's gaps (added by <@{existing.added_by}>).", replace=True)
             return
-        audience = services.access.audience(channel, user, is_dm=False)
-        if audience.kind == SHARED or audience.sees_nothing:
+        # The channel's own scopes, before `[channels.X] sources` narrowing: an HR channel searching
+        # only public pages still sees HR's, and its people's words belong there.
+        audience = services.access.audience(channel, user, is_dm=False, narrow=False)
+        kind = services.access.kind_of(channel)
+        if audience.kind == SHARED or audience.sees_nothing or kind == ChannelKind.SHARED:
             tell("Answers in this channel are not added to the wiki's gaps.", replace=True)
             return
         gap = AnsweredGap(channel_id=channel, thread_ts=thread, question=handover.question,
                           answer=handover.answer_text, answered_by=handover.answered_by, asked_by=handover.asker,
                           answer_ts=handover.answer_ts, permalink=permalink(client, channel, handover.answer_ts),
-                          scopes=sorted(audience.scopes or ()), answered_at=slack_time(handover.answer_ts),
-                          added_by=user)
+                          scopes=sorted(audience.scopes or ()), channel_kind=kind.value,
+                          answered_at=slack_time(handover.answer_ts), added_by=user)
         added = question_log.add_answered_gap(db, gap)
         if added is None:
             tell("Already in the wiki's gaps.", replace=True)

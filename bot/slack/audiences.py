@@ -116,22 +116,24 @@ class SlackAccess:
         return not self.config.scopes and self.config.shared_channels != SHARED_NONE
 
     def audience(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
-                 said_shared: bool = False) -> Audience:
+                 said_shared: bool = False, narrow: bool = True) -> Audience:
         """Who reads an answer to `user` asking in `channel` (no scopes: answer nothing here).
 
         `is_dm`: whether this is the user's direct message with Docent; None lets
         `conversations.info` decide. `said_shared`: the caller already knows the conversation is
         shared with another organisation (an event envelope's `is_ext_shared_channel`, `kb ask --shared`).
+        `narrow=False`: the scopes the conversation sees before its `[channels.X] sources` narrow
+        what is searched there — what was said in it belongs to those (`bot.slack.answered_gaps`).
         """
+        finish = self.channels.narrow if narrow else (lambda audience: audience)
         if self.only_public:
             kind = SHARED if said_shared else DIRECT if is_dm else CHANNEL
-            return self.channels.narrow(Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user))
+            return finish(Audience(kind=kind, scopes=(PUBLIC,), channel=channel, user=user))
         conversation = self.conversation(channel) if channel else Conversation(shared=False)
         if is_dm is None:
             is_dm = bool(user) and conversation.im_user == user
         groups = self.groups_of(user) if is_dm and user else set()
-        return self.channels.narrow(
-            audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared))
+        return finish(audience_for(self.config, channel, user, groups, is_dm, said_shared or conversation.shared))
 
     def scopes(self, channel: str | None, user: str | None, *, is_dm: bool | None = None,
                said_shared: bool = False) -> list[str]:

@@ -82,8 +82,14 @@ def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = D
     """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
     from bot.slack.audiences import SlackAccess
 
-    audience = SlackAccess(settings.access_config(), client).audience(channel, None)
-    report = kb.gaps(days, scopes=audience.search_scopes)
+    from bot.records.gap_listing import Listing
+
+    access = SlackAccess(settings.access_config(), client)
+    audience = access.audience(channel, None)
+    scopes = audience.search_scopes
+    listing = Listing(None if scopes is None else frozenset(scopes), settings.kb_gaps_include_private_channels,
+                      lambda said_in: access.audience(said_in, None, narrow=False).scopes or ())
+    report = kb.gaps(days, scopes=scopes, listing=listing)
     message = digest_blocks(report)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "

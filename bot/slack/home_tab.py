@@ -86,7 +86,8 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
         data.sources = [source_health(pages) for pages in services.kb.source_pages(services.resyncs.names)]
         # the report's titles are all the admin's; what people said in a channel only where the
         # admin's own scopes cover that channel's (bot.records.gaps)
-        data.gaps = services.kb.gaps(7).answers_visible_in(visible)
+        data.gaps = services.kb.gaps(7).answers_visible_in(
+            visible, include_private=services.settings.kb_gaps_include_private_channels)
     return data
 
 

@@ -106,10 +106,7 @@ def sync_documents(
     `delete_ids` names documents known to be gone (the watcher's deletes and renames). Every
     deletion goes through the guard (`limit`, default `DeletionLimit()`), unless `allow_deletes`;
     a refused sync still adds and updates what it read, deletes nothing, and sets `refused`.
-    `listed`, without `prune`: how many pages the source's own listing found (a connector that
-    lists everything but reads only what changed): a listing that comes back empty where pages
-    were indexed (an account that lost access sees no spaces, and no error) is refused as an
-    empty folder is.
+    `listed`, without `prune`: the pages the source's own listing found (an empty one is refused).
     """
     started = time.perf_counter()
     report = SyncReport(source=source)

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 MODEL = Path(__file__).parents[1] / "models" / "reader-int8.onnx"
 MAX_LENGTH = 128  # question + section window, in word-pieces (the training length)
+# Word-pieces of the question kept: truncation cuts only the section ("only_second"), so a question
+# over the whole length made the tokenizer refuse the pair and the veto was skipped; cut, it is read.
+MAX_QUESTION = 48
 BATCH = 16
 WINDOW_WORDS = 75  # words of a section read around its best sentence (the training passages' size)
 TOP_N = 1  # the fused top section: what the answer cites first (measured against the best of 5)
@@ -104,6 +107,7 @@ class OnnxReader:
         self.threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
+        self._plain: Any = None  # the same tokenizer without truncation, to measure the question
         self._lock = threading.Lock()
         if not self.path.is_file():
             raise FileNotFoundError(f"the reader model {self.path} is missing")
@@ -117,6 +121,7 @@ class OnnxReader:
         if not texts:
             return []
         session, tokenizer = self.load()
+        query = clip_question(self._plain, query)
         encodings = tokenizer.encode_batch([(query, t) for t in texts])
         out = np.zeros(len(texts), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
@@ -140,9 +145,19 @@ class OnnxReader:
                 self._session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
                 tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
                 tokenizer.no_padding()
+                self._plain = Tokenizer.from_str(tokenizer.to_str())
+                self._plain.no_truncation()
                 tokenizer.enable_truncation(MAX_LENGTH, strategy="only_second")
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
+
+
+def clip_question(tokenizer, question: str) -> str:
+    """The question's first `MAX_QUESTION` word-pieces, cut where that word-piece ends."""
+    encoding = tokenizer.encode(question, add_special_tokens=False)
+    if len(encoding.ids) <= MAX_QUESTION:
+        return question
+    return question[: encoding.offsets[MAX_QUESTION - 1][1]]
 
 
 class BuiltinReader(OnnxReader):

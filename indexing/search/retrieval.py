@@ -111,6 +111,7 @@ def retrieve(
     repair = repair_question(index, question, scopes) if cfg.typo_repair else Repair(question)
     searched = repair.text  # the question as both legs, the gate and the lead read it
     expansion = cfg.synonyms.expand(searched) if cfg.synonyms else Expansion()  # after repair: keys match repaired words
+    expansion = expansion.visible(lambda terms: index.bm25.doc_freq(terms, scopes))  # never a hidden page's words
     lap("spelling")
     dense: list[ChunkHit] = []
     keyword: list[ChunkHit] = []

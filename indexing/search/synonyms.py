@@ -22,14 +22,18 @@ know their vocabulary, so the sources file's `[synonyms]` table says it
   ("is there a vacation bonus?" → the leave page, *answered*): the gate reads that cosine
   (docs/tuning.md, "Synonyms"; `IndexConfig.synonyms_in_vector` exists for that measurement).
 
-Synonyms are configuration, not page text, so they raise no access question; they expand the
+Synonyms are configuration, but their phrases are the wiki's words: a phrase only restricted pages
+use ("zorbplan" for "bonus", on HR's pages) says what those pages hold. So a phrase is searched and
+shown only where a page the audience may see uses every one of its terms (`Expansion.visible`);
+elsewhere the question is searched and shown as if the entry did not name it. Synonyms expand the
 question *after* typo repair (`indexing.search.spelling`), so "vacaton" is repaired only if the wiki has
 a word one edit away, and a key is matched in the repaired question.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from connectors.sync_rules import SourcesError
 from indexing.keyword import bm25 as bm25_module
@@ -72,6 +76,26 @@ class Expansion:
     def describe(self) -> str:
         """The added words as the reply shows them: "vacation → annual leave, paid time off"."""
         return "; ".join(f"{s.key} → {', '.join(s.phrases)}" for s in self.used)
+
+    def visible(self, used: Callable[[set[str]], Mapping[str, int]]) -> Expansion:
+        """Only the phrases whose every term some page the audience may see uses (`used`: the
+        keyword leg's document frequencies within the audience's scopes); an entry left with no
+        phrase is dropped, as are the terms only its hidden phrases added."""
+        if not self:
+            return self
+        phrases = {p: bm25_module.tokens_of_each([bm25_module.question_text(p)])[0] or bm25_module.tokens(p)
+                   for s in self.used for p in s.phrases}
+        counts = used({t for terms in phrases.values() for t in terms})
+        kept: list[Synonym] = []
+        terms: dict[str, float] = {}
+        for synonym in self.used:
+            shown = tuple(p for p in synonym.phrases if phrases[p] and all(counts.get(t, 0) for t in phrases[p]))
+            if not shown:
+                continue
+            shown_terms = tuple(dict.fromkeys(t for p in shown for t in phrases[p]))
+            kept.append(replace(synonym, phrases=shown, phrase_terms=shown_terms))
+            terms.update({t: self.terms[t] for t in shown_terms if t in self.terms})
+        return Expansion(tuple(kept), terms)
 
 
 @dataclass(frozen=True)

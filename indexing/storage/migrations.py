@@ -68,6 +68,11 @@ LOCK = 7317710012  # the advisory lock the unnamed migrations of earlier release
 TABLE = "_docent_migrations"
 
 
+class MigrationFailed(RuntimeError):
+    """A migration raised: nothing of this run was applied (one transaction). The message is one
+    line naming it (`kb` prints it as its `error:` line, not a traceback)."""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -106,7 +111,12 @@ def migrate(engine: Engine) -> list[str]:
         for m in MIGRATIONS:
             if m.name in done:
                 continue
-            m.apply(conn)
+            try:
+                m.apply(conn)
+            except Exception as exc:
+                first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                raise MigrationFailed(f"database migration {m.name} failed, nothing was changed: "
+                                      f"{type(exc).__name__}: {first.strip()[:300]}") from exc
             conn.execute(text(f"INSERT INTO {TABLE} (name) VALUES (:name)"), {"name": m.name})
             ran.append(m.name)
     if ran:
@@ -368,3 +378,11 @@ def m007_answered_gaps(conn: Connection) -> None:
              PRIMARY KEY (channel_id, thread_ts))""",
          "CREATE INDEX IF NOT EXISTS ix_answered_gaps_added_at ON answered_gaps (added_at)",
          )
+
+
+@migration
+def m008_answered_gaps_channel_kind(conn: Connection) -> None:
+    """An answered gap keeps the kind of channel it was said in (public / private), so a private
+    channel's stay out of the digest and App Home unless the operator opts in (bot.records.gap_listing).
+    Gaps added before this are '' (unknown), which counts as private."""
+    _run(conn, "ALTER TABLE answered_gaps ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''")

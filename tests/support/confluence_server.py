@@ -167,13 +167,14 @@ class FakeConfluence:
         cap = 50 if any(e.startswith("body") for e in expand) else 200
         limit = min(int(query.get("limit", 25)), cap)
         start = int(query["cursor"]) if self.cloud and "cursor" in query else int(query.get("start", 0))
-        if kind == "attachment":
-            items = [self._attachment(a) for a in sorted(self.attachments.values(), key=lambda a: a.id)
+        if kind == "attachment":  # matched first, and only the page of results asked for is built
+            found = [a for a in sorted(self.attachments.values(), key=lambda a: a.id)
                      if a.page in self.pages and matches(self.pages[a.page], a.when, a.id)]
+            chunk = [self._attachment(a) for a in found[start:start + limit]]
         else:
-            items = [self.content(p, expand) for p in sorted(self.pages.values(), key=lambda p: int(p.id))
-                     if matches(p, p.when, p.id)]
-        chunk = items[start:start + limit]
+            pages = [p for p in sorted(self.pages.values(), key=lambda p: int(p.id)) if matches(p, p.when, p.id)]
+            chunk = [self.content(p, expand) for p in pages[start:start + limit]]
+        items = found if kind == "attachment" else pages
         links = {"base": self.url, "context": self.context,
                  "self": f"{self.url}/rest/api/content/search?{urlencode(query)}"}
         if start + limit < len(items):
