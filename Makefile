@@ -1,4 +1,5 @@
 # Two commands a newcomer needs: `make run` (try Docent) and `make test` (the linters, then the suite).
+# `make test-fast` is the check before a commit: the tests without a database or a model.
 # Both create .venv and install the project from pyproject.toml the first time.
 
 VENV ?= .venv
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.installed
 # installs PyTorch's CPU build of the pinned version first, as PyTorch documents for pip (see README).
 TORCH_INDEX ?=
 
-.PHONY: install run test lint clean
+.PHONY: install run test test-fast lint clean
 
 install: $(STAMP)
 
@@ -22,8 +23,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/kb run
 
+# The suite on every core: each pytest-xdist worker has its own embedded Postgres and syncs the sample
+# wiki once; --dist loadfile keeps a module's tests (and its module-scoped servers) on one worker.
+TEST_WORKERS ?= auto
+
 test: lint
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# Neither `integration` (the session's index: a database and the embedding model) nor `slow`
+# (a wheel build, a subprocess, a model export, a fuzz campaign): see [tool.pytest.ini_options].
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not integration and not slow"
 
 # ruff and mypy as pyproject.toml configures them ([tool.ruff], [tool.mypy]); mypy keeps its cache
 # in .mypy_cache (a first run takes about a minute of CPU, a warm one seconds).

@@ -15,8 +15,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 warnings.filterwarnings("ignore")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KB_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
+from training.corpora import SHARED  # noqa: E402 — after the environment above, like every import here
+
 HANDBOOK = SHARED / "sourcegraph-handbook"
 CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
 

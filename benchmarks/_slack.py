@@ -2,8 +2,8 @@
 
 The app runs as `kb serve` runs it — `build_app` (Bolt's own listener pool, as in production),
 inside `web_app` under uvicorn on a free port of 127.0.0.1 — with its `WebClient` pointed at the
-local Slack Web API of the tests (`tests/slack_api_server.py`, loaded from its file: tests/ is
-not a package and is not edited here). Events are sent the way Slack sends them, signed with the
+local Slack Web API of the tests (`tests/support/slack_api_server.py`, loaded from its file so
+that the benchmarks need not import the tests). Events are sent the way Slack sends them, signed with the
 signing secret; every reply the bot posts is recorded with its arrival time, keyed by
 (channel, thread), so "answered exactly once" can be checked per question.
 
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 
-from benchmarks._common import REPO, pct
+from training.corpora import REPO
+from benchmarks._common import pct
 
 SECRET = "bench-signing-secret-0123456789abcdef"
 APOLOGY_MARK = "something went wrong on my side"
@@ -34,11 +35,11 @@ QUESTIONS_FILE = REPO / "sample-wiki" / "QUESTIONS.jsonl"
 
 
 def _load_slack_api_server():
-    """tests/slack_api_server.py as a module (tests/ is not a package; nothing there is edited)."""
+    """tests/support/slack_api_server.py loaded from its file (benchmarks do not import the tests)."""
     name = "slack_api_server"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "slack_api_server.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "slack_api_server.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look the module up while the class is created
     spec.loader.exec_module(module)
@@ -118,7 +119,7 @@ def bot_settings(slack: FakeSlack):
 def sync_sample(index) -> None:
     """The sample wiki, synced as source `sample` (as the tests do)."""
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     wiki = MarkdownFolder(REPO / "sample-wiki", source="sample", exclude=["*.jsonl"])
     sync_documents(index, wiki.documents(), "sample")

@@ -3,7 +3,7 @@
 
     .venv/bin/python -m benchmarks.attachment_converters [--pages 40] [--repeat 3]
 
-Files are made here (tests/office_files.py): a PDF of `--pages` text pages, a Word file with as
+Files are made here (tests/support/office_files.py): a PDF of `--pages` text pages, a Word file with as
 many headed sections, a deck with as many slides. Times are the best of `--repeat` runs. What only
 pypdf gives is also checked: page boundaries, which the citation `file.pdf#page=N` needs.
 """
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO
+from training.corpora import REPO
 
 
 def _best(fn, repeat: int) -> float:
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "tests"))
-    import office_files
+    from tests.support import office_files
 
     from connectors.attachments import convert
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.casual_questions --homes '/tmp/kb-{corpus}' [--corpora sample,clef,sg,mszh,squad]
 
-Each public question and its casual rewrite (`benchmarks.gate_questions.casual`: lower case, no
+Each public question and its casual rewrite (`training.question_sets.casual`: lower case, no
 punctuation or apostrophes, chat spellings, one pair of letters swapped in a long word) are asked
 of the corpus's own index with `KB_TYPO_REPAIR` off and on, the two settings alternating per
 question. Printed per corpus: the expected page first (hit@1) for the public questions and the
@@ -26,11 +26,11 @@ def _rank(retrieval, expected: list[str]) -> int | None:
 
 
 def measure(corpus: str, home: Path) -> dict:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
-    from indexing.spelling import english_words
+    from indexing.search.retrieval import retrieve
+    from indexing.search.spelling import english_words
 
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     on_config, off_config = index.config, replace(index.config, typo_repair=False)

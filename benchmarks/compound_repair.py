@@ -1,8 +1,8 @@
-"""What searching a word as the wiki hyphenates it costs a question (`indexing.spelling.hyphenated`).
+"""What searching a word as the wiki hyphenates it costs a question (`indexing.search.spelling.hyphenated`).
 
     python -m benchmarks.compound_repair --homes '/work/kb/homes/kb-{corpus}' [--corpora sample,clef,sg,squad] [--rounds 3]
 
-Each public question and its casual rewrite (`benchmarks.gate_questions`) goes through
+Each public question and its casual rewrite (`training.question_sets`) goes through
 `repair_question` with and without the hyphen split, alternating per question in one process
 (these machines are noisy); printed per corpus: p50 / p95 of each, and which words were split.
 """
@@ -18,10 +18,10 @@ CORPORA = ("sample", "clef", "sg", "squad")
 
 
 def measure(corpus: str, home: Path, rounds: int) -> dict:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
-    from indexing.spelling import english_words, repair_question
+    from indexing.search.spelling import english_words, repair_question
 
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     english_words()  # loaded once per process, as `kb serve` does at start

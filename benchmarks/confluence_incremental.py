@@ -1,6 +1,6 @@
 """What a Confluence REST sync costs: a full read of a 2,000-page space, then a scheduled
 (incremental) sync after 5 edits, and one after nothing changed — requests made and seconds,
-through the real runner and index, against the local fake Confluence (tests/confluence_server.py).
+through the real runner and index, against the local fake Confluence (tests/support/confluence_server.py).
 
     .venv/bin/python -m benchmarks.confluence_incremental [--pages 2000] [--edits 5]
 
@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, fresh_index
+from training.corpora import REPO
+from benchmarks._common import fresh_index
 
 
 def main() -> None:
@@ -26,10 +27,10 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "tests"))
-    from confluence_server import EMAIL, TOKEN, FakeConfluence
+    from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 
     from connectors.sources import read_sources_file
-    from indexing.runner import SyncRunner
+    from indexing.ingest.runner import SyncRunner
 
     os.environ["BENCH_CONFLUENCE_EMAIL"], os.environ["BENCH_CONFLUENCE_TOKEN"] = EMAIL, TOKEN
     rows = []

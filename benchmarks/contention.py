@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.contention [--seconds 5] [--rounds 2] [--chunks 200]
         [--policies unset,PASSIVE] [--neighbour-policy docent|ACTIVE|PASSIVE|unset]
 
-Why: `indexing/embedding.py` sets `OMP_WAIT_POLICY=PASSIVE` (by `setdefault`, before torch
+Why: `indexing/vectors/embedding.py` sets `OMP_WAIT_POLICY=PASSIVE` (by `setdefault`, before torch
 loads). Without it (`unset`, what Docent ran before), libgomp's threads spin ~300,000 iterations
 before sleeping; under ACTIVE they spin without limit. A thread that finishes its share of an
 encode keeps its core busy waiting for the next one; when another process wants that core, a thread gets descheduled
@@ -13,7 +13,7 @@ checked again on another machine or after a torch upgrade.
 
 What is measured, for each policy, in a child process of its own (the policy must be in the
 environment before torch loads: the child sets `os.environ["OMP_WAIT_POLICY"]` explicitly
-before importing `indexing.embedding`, whose `setdefault` then leaves it alone):
+before importing `indexing.vectors.embedding`, whose `setdefault` then leaves it alone):
 
 * question embedding (`TorchEmbedder.embed_query`): p50 / p95 / max, in ms, over the 40 questions
   of the Sourcegraph eval file, `--rounds` rounds per run;
@@ -26,7 +26,7 @@ Both in two conditions, one after the other in the same child (the model loads o
 1. **idle**: nothing else of ours runs (the machine may still be shared: see the load averages);
 2. **busy neighbour**: a second Python process loops `embed_texts` with the same model in
    sync-sized batches, the way a second Docent process (a `kb sync`) would. Its policy is
-   `--neighbour-policy`: by default `docent`, i.e. not set by us, so `indexing.embedding` gives
+   `--neighbour-policy`: by default `docent`, i.e. not set by us, so `indexing.vectors.embedding` gives
    it Docent's default (PASSIVE). It loads once at the start and is frozen (SIGSTOP) whenever it
    is not wanted, resumed (SIGCONT) for each busy measurement.
 
@@ -52,7 +52,8 @@ import tempfile
 import time
 from typing import IO
 
-from benchmarks._common import HANDBOOK, REPO, eval_questions, pct
+from benchmarks._common import HANDBOOK, eval_questions, pct
+from training.corpora import REPO
 
 POLICY_CHOICES = ("ACTIVE", "PASSIVE", "unset")
 EVAL_FILE = HANDBOOK / "eval_public.jsonl"
@@ -100,13 +101,13 @@ def first_paragraphs(markdown: str, limit: int = CHUNK_CHARS) -> str:
 
 def load_embedder(policy: str):
     """A TorchEmbedder with its model loaded, torch having started under `policy`: ACTIVE or PASSIVE
-    (set explicitly), `unset` (no variable at all) or `docent` (whatever indexing.embedding sets)."""
+    (set explicitly), `unset` (no variable at all) or `docent` (whatever indexing.vectors.embedding sets)."""
     if policy in ("ACTIVE", "PASSIVE"):
         os.environ["OMP_WAIT_POLICY"] = policy
-    from indexing.embedding import TorchEmbedder
+    from indexing.vectors.embedding import TorchEmbedder
 
     if policy == "unset":
-        os.environ.pop("OMP_WAIT_POLICY", None)  # undo indexing.embedding's setdefault; torch is not loaded yet
+        os.environ.pop("OMP_WAIT_POLICY", None)  # undo indexing.vectors.embedding's setdefault; torch is not loaded yet
     embedder = TorchEmbedder()
     embedder.embed_query("load the model before the clock starts")
     return embedder
@@ -307,7 +308,7 @@ def main() -> None:
     parser.add_argument("--policies", type=parse_policies, default=["unset", "PASSIVE"],
                         help="comma-separated, compared with the first (default unset,PASSIVE; also: ACTIVE)")
     parser.add_argument("--neighbour-policy", choices=("docent", *POLICY_CHOICES), default="docent",
-                        help="the neighbour's OMP_WAIT_POLICY; docent: left to indexing.embedding (default)")
+                        help="the neighbour's OMP_WAIT_POLICY; docent: left to indexing.vectors.embedding (default)")
     parser.add_argument("--role", choices=("main", "worker", "neighbour"), default="main", help=argparse.SUPPRESS)
     parser.add_argument("--policy", choices=("docent", *POLICY_CHOICES), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -3,7 +3,7 @@ flight, against the bundled model in this process, on the same handbook chunks i
 
     .venv/bin/python -m benchmarks.embedding_service [--chunks 1500] [--batch 64]
 
-The service is `tests/embeddings_server.py` in a process of its own, speaking the real
+The service is `tests/support/embeddings_server.py` in a process of its own, speaking the real
 `/v1/embeddings` wire format and computing with the bundled model — on this same 2-core machine.
 So this measures the client's overhead and what requests in flight buy when the service shares
 the CPU; a service on its own hardware (a GPU box running TEI or vLLM) is where in-flight
@@ -18,12 +18,13 @@ import subprocess
 import sys
 import time
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, REPO, require, table
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, require, table
+from training.corpora import REPO
 
 
 def handbook_chunks(limit: int) -> list[str]:
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     texts: list[str] = []
     for doc in MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES).documents():
@@ -47,12 +48,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="texts per request")
     args = parser.parse_args()
 
-    from indexing.embedding import EMBED_DIM, TorchEmbedder
-    from indexing.embedding_service import ServiceEmbedder
+    from indexing.vectors.embedding import EMBED_DIM, TorchEmbedder
+    from indexing.vectors.embedding_service import ServiceEmbedder
 
     texts = handbook_chunks(args.chunks)
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "embeddings_server.py"), str(port)],
+    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "embeddings_server.py"), str(port)],
                               stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         assert server.stdout.readline().strip() == "ready"

@@ -7,7 +7,7 @@ Prints, per set: hit@1 / hit@5 / MRR@10, key-fact coverage of the lead and of th
 of answerable questions ranked in the top 3 whose text holds an answer keyword, and mean keyword
 share), and outcome shares of answerable and unanswerable questions. Rows from before the lead
 existed have no lead (shown as —). Everything is recomputed from the per-question rows with
-`bot.evaluation.score`, so both versions are scored by the same arithmetic.
+`bot.quality.evaluation.score`, so both versions are scored by the same arithmetic.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from bot.evaluation import score
+from bot.quality.evaluation import score
 
 
 def _fmt(value, digits: int = 2) -> str:

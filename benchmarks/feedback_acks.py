@@ -58,7 +58,7 @@ def click(bot, answer_id: str, user: str, channel: str, message: dict, response_
 
 
 def vote_counts(index, answer_id: str) -> dict[str, int]:
-    from bot.question_log import vote_counts as counts
+    from bot.records.question_log import vote_counts as counts
 
     return counts(index, answer_id)
 

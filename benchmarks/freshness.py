@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, fresh_index, pct, table
+from training.corpora import REPO
+from benchmarks._common import fresh_index, pct, table
 
 
 def main() -> None:
@@ -24,9 +25,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from connectors.sources import SourceConfig
-    from indexing.retrieval import retrieve
-    from indexing.runner import SyncRunner
-    from indexing.watcher import Watcher
+    from indexing.search.retrieval import retrieve
+    from indexing.ingest.runner import SyncRunner
+    from indexing.ingest.watcher import Watcher
 
     wiki = Path(tempfile.mkdtemp(prefix="docent-fresh-")) / "wiki"
     shutil.copytree(REPO / "sample-wiki", wiki, ignore=shutil.ignore_patterns("*.jsonl"))

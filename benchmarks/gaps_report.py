@@ -1,4 +1,4 @@
-"""How long the gaps report takes (`bot.gaps.gaps_report`: what `kb gaps`, the admins' App Home
+"""How long the gaps report takes (`bot.records.gaps.gaps_report`: what `kb gaps`, the admins' App Home
 and the weekly digest compute), cold (every question wording embedded) and warm (the wordings
 already embedded in this process), for a week of 100, 1,000 and 5,000 logged questions.
 
@@ -30,11 +30,11 @@ def wordings(n: int, rng: random.Random) -> list[str]:
 
 
 def main() -> None:
-    from bot import question_log
-    from bot.answer import Answer
-    from bot.gaps import _vectors, gaps_report
-    from bot.llm import NOT_FOUND_REPLY
-    from indexing.gate import Outcome
+    from bot.records import question_log
+    from bot.answering.answer import Answer
+    from bot.records.gaps import _vectors, gaps_report
+    from bot.answering.llm import NOT_FOUND_REPLY
+    from indexing.search.gate import Outcome
 
     index = fresh_index()
     index.embedder.embed_unindexed(["warm up the model"])

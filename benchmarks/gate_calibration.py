@@ -8,10 +8,10 @@
     python -m benchmarks.gate_calibration all --homes '/tmp/i14/kb-{corpus}'
 
 `collect` asks the corpus's index its public questions, their casual rewrites and foreign
-questions (`benchmarks.gate_questions`) and writes each question's gate signals and the rank of
+questions (`training.question_sets`) and writes each question's gate signals and the rank of
 its expected page to `benchmarks/out/gate-<corpus>.jsonl` (ignored by git; nothing from the
 corpus but ids and numbers). `fit` then scores every corpus with thresholds fitted on the
-*other* corpora only (`bot.gate_fit`), and prints outcome shares per corpus and question set.
+*other* corpora only (`bot.quality.gate_fit`), and prints outcome shares per corpus and question set.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks._common import REPO
+from training.corpora import REPO
 
 OUT = REPO / "benchmarks" / "out"
 
 
 def collect(corpus: str, home: Path) -> Path:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     OUT.mkdir(parents=True, exist_ok=True)
@@ -64,11 +64,11 @@ def main(argv: list[str] | None = None) -> None:
         print(collect(args.corpus, args.home))
         return
     if args.command == "all":
-        from benchmarks.gate_questions import CORPORA
+        from training.question_sets import CORPORA
 
         for corpus in CORPORA:
             print(collect(corpus, Path(args.homes.format(corpus=corpus))), file=sys.stderr)
-    from bot.gate_fit import loco_report
+    from bot.quality.gate_fit import loco_report
 
     rows = [json.loads(line) for f in sorted(OUT.glob("gate-*.jsonl")) for line in f.read_text().splitlines()]
     if not rows:

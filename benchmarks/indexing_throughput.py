@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.indexing_throughput [--limit N]
 
 Syncs into a fresh data directory (empty embedding cache; the sync embeds the children and the
-lead's sentences, `indexing.sentence_vectors`), and embeds the very same child
+lead's sentences, `indexing.vectors.sentence_vectors`), and embeds the very same child
 texts directly with the same model in the same process, once before and once after the sync
 (the machines are shared: bracketing the sync evens out load drift; the raw rate is their mean):
 the ratio of the two rates is the pipeline's overhead (reading, chunking, Postgres writes,
@@ -29,8 +29,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
-    from indexing.sync import sync_documents
+    from indexing.ingest.chunking import chunk_document
+    from indexing.ingest.sync import sync_documents
 
     # A private copy: the incremental step edits a page, and the shared corpus must never change.
     copy = Path(tempfile.mkdtemp(prefix="docent-throughput-")) / "handbook"

@@ -5,7 +5,7 @@
 
 Until issue 23 the keyword leg scored a scoped question with the statistics of every live chunk
 (chunk count, average length, document frequencies) and masked the scores afterwards, so a
-restricted page moved public pages' scores. Now (`indexing.keyword_segments.KeywordIndex.search`)
+restricted page moved public pages' scores. Now (`indexing.keyword.keyword_segments.KeywordIndex.search`)
 the statistics are those of the chunks the asker may see. This script measures both on the same
 in-memory index, question by question alternately (`whole_index_search` below is the previous
 search, kept here as the baseline), in alternating order (reversed every other round):
@@ -45,7 +45,7 @@ SCOPES = ("public", "hr", "eng")
 def whole_index_search(index, query_terms: list[str], scopes: list[str] | None, k: int):
     """`KeywordIndex.search` as it was before issue 23 (9fb6d61): statistics of every live row,
     the asker's scopes applied to the scores afterwards."""
-    from indexing.keyword_segments import B, K1, _top_k
+    from indexing.keyword.keyword_segments import B, K1, _top_k
 
     if not index.live_rows:
         return []
@@ -76,9 +76,9 @@ def whole_index_search(index, query_terms: list[str], scopes: list[str] | None, 
 def real_rows(target: int) -> tuple[list[tuple[str, list[str]]], int]:
     """(doc_id, terms) of the handbook's children, page by page, until `target` children."""
     from connectors.markdown import MarkdownFolder
-    from indexing.bm25 import chunk_search_text, tokens_of_each
-    from indexing.chunking import chunk_document
-    from indexing.storable import storable
+    from indexing.keyword.bm25 import chunk_search_text, tokens_of_each
+    from indexing.ingest.chunking import chunk_document
+    from indexing.ingest.storable import storable
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     rows: list[tuple[str, list[str]]] = []
@@ -132,7 +132,7 @@ def grown(real: list[tuple[str, list[str]]], size: int, seed: int) -> list[tuple
 
 
 def keyword_index(rows: list[tuple[str, list[str]]], restricted: float, seed: int):
-    from indexing.keyword_segments import KeywordIndex, KeywordRow
+    from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 
     rng = random.Random(seed)
     scope_of: dict[str, str] = {}
@@ -144,7 +144,7 @@ def keyword_index(rows: list[tuple[str, list[str]]], restricted: float, seed: in
 
 
 def one_size(rows, restricted: float, questions: list[list[str]], rounds: int) -> dict:
-    from indexing.keyword_segments import KeywordIndex
+    from indexing.keyword.keyword_segments import KeywordIndex
 
     index, keyword_rows = keyword_index(rows, restricted, seed=len(rows))
     public = [i for i, r in enumerate(keyword_rows) if r.access == "public"]
@@ -176,7 +176,7 @@ def main() -> None:
     parser.add_argument("--home", default=None, help="a COPY of a KB home (e.g. kb-sg) to take the real chunks from")
     args = parser.parse_args()
 
-    from indexing.bm25 import _terms, analyze, question_text
+    from indexing.keyword.bm25 import _terms, analyze, question_text
 
     questions = [_terms(analyze(question_text(q["question"]))) for q in eval_questions()]
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {len(questions)} questions", flush=True)

@@ -5,10 +5,10 @@
 The corpus is `benchmarks.keyword_scale`'s (real handbook pages plus synthetic pages made from
 them), tokenised once with Docent's analyser. Each design indexes the same term lists; then the
 handbook's eval questions are asked (scope "public", k=100) and one page is edited `--rounds`
-times. Compared with the from-scratch bm25s arithmetic (`indexing.keyword_segments`, which the
+times. Compared with the from-scratch bm25s arithmetic (`indexing.keyword.keyword_segments`, which the
 tests hold equal to LlamaIndex's BM25Retriever):
 
-1. **segments** — `indexing.keyword_segments.KeywordIndex`: term frequencies in memory, scored
+1. **segments** — `indexing.keyword.keyword_segments.KeywordIndex`: term frequencies in memory, scored
    live; an edit masks the old rows and adds a small segment (the chosen design).
 2. **postgres** — postings in a Postgres table (term, row, tf) with the rows' lengths and scopes
    in another, BM25 computed in one SQL query; an edit deletes and inserts the page's postings.
@@ -38,10 +38,10 @@ from benchmarks._common import eval_questions, pct, table
 def corpus(chunks: int):
     """(rows, terms, docs): KeywordRows and term lists, and for each doc its row positions."""
     from benchmarks.scale import real_corpus, synthetic_pages
-    from indexing.bm25 import _chunk_terms
-    from indexing.chunking import chunk_document
-    from indexing.keyword_segments import KeywordRow
-    from indexing.store import KeywordChunk
+    from indexing.keyword.bm25 import _chunk_terms
+    from indexing.ingest.chunking import chunk_document
+    from indexing.keyword.keyword_segments import KeywordRow
+    from indexing.storage.store import KeywordChunk
 
     real = real_corpus(3000, eval_questions())
     vectors = np.random.default_rng(2).standard_normal((len(real.real), 384)).astype(np.float32)
@@ -62,7 +62,7 @@ class Segments:
     name = "segments (chosen)"
 
     def __init__(self, rows, terms):
-        from indexing.keyword_segments import KeywordIndex
+        from indexing.keyword.keyword_segments import KeywordIndex
 
         self.index = KeywordIndex.build(rows, terms, 1)
 
@@ -191,8 +191,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
 
-    from indexing.bm25 import _terms, analyze, question_text
-    from indexing.keyword_segments import KeywordRow
+    from indexing.keyword.bm25 import _terms, analyze, question_text
+    from indexing.keyword.keyword_segments import KeywordRow
 
     started = time.perf_counter()
     rows, terms = corpus(args.chunks)

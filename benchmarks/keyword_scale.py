@@ -46,7 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import REPO, eval_questions, pct
+from training.corpora import REPO
+from benchmarks._common import eval_questions, pct
 
 REPLICA = r"""
 import json, sys, time, warnings
@@ -84,7 +85,7 @@ def fill(index, docs: list) -> float:
     first publish has a generation to publish (it builds from every chunk, log or not)."""
     from sqlalchemy import insert
 
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     table = index.store.table.__table__
     started = time.perf_counter()
@@ -114,7 +115,7 @@ def edit(index, doc, word: str):
     """A page with one new sentence, written as a sync writes it: one transaction."""
     import dataclasses
 
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     new = dataclasses.replace(doc, text=doc.text + f"\n\nThe relay for this team is called {word}.\n")
     parents = chunk_document(new)
@@ -126,7 +127,7 @@ def edit(index, doc, word: str):
 
 def one_size(size: int, args, questions: list[str], corpus) -> dict:
     from benchmarks.scale import synthetic_pages
-    from indexing.bm25 import Bm25Index
+    from indexing.keyword.bm25 import Bm25Index
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from sqlalchemy import text
@@ -207,9 +208,9 @@ def one_size(size: int, args, questions: list[str], corpus) -> dict:
 def end_to_end(index, home: Path, rounds: int) -> list[float]:
     """Saved page → found by another reader's keyword leg, with the watcher and the real model."""
     from connectors.sources import SourceConfig
-    from indexing.bm25 import Bm25Index
-    from indexing.runner import SyncRunner
-    from indexing.watcher import Watcher
+    from indexing.keyword.bm25 import Bm25Index
+    from indexing.ingest.runner import SyncRunner
+    from indexing.ingest.watcher import Watcher
 
     folder = home / "fresh-wiki"
     folder.mkdir()

@@ -13,9 +13,7 @@ timing). Run as a script (not `-m`) so that the same file can time an older chec
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
-import string
 import sys
 import tempfile
 import time
@@ -24,12 +22,20 @@ from pathlib import Path
 SAMPLE_WIKI = Path(__file__).resolve().parents[1] / "sample-wiki"
 
 
-def gibberish(chars: int, seed: int = 33) -> str:
-    rng = random.Random(seed)
-    words = ["how", "do", "I", "cnonect", "to", "the", "VPN"]
-    while sum(len(w) + 1 for w in words) < chars:
-        words.append("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(6, 14))))
-    return " ".join(words)[:chars]
+def _hostile_inputs():
+    """tests/support/hostile_inputs.py loaded from its file (like benchmarks/_slack.py loads the
+    local Slack API): the same question the spelling test asks, whatever PYTHONPATH points at."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "support" / "hostile_inputs.py"
+    spec = importlib.util.spec_from_file_location("hostile_inputs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gibberish = _hostile_inputs().gibberish
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,8 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     from connectors.markdown import MarkdownFolder
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
-    from indexing.spelling import english_words, repair_question
-    from indexing.sync import sync_documents
+    from indexing.search.spelling import english_words, repair_question
+    from indexing.ingest.sync import sync_documents
 
     home = args.home or Path(tempfile.mkdtemp(prefix="docent-bench-"))
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))

@@ -25,7 +25,7 @@ def main() -> None:
 
     from connectors.commonmark import parse
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import _count_tokens, chunk_document
+    from indexing.ingest.chunking import _count_tokens, chunk_document
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())

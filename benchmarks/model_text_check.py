@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.model_text_check [--repeat 20]
 
-`bot.llm.checked_text` is applied to the final reply and, through `bot.llm_stream.StreamCheck`,
+`bot.answering.llm.checked_text` is applied to the final reply and, through `bot.answering.llm_stream.StreamCheck`,
 to every piece while the model streams (deltas of 4 characters, about a token each). The
 baseline is checking the whole reply once, in the same process; the ratio is what streaming adds.
 Replies: a plain answer (1,500 characters, a few citations and one source link), the longest a
@@ -55,8 +55,8 @@ def main() -> None:
     parser.add_argument("--delta", type=int, default=4, help="characters per streamed piece")
     args = parser.parse_args()
 
-    from bot.llm import AllowedLinks, checked_text
-    from bot.llm_stream import StreamCheck
+    from bot.answering.llm import AllowedLinks, checked_text
+    from bot.answering.llm_stream import StreamCheck
 
     allowed = AllowedLinks(frozenset({1, 2}), frozenset({"wiki.acme.example/people/leave.md"}),
                            frozenset({"wiki.acme.example"}))

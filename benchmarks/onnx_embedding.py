@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, REPO, require, table
+from benchmarks._common import CORPUS_EXCLUDES, HANDBOOK, require, table
+from training.corpora import REPO
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
@@ -37,7 +38,7 @@ def load() -> str:
 
 def handbook_chunks() -> list[str]:
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     texts: list[str] = []
     for doc in MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES).documents():

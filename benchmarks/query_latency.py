@@ -9,15 +9,15 @@ The baseline in the same process is embedding the question alone, the floor for 
 it, all scopes (as `kb ask` on the command line). The two take different query plans in Postgres.
 
 `--lead-vectors stored,question-time` compares, in the same process and round by round, the lead
-reading its sentence vectors from the index (`indexing.sentence_vectors`, stored at sync time)
+reading its sentence vectors from the index (`indexing.vectors.sentence_vectors`, stored at sync time)
 with embedding them when asked, as before they were stored: in `question-time` rounds the lookup
-finds nothing (`bot.lead.stored_vectors` answers {}) and the process's sentence cache is emptied
+finds nothing (`bot.answering.lead.stored_vectors` answers {}) and the process's sentence cache is emptied
 before every answer, so each answer embeds its sentences as a question about sections nobody
 asked recently does. (Its question vector still comes from retrieval; before, the lead embedded
 the question a second time, ~5-20 ms more.) Rounds of each setting alternate.
 
 `--rerank off,builtin` compares, the same way, answers without a rerank stage and with the given
-`KB_RERANK` backend (`builtin`: the shipped reader, `indexing.reader`), lead vectors stored.
+`KB_RERANK` backend (`builtin`: the shipped reader, `indexing.search.reader`), lead vectors stored.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--rerank", default=None,
                         help="KB_RERANK values to alternate round by round, e.g. 'off,builtin' (lead vectors stored)")
     args = parser.parse_args()
-    import bot.lead
+    import bot.answering.lead
 
     settings = args.lead_vectors.split(",")
     reranks = args.rerank.split(",") if args.rerank else []
@@ -48,12 +48,12 @@ def main() -> None:
         parser.error("--rerank compares with lead vectors stored: give one or the other")
     if reranks:
         settings = [f"rerank {r}" for r in reranks]
-    stored_vectors = bot.lead.stored_vectors
+    stored_vectors = bot.answering.lead.stored_vectors
 
     from bot.knowledge import KnowledgeBase
     from connectors.access import Audience
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     questions = [q["question"] for q in eval_questions()]
     index = fresh_index(args.home)
@@ -62,7 +62,7 @@ def main() -> None:
         sync_documents(index, folder.documents(), "handbook")
     index.embedder.embed_query("warm-up")
     from indexing.config import RerankConfig
-    from indexing.rerank import open_stage
+    from indexing.search.rerank import open_stage
 
     stages_of = {f"rerank {r}": open_stage(RerankConfig(backend=r)) for r in reranks}
     for stage in stages_of.values():
@@ -79,14 +79,14 @@ def main() -> None:
         setting = settings[r % len(settings)]
         if reranks:
             index.rerank = stages_of[setting]
-        bot.lead.stored_vectors = stored_vectors if setting != "question-time" else (lambda *a: {})
-        bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
+        bot.answering.lead.stored_vectors = stored_vectors if setting != "question-time" else (lambda *a: {})
+        bot.answering.lead.SENTENCE_VECTORS = bot.answering.lead.SentenceVectors()
         for q in questions:
             started = time.perf_counter()
             index.embedder.embed_query(q)
             embed_only.append((time.perf_counter() - started) * 1000)
             if setting == "question-time":
-                bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
+                bot.answering.lead.SENTENCE_VECTORS = bot.answering.lead.SentenceVectors()
             started = time.perf_counter()
             answer = kb.ask(q, audience)
             total[setting].append((time.perf_counter() - started) * 1000)
@@ -95,8 +95,8 @@ def main() -> None:
             if r < len(settings):
                 leads[setting].append(answer.lead)
         if setting == "stored":
-            embedded_when_stored += len(bot.lead.SENTENCE_VECTORS._items)
-    bot.lead.stored_vectors = stored_vectors
+            embedded_when_stored += len(bot.answering.lead.SENTENCE_VECTORS._items)
+    bot.answering.lead.stored_vectors = stored_vectors
     rows = [("questions × repeats (per setting)", len(total[settings[0]])), ("chunks in index", index.chunk_count()),
             ("scopes searched", ", ".join(args.scope) if args.scope else "all"),
             ("embed question only p50, ms", pct(embed_only, 50))]

@@ -2,8 +2,8 @@
 
     python -m benchmarks.reader_latency --corpus sg --questions 40   # the shipped model; --model another export
 
-Reads `benchmarks/out/reader-<corpus>.jsonl` (`benchmarks.reader_eval collect`), scores each
-question's top N sections with an int8 export (`indexing.reader`) — reading each section the
+Reads `benchmarks/out/reader-<corpus>.jsonl` (`training.reader_eval collect`), scores each
+question's top N sections with an int8 export (`indexing.search.reader`) — reading each section the
 way the shipped reader does, the window of its best chunk around the best sentence, with the
 window's cost inside the timing — and prints
 p50 / p95 per N beside the baseline measured in the same process: embedding the question with
@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.reader_eval import OUT, load_rows, passage
+from training.reader_eval import OUT, load_rows, passage
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="clef")
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--model", type=Path, help="an int8 export (benchmarks.reader_export); default: the shipped one")
+    parser.add_argument("--model", type=Path, help="an int8 export (training.reader_export); default: the shipped one")
     args = parser.parse_args(argv)
-    from indexing.onnx_embedding import OnnxEmbedder
-    from indexing.reader import MODEL
-    from indexing.reader import OnnxReader as Reader
+    from indexing.vectors.onnx_embedding import OnnxEmbedder
+    from indexing.search.reader import MODEL
+    from indexing.search.reader import OnnxReader as Reader
 
     rows = [r for r in load_rows((args.corpus,)) if len(r["hits"]) >= 20][: args.questions]
     reader = Reader(args.model or MODEL, threads=args.threads)

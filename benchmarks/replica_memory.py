@@ -23,7 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks._common import REPO, eval_questions, table
+from training.corpora import REPO
+from benchmarks._common import eval_questions, table
 
 CHILD = """
 import json, sys, time
@@ -37,7 +38,7 @@ def status(field):
 
 from indexing.config import IndexConfig, RerankConfig
 from indexing.index import Index
-from bot.answer import answer_question
+from bot.answering.answer import answer_question
 home, backend, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {"base": status("VmRSS")}
 index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=Path(home), embed_backend=backend))

@@ -3,14 +3,14 @@
     .venv/bin/python -m benchmarks.rerank_latency --home KB_HOME_WITH_THE_SG_HANDBOOK [--questions 40] [--n 5,10,20]
         [--max-chars 1500,600] [--backends folder,service]
 
-Backends measured, each through `indexing.rerank.RerankStage` (the code questions run, budget
+Backends measured, each through `indexing.search.rerank.RerankStage` (the code questions run, budget
 lifted so every run is a real one, not a fallback):
 
 - `cross-encoder folder`: a MiniLM-sized cross-encoder — the bundled all-MiniLM-L6-v2 weights
   loaded as `AutoModelForSequenceClassification(num_labels=1)`, i.e. a randomly initialised
   scoring head on the real 6-layer encoder, saved as a CrossEncoder folder. Its scores mean
   nothing; its cost is a real MiniLM-L6 cross-encoder's (ms-marco-MiniLM-L6-v2 is this size);
-- `service`: the same folder served by `tests/rerank_server.py` (TEI's `/rerank` format) in a
+- `service`: the same folder served by `tests/support/rerank_server.py` (TEI's `/rerank` format) in a
   process of its own on this machine, over HTTP — so the service's forward pass competes for the
   same 2 cores; a real service on its own hardware costs the round trip plus its own compute.
 
@@ -31,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, eval_questions, pct
+from training.corpora import REPO
+from benchmarks._common import eval_questions, pct
 
 
 def minilm_cross_encoder(folder: Path) -> Path:
@@ -58,7 +59,7 @@ def free_port() -> int:
 def start_service(folder: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "rerank_server.py"), str(port), str(folder)],
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "rerank_server.py"), str(port), str(folder)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     if proc.stdout.readline().strip() != "ready":
         proc.kill()
@@ -80,10 +81,10 @@ def main() -> None:
     lengths = [int(c) for c in args.max_chars.split(",")]
 
     from indexing.config import IndexConfig, RerankConfig
-    from indexing.gate import GateSignals
+    from indexing.search.gate import GateSignals
     from indexing.index import Index
-    from indexing.rerank import RerankStage, make_reranker
-    from indexing.retrieval import retrieve
+    from indexing.search.rerank import RerankStage, make_reranker
+    from indexing.search.retrieval import retrieve
 
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=args.home))
     questions = [q["question"] for q in eval_questions()][: args.questions]

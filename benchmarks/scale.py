@@ -16,10 +16,10 @@ How the corpora are made (embedding 100k texts with the real model would take ~4
 
 1. **Real chunks.** Handbook pages are read at run time (never copied into the repository) —
    first the eval questions' expected pages, then the rest in path order — and chunked by
-   `indexing.chunking.chunk_document` until `--real` children (default 3,000) are collected.
+   `indexing.ingest.chunking.chunk_document` until `--real` children (default 3,000) are collected.
    Their `embed_text`s are embedded with the real model, once: vectors are kept on disk in
    `--cache-dir` (default `~/.cache/docent-benchmarks`, file `scale-vectors.npz`), keyed by
-   `indexing.embedding.cache_key(model, text)` (sha256 of model name + text); later runs embed
+   `indexing.vectors.embedding.cache_key(model, text)` (sha256 of model name + text); later runs embed
    only texts missing there.
 2. **Synthetic chunks.** Synthetic pages of 8–20 sections, titled after a real page plus a
    number. Each section takes two random real children A and B: heading = A's section heading,
@@ -30,9 +30,9 @@ How the corpora are made (embedding 100k texts with the real model would take ~4
    indexes draw the same stream. The pages are chunked by `chunk_document` (a long section may
    give two children, both with the section's mix) to learn each child's exact embed_text.
 3. **Writing.** Every child's vector is written into the index's `embedding_cache` table under
-   its real key; then the unmodified `indexing.sync.sync_documents` runs over the real and
+   its real key; then the unmodified `indexing.ingest.sync.sync_documents` runs over the real and
    synthetic `SourceDocument`s: chunking, the embedding cache lookup (the model is never
-   called — checked), the lead's sentence vectors (`indexing.sentence_vectors`: a real page's
+   called — checked), the lead's sentence vectors (`indexing.vectors.sentence_vectors`: a real page's
    sentences embedded with the real model once and kept in the same disk cache; a synthetic
    section's sentences get its mixed vector plus fresh noise, like its children, prefilled in
    the cache too), per-document transactions into `data_docent_chunks` with its HNSW index
@@ -153,8 +153,8 @@ def units_of(text: str) -> list[str]:
 def real_corpus(target: int, questions: list[dict]) -> Corpus:
     """Handbook pages (expected sources first) chunked until `target` children."""
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
-    from indexing.storable import storable
+    from indexing.ingest.chunking import chunk_document
+    from indexing.ingest.storable import storable
 
     folder = MarkdownFolder(require(HANDBOOK), source="handbook", exclude=CORPUS_EXCLUDES)
     paths = list(folder.paths())
@@ -180,7 +180,7 @@ def real_corpus(target: int, questions: list[dict]) -> Corpus:
 def real_vectors(embedder, texts: list[str], cache_dir: Path) -> tuple[np.ndarray, int, float]:
     """Vectors of `texts` from the on-disk cache, embedding (and saving) the missing ones.
     Returns (vectors, texts embedded now, seconds spent embedding)."""
-    from indexing.embedding import cache_key
+    from indexing.vectors.embedding import cache_key
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / "scale-vectors.npz"
@@ -207,10 +207,10 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
     """Endless stream of (SourceDocument, [(embed_text, vector)] of its children, [(text, vector)] of
     its sections' sentences as the lead scores them) built from the real chunks."""
     from connectors.document import SourceDocument
-    from indexing.chunking import chunk_document
-    from indexing.storable import storable
+    from indexing.ingest.chunking import chunk_document
+    from indexing.ingest.storable import storable
 
-    from indexing.sentence_vectors import section_sentences
+    from indexing.vectors.sentence_vectors import section_sentences
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -254,8 +254,8 @@ def synthetic_pages(corpus: Corpus, seed: int, noise: float):
 
 def real_sentence_texts(corpus: Corpus) -> list[str]:
     """Every sentence of the real pages as the lead scores it (what the sync stores for them)."""
-    from indexing.chunking import chunk_document
-    from indexing.sentence_vectors import of_parents
+    from indexing.ingest.chunking import chunk_document
+    from indexing.vectors.sentence_vectors import of_parents
 
     texts: dict[str, None] = {}
     for doc in corpus.real_docs:
@@ -286,10 +286,10 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
     from sqlalchemy.dialects.postgresql import insert
 
     from indexing.config import IndexConfig, RerankConfig
-    from indexing.embedding import cache_key
+    from indexing.vectors.embedding import cache_key
     from indexing.index import Index
-    from indexing.index_tables import EmbeddingCache
-    from indexing.sync import sync_documents
+    from indexing.storage.index_tables import EmbeddingCache
+    from indexing.ingest.sync import sync_documents
 
     home = Path(tempfile.mkdtemp(prefix=f"docent-scale-{label}-"))
     if not keep:
@@ -336,7 +336,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
 def sizes(b: Built) -> None:
     from sqlalchemy import text
 
-    from indexing.store import HNSW
+    from indexing.storage.store import HNSW
 
     table = b.index.store.table.__tablename__
     with b.index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -389,7 +389,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary KB homes (printed)")
     parser.add_argument("--no-reindex", action="store_true", help="skip the from-scratch HNSW rebuild")
     parser.add_argument("--lead", default=None,
-                        help="compare caps on the lead's embedded sentences (bot.lead.EMBEDDED_SENTENCES), e.g. 'all,8'; "
+                        help="compare caps on the lead's embedded sentences (bot.answering.lead.EMBEDDED_SENTENCES), "
+                             "e.g. 'all,8'; "
                              "settings alternate round by round like --threads")
     parser.add_argument("--cold-lead", action="store_true",
                         help="forget the lead's sentence vectors before every answer (every section unseen: the worst case)")
@@ -406,7 +407,7 @@ def main() -> None:
 
     from bot.knowledge import KnowledgeBase
     from connectors.access import Audience
-    from indexing.embedding import TorchEmbedder
+    from indexing.vectors.embedding import TorchEmbedder
 
     questions = eval_questions()
     load_start = os.getloadavg()
@@ -471,23 +472,23 @@ def main() -> None:
         b.numbers["first answer after the build, ms"] = (time.perf_counter() - t) * 1000
     import torch
 
-    import bot.lead
+    import bot.answering.lead
 
     leads = [None] if args.lead is None else [10**9 if v == "all" else int(v) for v in args.lead.split(",")]
-    stored_vectors = bot.lead.stored_vectors
+    stored_vectors = bot.answering.lead.stored_vectors
     settings = [(int(n) or torch.get_num_threads(), cap, where) for n in args.threads.split(",") for cap in leads
                 for where in args.lead_vectors.split(",")]
     for r in range(args.repeat * len(settings)):  # settings alternate round by round
         threads, cap, where = settings[r % len(settings)]
         torch.set_num_threads(threads)
         if cap is not None:
-            bot.lead.EMBEDDED_SENTENCES = cap
-        bot.lead.stored_vectors = stored_vectors if where == "stored" else (lambda *a: {})
+            bot.answering.lead.EMBEDDED_SENTENCES = cap
+        bot.answering.lead.stored_vectors = stored_vectors if where == "stored" else (lambda *a: {})
         for n, q in enumerate(questions):
             order = (small, large) if (n + r // len(settings)) % 2 == 0 else (large, small)
             for b in order:
                 if args.cold_lead or where == "question-time":
-                    bot.lead.SENTENCE_VECTORS = bot.lead.SentenceVectors()
+                    bot.answering.lead.SENTENCE_VECTORS = bot.answering.lead.SentenceVectors()
                 threads_key = (threads, cap, where)
                 t = time.perf_counter()
                 answer = kbs[id(b)].ask(q["question"], audience)

@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.sentence_vectors [--corpus FOLDER] [--limit 80] [--rounds 3]
 
 A sync now embeds, besides each page's child chunks, every sentence of every section as the lead
-scores it (`indexing.sentence_vectors.of_parents`). This chunks the first `--limit` pages of a
+scores it (`indexing.vectors.sentence_vectors.of_parents`). This chunks the first `--limit` pages of a
 corpus (default: the Sourcegraph handbook) and, in one process with the model loaded, embeds
 their children's texts and their sentences' texts alternately, `--rounds` times each
 (`TorchEmbedder.embed_texts`, the sync's own call, in the sync's batch size): the ratio of the two
@@ -30,9 +30,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from connectors.markdown import MarkdownFolder
-    from indexing.chunking import chunk_document
-    from indexing.embedding import TorchEmbedder
-    from indexing.sentence_vectors import of_parents
+    from indexing.ingest.chunking import chunk_document
+    from indexing.vectors.embedding import TorchEmbedder
+    from indexing.vectors.sentence_vectors import of_parents
 
     folder = MarkdownFolder(require(args.corpus), source="bench", exclude=CORPUS_EXCLUDES)
     pages, children, sentences = 0, [], []

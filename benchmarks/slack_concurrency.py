@@ -4,7 +4,7 @@
 
 A fresh index holds the sample wiki; the bot runs as `kb serve` runs it (Bolt app in Starlette
 under uvicorn on 127.0.0.1, Bolt's default listener pool), its Web API client pointed at a local
-Slack Web API (tests/slack_api_server.py). N signed `app_mention` events — the sample wiki's
+Slack Web API (tests/support/slack_api_server.py). N signed `app_mention` events — the sample wiki's
 questions, each in its own channel — are released at the same instant from N threads. Measured:
 each acknowledgement (request → HTTP 200), each answer (event sent → `chat.postMessage`
 recorded), and that every question got exactly one threaded reply, one 👀, one query-log row,
@@ -132,7 +132,7 @@ def main() -> None:
 def _query_log_rows(index, channels: list[str]) -> int:
     from sqlmodel import func, select
 
-    from bot.question_log import QueryLog
+    from bot.records.question_log import QueryLog
 
     with index.session() as s:
         return s.exec(select(func.count()).select_from(QueryLog).where(QueryLog.channel_id.in_(channels))).one()

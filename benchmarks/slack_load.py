@@ -43,7 +43,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks._common import CORPUS_EXCLUDES, REPO, SHARED, fresh_index, peak_rss_mb, pct, table
+from benchmarks._common import CORPUS_EXCLUDES, fresh_index, peak_rss_mb, pct, table
+from training.corpora import REPO, SHARED
 from benchmarks._slack import (Outcome, RecordingSlack, direct_answers, grid, load_questions, ms, new_question,
                                outcome, rss_mb, serving, sync_sample)
 
@@ -184,7 +185,7 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
 
     from bot.knowledge import KnowledgeBase
-    from indexing.runner import SyncRunner
+    from indexing.ingest.runner import SyncRunner
 
     questions = load_questions()
     say("setting up: fresh index, sample wiki, a copy of the churn wiki (a first full sync: embedding), model")

@@ -3,7 +3,7 @@
     python -m benchmarks.synonyms --homes '/tmp/kb-{corpus}' [--corpora sample,clef,sg]
 
 The sample wiki's own `[synonyms]` (sample-wiki/docent.toml) are applied to each corpus's own
-index, and every question of its public set, its casual rewrites (`benchmarks.gate_questions`)
+index, and every question of its public set, its casual rewrites (`training.question_sets`)
 and its foreign (unanswerable) questions that holds a key is asked — for the sample wiki also
 `benchmarks/synonym_questions.jsonl`, eight questions in the vocabulary the synonyms cover (written
 for them: a demonstration, not an independent test). A question holding no key is searched
@@ -40,7 +40,7 @@ def _rank(retrieval, expected: list[str]) -> int | None:
 
 
 def questions(corpus: str) -> list[dict]:
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
 
     sets = question_sets(corpus)
     rows = [*sets["public"], *sets["casual"], *sets["foreign"]]
@@ -54,8 +54,8 @@ def measure(corpus: str, home: Path) -> dict:
     from connectors.sources import load_synonyms
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
-    from indexing.retrieval import retrieve
-    from indexing.synonyms import Synonyms
+    from indexing.search.retrieval import retrieve
+    from indexing.search.synonyms import Synonyms
 
     synonyms = Synonyms.from_table(load_synonyms(SAMPLE_SOURCES))
     asked = [q for q in questions(corpus) if synonyms.expand(q["question"])]
@@ -140,7 +140,7 @@ def timing(corpus: str, home: Path) -> str:
     import statistics
     import time
 
-    from benchmarks.gate_questions import question_sets
+    from training.question_sets import question_sets
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
 

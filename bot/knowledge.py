@@ -8,8 +8,8 @@ Slack app shows of the wiki comes from here too, already narrowed to what it nee
 (the admins' App Home), `gaps` (the gaps report).
 
 Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
-query log itself, in `bot.question_log`). Only `sync` and `forget` change what is indexed, and both go
-through the one sync path (`indexing.runner`, `indexing.indexed_sources`), which publishes the new
+query log itself, in `bot.records.question_log`). Only `sync` and `forget` change what is indexed, and both go
+through the one sync path (`indexing.ingest.runner`, `indexing.ingest.indexed_sources`), which publishes the new
 keyword version.
 """
 
@@ -19,18 +19,18 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bot.answer import Answer, answer_question
+from bot.answering.answer import Answer, answer_question
 from connectors.access import Audience
 from connectors.sources import SourceConfig
-from indexing import indexed_sources
+from indexing.ingest import indexed_sources
 from indexing.index import Index
-from indexing.runner import SyncRunner
-from indexing.status import IndexStatus, index_status
-from indexing.sync import SyncReport
+from indexing.ingest.runner import SyncRunner
+from indexing.storage.status import IndexStatus, index_status
+from indexing.ingest.sync_records import SyncReport
 
 if TYPE_CHECKING:
-    from bot.gaps import GapsReport
-    from indexing.index_tables import SyncRun
+    from bot.records.gaps import GapsReport
+    from indexing.storage.index_tables import SyncRun
 
 CONTEXT_CHARS = 500  # how much of an earlier question joins a follow-up's retrieval
 OPERATOR = Audience.operator()
@@ -87,12 +87,12 @@ class KnowledgeBase:
         for part-timers?"). `mode` ("hybrid", "hybrid-rrf", "vector", "bm25") lets `kb eval
         --compare` score one leg alone; `extractive` answers without the LLM even if one is set.
         `on_text`: the LLM's answer is streamed to it as the model writes it, citation-checked
-        (`bot.llm_stream`); the returned `Answer` is still the one to show. Raises `EmptyQuestion`
+        (`bot.answering.llm_stream`); the returned `Answer` is still the one to show. Raises `EmptyQuestion`
         for a question with nothing searchable in it."""
         text = f"{follows[:CONTEXT_CHARS]} {question}" if follows else question
         llm = None if extractive else self.llm
         if llm is not None and on_text is not None:
-            from bot.llm_stream import StreamingLLM
+            from bot.answering.llm_stream import StreamingLLM
 
             llm = StreamingLLM(llm, on_text)
         return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
@@ -128,7 +128,7 @@ class KnowledgeBase:
         """The pages with these ids that are still indexed, by id."""
         from sqlmodel import col, select
 
-        from indexing.index_tables import DocumentRecord
+        from indexing.storage.index_tables import DocumentRecord
 
         ids = sorted(set(doc_ids))
         if not ids:
@@ -142,7 +142,7 @@ class KnowledgeBase:
         (a title shared by several pages may come more than once)."""
         from sqlmodel import col, select
 
-        from indexing.index_tables import DocumentRecord, Status
+        from indexing.storage.index_tables import DocumentRecord, Status
 
         D = DocumentRecord
         with self.index.session() as s:
@@ -156,7 +156,7 @@ class KnowledgeBase:
         from sqlalchemy import func
         from sqlmodel import col, select
 
-        from indexing.index_tables import DocumentRecord, RunResult, Status, SyncRun
+        from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
 
         D, R, names = DocumentRecord, SyncRun, list(names)
         with self.index.session() as s:
@@ -177,9 +177,9 @@ class KnowledgeBase:
         return [state[name] for name in names]
 
     def gaps(self, days: int = 7, *, scopes: list[str] | None = None, listing=None) -> GapsReport:
-        """The gaps report of the last `days` (`bot.gaps`): page titles limited to `scopes` (None: all),
-        questions and answers by people to what `listing` (`bot.gap_listing.Listing`) allows."""
-        from bot.gaps import gaps_report
+        """The gaps report of the last `days` (`bot.records.gaps`): page titles limited to `scopes` (None: all),
+        questions and answers by people to what `listing` (`bot.records.gap_listing.Listing`) allows."""
+        from bot.records.gaps import gaps_report
 
         return gaps_report(self.index, days, scopes=scopes, listing=listing)
 

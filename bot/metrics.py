@@ -56,7 +56,7 @@ def observe_question(surface: str, answer, timings_ms: dict | None = None) -> No
 
 
 def observe_rerank(run) -> None:
-    """Count one run of the rerank stage (`indexing.rerank.RerankRun`) and its time."""
+    """Count one run of the rerank stage (`indexing.search.rerank.RerankRun`) and its time."""
     RERANK_CALLS.labels(backend=run.backend, outcome=run.outcome).inc()
     RERANK_SECONDS.labels(backend=run.backend).observe(run.ms / 1000)
 
@@ -96,7 +96,7 @@ class IndexCollector:
         from sqlalchemy import func, select
         from sqlmodel import col
 
-        from indexing.index_tables import DocumentRecord, SyncRun
+        from indexing.storage.index_tables import DocumentRecord, SyncRun
 
         with self.index.session() as s:
             table = self.index.store.table

@@ -37,10 +37,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.slack.digest import digest_problem, schedule_digest
-from bot.housekeeping import start_housekeeping
+from bot.records.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
-from bot.slack.access import SlackAccess
+from bot.slack.audiences import SlackAccess
 from bot.slack.app import build_app, slack_access
 from bot.slack.client import web_client
 from bot.slack.workers import Workers
@@ -115,7 +115,7 @@ def warn_unconfigured_sources(index, sources: list) -> list[str]:
     """Say at start which sources in the index the configuration no longer names: they keep
     answering (nothing is deleted because a table vanished from the sources file) until an
     operator runs `kb forget NAME`. Returns their names."""
-    from indexing import indexed_sources
+    from indexing.ingest import indexed_sources
 
     with index.session() as s:
         names = [row.name for row in indexed_sources.unconfigured(s, sources)]
@@ -140,11 +140,11 @@ def connect_socket_mode(app: App, settings: Settings):
 
 
 def start_listening(index: Index, access: SlackAccess | None = None):
-    """Hear the other replicas on this database (`indexing.notify`): a new keyword version is
+    """Hear the other replicas on this database (`indexing.storage.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
     event one of them got drops the same cached details from `access` (the Slack app's
     `SlackAccess`), which in turn announces the events it gets to them. Returns the running listener."""
-    from indexing.notify import Listener, notify_now
+    from indexing.storage.notify import Listener, notify_now
 
     handlers = {"keyword": lambda notice: index.bm25.refresh()}
     if access is not None:
@@ -211,8 +211,8 @@ def warm_up(index: Index) -> None:
     question someone asks. With an embedding service, its first reply also checks the vectors'
     size: a wrong model stops `kb serve` here, in one line; a service that is only down is
     retried at the first question."""
-    from indexing.embedding_service import EmbeddingDimensionError
-    from indexing.spelling import english_words
+    from indexing.vectors.embedding_service import EmbeddingDimensionError
+    from indexing.search.spelling import english_words
 
     english_words()
 

@@ -1,6 +1,6 @@
 """Settings from environment variables (or a `.env` file), read once at the edge and passed down.
 
-Every variable is listed in the README's configuration table; keep the two in step.
+Every variable has a row in bot/settings_reference.py, which renders docs/configuration.md (a test checks both).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from connectors.sources import SourceConfig, load_access, load_sources, load_syn
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:
-    from indexing.synonyms import Synonyms
+    from indexing.search.synonyms import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,23 +77,23 @@ class Settings(BaseSettings):
     kb_access: str = "public"
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
-    # how the local model runs (indexing.onnx_embedding)
+    # how the local model runs (indexing.vectors.onnx_embedding)
     kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = default(IndexConfig, "embed_backend")
     kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
     kb_embed_api_key: SecretStr | None = None
     kb_embed_in_flight: int = default(IndexConfig, "embed_in_flight")
     kb_sync_batch: int = default(IndexConfig, "sync_batch_children")
     kb_top_k: int = default(IndexConfig, "top_k")
-    kb_typo_repair: bool = default(IndexConfig, "typo_repair")  # indexing.spelling: off for a non-English wiki
+    kb_typo_repair: bool = default(IndexConfig, "typo_repair")  # indexing.search.spelling: off for a non-English wiki
     # the first gate's threshold; only `kb eval --calibrate`'s sweep reads it
     kb_gate_min_cosine: float = default(IndexConfig, "min_cosine")
-    # the gate's outcomes (indexing.gate.gate_outcome): not found below, answered from, uncertain between
+    # the gate's outcomes (indexing.search.gate.gate_outcome): not found below, answered from, uncertain between
     kb_gate_refuse_below: float = default(IndexConfig, "gate_refuse_below")
     kb_gate_answer_from: float = default(IndexConfig, "gate_answer_from")
     kb_gate_refuse_below_cjk: float = default(IndexConfig, "gate_refuse_below_cjk")
     kb_gate_answer_from_cjk: float = default(IndexConfig, "gate_answer_from_cjk")
-    # the rerank stage (indexing.rerank): builtin (the shipped reader: a veto on confident answers,
-    # indexing.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
+    # the rerank stage (indexing.search.rerank): builtin (the shipped reader: a veto on confident answers,
+    # indexing.search.reader) | off | a CrossEncoder folder; KB_RERANK_URL: a TEI/Cohere-style service
     kb_rerank: str = default(RerankConfig, "backend")
     kb_rerank_url: str | None = None  # the full URL, e.g. http://tei:8080/rerank or https://api.cohere.com/v2/rerank
     kb_rerank_model: str | None = None
@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     kb_metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0: any free port (logged at start)
     kb_metrics_token: SecretStr | None = None  # `Authorization: Bearer …` for /metrics on the events port
     kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
-    # What people said in private channels (answered gaps, questions) in the digest and App Home (bot.gap_listing)
+    # What people said in private channels (answered gaps, questions) in the digest and App Home (bot.records.gap_listing)
     kb_gaps_include_private_channels: bool = False
 
     def index_config(self) -> IndexConfig:
@@ -155,10 +155,10 @@ class Settings(BaseSettings):
         )
 
     def llm_client(self):
-        """The LLM client for `KB_LLM_BASE_URL` (`bot.llm.LLMClient`), or None: extractive answers."""
+        """The LLM client for `KB_LLM_BASE_URL` (`bot.answering.llm.LLMClient`), or None: extractive answers."""
         if not self.kb_llm_base_url:
             return None
-        from bot.llm import LLMClient
+        from bot.answering.llm import LLMClient
 
         return LLMClient(self.kb_llm_base_url, self.kb_llm_model, secret(self.kb_llm_api_key) or "not-needed",
                          self.kb_llm_timeout)
@@ -178,9 +178,9 @@ class Settings(BaseSettings):
 
     def synonyms(self) -> Synonyms:
         """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
-        analysed for the keyword leg (`indexing.synonyms.Synonyms`); none for `KB_WIKI`.
+        analysed for the keyword leg (`indexing.search.synonyms.Synonyms`); none for `KB_WIKI`.
         A bad entry raises `SourcesError` naming the file, the table and the key."""
-        from indexing.synonyms import Synonyms
+        from indexing.search.synonyms import Synonyms
 
         if self.kb_sources is None and self.kb_wiki is not None:
             return Synonyms()

@@ -19,7 +19,7 @@ groups, a conversation shared with another organisation, or the operator at a te
 scope) — and passed down to retrieval, which searches only `Audience.scopes`.
 
 This module is pure: what Slack knows (is the channel shared? which groups is the user in?) is
-looked up by the caller (`bot.slack.access`) and passed in.
+looked up by the caller (`bot.slack.audiences`) and passed in.
 """
 
 from __future__ import annotations

@@ -22,15 +22,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from connectors.access import AccessConfig, Audience, visible_scopes
 from connectors.sync_rules import SourcesError
 
-if TYPE_CHECKING:
-    from connectors.sources import SourceConfig
+
+class NamedSource(Protocol):
+    """What the channel rules read of a source (`connectors.sources.SourceConfig`): its name and
+    scopes. A protocol, not that class, because `connectors.sources` reads this module."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scopes(self) -> set[str]: ...
+
 
 MENTION: Final = "mention"
 QUESTIONS: Final = "questions"
@@ -94,7 +103,7 @@ _EXPECTED = {
 }
 
 
-def parse_channels(data: dict, where: str, sources: Sequence[SourceConfig], access: AccessConfig) -> ChannelsConfig:
+def parse_channels(data: dict, where: str, sources: Sequence[NamedSource], access: AccessConfig) -> ChannelsConfig:
     """The `channels` tables of a parsed sources file, checked against its sources and scopes."""
     tables = data.get("channels") or {}
     if not isinstance(tables, dict):
@@ -121,7 +130,7 @@ def parse_channels(data: dict, where: str, sources: Sequence[SourceConfig], acce
     return ChannelsConfig(parsed)
 
 
-def _narrowing(names: list[str] | None, by_name: Mapping[str, SourceConfig], access: AccessConfig, channel: str,
+def _narrowing(names: list[str] | None, by_name: Mapping[str, NamedSource], access: AccessConfig, channel: str,
                where: str) -> dict:
     """`sources` and the scopes they carry, refused where narrowing by scope could not be exact."""
     if names is None:

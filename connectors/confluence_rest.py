@@ -41,7 +41,7 @@ from connectors.attachments import FileLimits, FileRefused, NoText, convert, wan
 from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, PageError
 from connectors.confluence_common import Deadline, page_url
 from connectors.confluence_storage import storage_to_markdown
-from connectors.connector import Changes, IndexedPage
+from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, SourceDocument, Unreadable
 from connectors.remote_sources import ConfluenceRemote
 

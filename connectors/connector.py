@@ -10,12 +10,12 @@ whole, as an export changes as a unit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from connectors.access import WILDCARD
+from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
@@ -58,29 +58,9 @@ class IncrementalConnector(Connector, Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class IndexedPage:
-    """What the index holds of one page: enough for a connector to tell whether it changed."""
-
-    path: str
-    access: str
-    updated_at: datetime | None
-    failed: bool = False  # its last read FAILED: read it again
-
-
-@dataclass
-class Changes:
-    """What changed at a source since a time: the pages to (re)read, and the paths certainly gone
-    (deleted, archived, moved out of what the source selects). Pages in neither are unchanged."""
-
-    documents: Iterable[SourceDocument | Unreadable]
-    gone: list[str] = field(default_factory=list)
-    listed: int | None = None  # pages (and files) the source holds now, for the deletion guard
-
-
 @runtime_checkable
 class ChangesConnector(Connector, Protocol):
-    """A connector that can be synced by what changed (`indexing.runner` decides when)."""
+    """A connector that can be synced by what changed (`indexing.ingest.runner` decides when)."""
 
     def changes(self, since: datetime, indexed: dict[str, IndexedPage]) -> Changes:
         """The changes since `since` (already moved back for clock skew), judged against what is

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 PUBLIC = "public"
 # The scope of a page whose scope could not be determined (a Confluence page whose space key is
 # unknown under a per-space `access`). No scope name can be empty, so no audience ever sees it;
-# such a page is FAILED, and the version indexed before keeps the scope it had (`indexing.sync`).
+# such a page is FAILED, and the version indexed before keeps the scope it had (`indexing.ingest.sync`).
 UNKNOWN_SCOPE = ""
 # The scope of a Confluence page not indexed for its read restrictions (SKIPPED, with the reason):
 # not a valid scope name, so no audience ever has it, and its previous version is withdrawn.

@@ -9,13 +9,31 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from connectors.sync_rules import SourcesError
 
-if TYPE_CHECKING:
-    from connectors.sources import SourceConfig
+
+class PlacedSource(Protocol):
+    """What the overlap check reads of a source (`connectors.sources.SourceConfig`). A protocol,
+    not that class, because `connectors.sources` reads this module."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def location(self) -> Path: ...
+
+    @property
+    def access(self) -> str | dict[str, str]: ...
+
+    @property
+    def allow_overlap(self) -> bool: ...
+
+    @property
+    def remote(self) -> object | None: ...
 
 
 def overlap(a: Path, b: Path) -> str | None:
@@ -40,7 +58,7 @@ def _real(location: Path) -> Path:
         return Path(location).expanduser().absolute()
 
 
-def check_overlaps(sources: list[SourceConfig], where: str) -> None:
+def check_overlaps(sources: Sequence[PlacedSource], where: str) -> None:
     """Two sources reading the same files under different access would index each page twice,
     once under each scope: a public wiki folder holding the restricted `hr/` folder of another
     source publishes HR's pages. Such overlaps stop Docent at start, unless one of the two sets

@@ -26,7 +26,7 @@
     users = ["U0ALICE01"]             # direct messages with Docent: these users ("*": every member)
     usergroups = ["S0HRSTAFF"]        # ... and the members of these user groups
 
-    [synonyms]                        # the asker's word → the wiki's words (indexing.synonyms)
+    [synonyms]                        # the asker's word → the wiki's words (indexing.search.synonyms)
     vacation = ["annual leave", "paid time off", "PTO"]
     "年假" = ["annual leave"]          # keys with spaces or CJK characters in quotes
 
@@ -324,7 +324,7 @@ def parse_synonyms(table, where: str) -> dict[str, list[str]]:
     """The `[synonyms]` table: each word or phrase people ask with → the words the wiki uses
     (`vacation = ["annual leave", "paid time off", "PTO"]`), checked for shape here; what the
     keyword leg makes of them (stems, CJK, entries that are one word twice) is checked by
-    `indexing.synonyms.Synonyms.from_table`, at start too."""
+    `indexing.search.synonyms.Synonyms.from_table`, at start too."""
     if table is None:
         return {}
     if not isinstance(table, dict):

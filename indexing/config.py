@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from indexing.synonyms import Synonyms
+    from indexing.search.synonyms import Synonyms
 
 
 @dataclass
 class RerankConfig:
-    """The rerank stage (`indexing.rerank`): which backend scores (question, section) pairs, how
+    """The rerank stage (`indexing.search.rerank`): which backend scores (question, section) pairs, how
     many sections, within what budget, and — only when fitted for that backend — its gate."""
 
-    # What `kb serve` ships: "builtin" (the reader, indexing.reader), "off", "span", or a CrossEncoder
+    # What `kb serve` ships: "builtin" (the reader, indexing.search.reader), "off", "span", or a CrossEncoder
     # folder; `url` wins when set. The one place this default is written (bot.settings reads it).
     backend: str = "builtin"
     url: str | None = None  # a rerank service: TEI's /rerank or the Cohere/Jina/vLLM/Infinity format
@@ -55,7 +55,7 @@ class IndexConfig:
     # A sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name.
     embed_model: str | None = None
     embed_batch_size: int = 32
-    embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.onnx_embedding)
+    embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.vectors.onnx_embedding)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
     embed_api_key: str | None = field(default=None, repr=False)
     embed_in_flight: int = 4  # requests to the service at a time
@@ -67,22 +67,22 @@ class IndexConfig:
     vector_weight: float = 0.8  # score fusion: α for the cosine, (1 − α)/2 for normalised BM25
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
-    typo_repair: bool = True  # search a misspelt word as the wiki word one edit away (indexing.spelling; English)
-    synonyms: Synonyms | None = field(default=None, repr=False)  # the sources file's [synonyms] (indexing.synonyms)
+    typo_repair: bool = True  # search a misspelt word as the wiki word one edit away (indexing.search.spelling; English)
+    synonyms: Synonyms | None = field(default=None, repr=False)  # the sources file's [synonyms] (indexing.search.synonyms)
     synonyms_in_vector: bool = False  # also embed a question's synonyms (measured, not kept: docs/tuning.md "Synonyms")
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
-    # The gate (indexing.gate.gate_outcome): not found below `refuse_below`, answered from
+    # The gate (indexing.search.gate.gate_outcome): not found below `refuse_below`, answered from
     # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
     gate_refuse_below: float = 0.285
     gate_answer_from: float = 0.485
     gate_refuse_below_cjk: float = 0.385
     gate_answer_from_cjk: float = 0.445
-    rerank: RerankConfig = field(default_factory=RerankConfig)  # the rerank stage (indexing.rerank): the built-in reader
+    rerank: RerankConfig = field(default_factory=RerankConfig)  # the rerank stage (indexing.search.rerank): the built-in reader
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()
-        from indexing.onnx_embedding import check_backend
+        from indexing.vectors.onnx_embedding import check_backend
 
         check_backend(self.embed_backend)
         if self.embed_url and not self.embed_model:

@@ -4,12 +4,14 @@ Tests keep out of each other's way by syncing into sources of their own names (a
 sync only prunes its own documents), each with an access scope of the same name that their
 questions are limited to, and by using temporary folders for anything they edit. A test whose
 assertion depends on what else is in the index (rank order, scores, the gate's outcomes, counts
-of logged questions) opens an index of its own on a scratch database: `own_index`.
+of logged questions) opens an index of its own on a scratch database:
+`tests.support.databases.own_index`.
 
 Slack: `slack` (a local Web API, one per module) and `bot` (the app on the sample wiki, one per
-module); what Slack sends and how to read the results are in tests/slack_harness.py. Helper
-modules here (slack_harness, slack_api_server, db_proxy, gaps_wiki…) are imported by name:
-tests/ is not a package, and pytest's default import mode puts it on sys.path.
+module); what Slack sends and how to read the results are in tests/support/slack_harness.py.
+Everything shared that is not a fixture (local servers, harnesses, corpora paths, scratch
+databases) is in tests/support/, imported as `tests.support.<module>` (pytest puts the repository
+on sys.path: `pythonpath` in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import os
 import shutil
 import tempfile
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.support.corpora import SAMPLE_WIKI
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -30,18 +33,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("KB_METRICS_PORT", "0")
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_WIKI = REPO / "sample-wiki"
-SHARED = Path(os.environ.get("KB_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
-CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
 
-
-def shared_corpus(name: str) -> Path:
-    """A corpus from ../shared, or skip with the reason (a user's own clone does not have it)."""
-    path = SHARED / name
-    if not path.is_dir():
-        pytest.skip(f"shared corpus {name!r} not found at {path} (set KB_SHARED_CORPORA)")
-    return path
+def pytest_collection_modifyitems(config, items):
+    """A test that uses the session's index needs a database and the embedding model: `integration`
+    (so `make test-fast`, `-m "not integration and not slow"`, leaves it out without a list to keep)."""
+    for item in items:
+        if "index" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -68,28 +66,10 @@ def index(kb_home):
 def sample_synced(index):
     """The project's sample wiki, synced once as source 'sample'."""
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"], access="sample")
     return sync_documents(index, wiki.documents(), "sample")
-
-
-@contextmanager
-def scratch_database(index, prefix: str):
-    """A database of its own on the session's server, dropped afterwards: for tests that need
-    tables as an older Docent made them, or settings of their own. Yields its URL."""
-    import uuid
-
-    from sqlalchemy import text
-
-    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield index.url.set(database=name)
-    finally:
-        with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture
@@ -100,37 +80,13 @@ def wiki_copy(tmp_path) -> Path:
     return target
 
 
-@contextmanager
-def own_index(index, folder: Path, prefix: str = "docent_own"):
-    """An `Index` of its own on a scratch database of the session's server, with the session's
-    loaded model (seconds, not a model load), closed and dropped afterwards.
-
-    For tests whose assertions depend on what else the index holds: rank order, scores and the
-    gate's outcomes on a corpus, or counts of logged questions. On the session's index those move
-    with whatever other modules synced before (a Chinese test failed when run after
-    tests/test_retrieval.py, when BM25 still ranked with the whole index's statistics). The
-    keyword leg's statistics are per audience now, so a test searching only scopes of its own is
-    safe from other scopes' pages there; the vector leg's HNSW graph still holds every scope's
-    chunks. `folder` holds its home directory."""
-    from indexing.config import IndexConfig
-    from indexing.index import Index
-
-    with scratch_database(index, prefix) as url:
-        own = Index(IndexConfig(home=folder, database_url=url.render_as_string(hide_password=False)),
-                    embedder=index.embedder)
-        try:
-            yield own
-        finally:
-            own.close()
-
-
-# -- Slack (tests/slack_harness.py) ---------------------------------------------------------------
+# -- Slack (tests/support/slack_harness.py) -------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def slack():
-    """A local Slack Web API (tests/slack_api_server.py), one per module."""
-    from slack_api_server import FakeSlack
+    """A local Slack Web API (tests/support/slack_api_server.py), one per module."""
+    from tests.support.slack_api_server import FakeSlack
 
     server = FakeSlack().start()
     yield server
@@ -140,18 +96,18 @@ def slack():
 @pytest.fixture(scope="module")
 def bot(slack, index, sample_synced):
     """The app as `kb serve` runs it, on the session's index, the sample wiki visible everywhere."""
-    from slack_harness import bot_settings, running_bot
+    from tests.support.slack_harness import bot_settings, running_bot
 
     with running_bot(bot_settings(slack), index) as running:
         yield running
 
 
-# -- the database lost on purpose (tests/db_proxy.py) ---------------------------------------------
+# -- the database lost on purpose (tests/support/db_proxy.py) -------------------------------------
 
 
 @pytest.fixture
 def db_proxy(index):
-    from db_proxy import DbProxy, unix_socket_of
+    from tests.support.db_proxy import DbProxy, unix_socket_of
 
     proxy = DbProxy(unix_socket_of(index.url), database=index.url.database or "postgres").start()
     yield proxy

@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import (
     all_text, bot_settings, button, click, envelope, mention, message, new_channel, new_ts, posts_in, query_rows,
     running_bot, wait_until)
 
 from bot.slack import blocks
-from bot.slack.access import NOT_HERE, SlackAccess, shared_with_other_organisations
-from bot.question_log import document_access
+from bot.slack.audiences import NOT_HERE, SlackAccess, shared_with_other_organisations
+from bot.records.question_log import document_access
 from bot.slack.feedback import SHARE_REFUSED
 from connectors.access import AccessConfig, ScopeRule, visible_scopes
 from connectors.connector import SpaceScoped, open_connector
@@ -41,8 +41,8 @@ from connectors.sources import (
     load_sources,
     read_sources_file,
 )
-from indexing import indexed_sources
-from indexing.runner import SyncRunner
+from indexing.ingest import indexed_sources
+from indexing.ingest.runner import SyncRunner
 
 SCOPE = "hr-private"
 SOURCE = "access-test-hr"
@@ -323,7 +323,7 @@ def registry_counts(index, scopes: set[str]) -> tuple[dict[str, int], int]:
     """Documents by status and their chunks, in these scopes, as the registry records them."""
     from sqlmodel import select
 
-    from indexing.index_tables import DocumentRecord
+    from indexing.storage.index_tables import DocumentRecord
 
     with index.session() as s:
         records = s.exec(select(DocumentRecord).where(DocumentRecord.access.in_(scopes))).all()
@@ -734,13 +734,13 @@ def test_confluence_pages_take_their_space_scope(index):
         with index.session() as s:
             from sqlmodel import select
 
-            from indexing.index_tables import DocumentRecord, Status
+            from indexing.storage.index_tables import DocumentRecord, Status
 
             records = s.exec(select(DocumentRecord).where(DocumentRecord.source == name,
                                                           DocumentRecord.status == Status.SUCCESS)).all()
         assert {r.access for r in records} == {people, ops}
         people_docs = {r.id for r in records if r.access == people}
-        from indexing.retrieval import retrieve
+        from indexing.search.retrieval import retrieve
 
         for record in records:
             hits = retrieve(index, record.title, scopes=[ops]).hits

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_WIKI
-from openai_server import FakeOpenAI
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.openai_server import FakeOpenAI
 
 from bot.slack import blocks
-from bot.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question
-from bot.llm import LLMClient
+from bot.answering.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question
+from bot.answering.llm import LLMClient
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -119,12 +119,12 @@ def test_a_reply_that_is_not_a_completion_falls_back_and_the_log_says_what_it_wa
     openai_server.garbage(content_type="text/html")  # e.g. KB_LLM_BASE_URL pointing at a web page
     llm = LLMClient(openai_server.base_url, "local", timeout=5)
     question = "how many days of annual leave do I get?"
-    with caplog.at_level(logging.WARNING, logger="bot.answer"):
+    with caplog.at_level(logging.WARNING, logger="bot.answering.answer"):
         answer = answer_question(index, question, scopes=["sample"], llm=llm)
     assert not answer.llm_used and "[1]" in answer.text
     assert answer.note == ("The language model did not answer (the endpoint's reply is not a chat completion); "
                            "showing the most relevant passages instead.")
-    logged = [r.getMessage() for r in caplog.records if r.name == "bot.answer"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bot.answering.answer"]
     assert logged == ["the language model did not answer (the endpoint's reply is not a chat completion); "
                       "the extractive answer serves"]
     assert question not in logged[0] and openai_server.base_url not in logged[0]
@@ -153,6 +153,7 @@ def _kb(*args, env=None, stdin=None, timeout=120):
                           env=full_env, cwd=REPO, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_help_is_instant_because_heavy_modules_load_lazily():
     code = ("import sys, bot.cli; heavy = [m for m in ('torch', 'sentence_transformers', 'llama_index.core') "
             "if m in sys.modules]; print(heavy)")
@@ -161,12 +162,14 @@ def test_help_is_instant_because_heavy_modules_load_lazily():
     assert _kb("--help").returncode == 0
 
 
+@pytest.mark.integration
 def test_ask_on_an_empty_index_is_one_clear_line(tmp_path):
     result = _kb("ask", "anything?", env={"KB_HOME": str(tmp_path / "home")})
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == "error: the index is empty: run `kb sync` first"
 
 
+@pytest.mark.slow
 def test_unreachable_database_is_one_clear_line_without_the_password(tmp_path):
     url = "postgresql://docent:s3cret-pw@127.0.0.1:9/docent"
     result = _kb("status", env={"KB_HOME": str(tmp_path), "DATABASE_URL": url})
@@ -200,7 +203,7 @@ def test_status_names_the_keyword_version_every_process_serves(kb_home, sample_s
 
 def test_the_keyword_line_says_what_is_not_yet_published_or_saved():
     from bot.cli.asking import keyword_line
-    from indexing.status import KeywordState
+    from indexing.storage.status import KeywordState
 
     assert keyword_line(KeywordState(None, 0, None, 0)) == "nothing published yet (the next sync publishes it)"
     assert keyword_line(KeywordState(7, 9, 5, 2)) == (
@@ -208,6 +211,7 @@ def test_the_keyword_line_says_what_is_not_yet_published_or_saved():
     assert keyword_line(KeywordState(7, 7, None, 3)).endswith("no saved base yet (a cold start builds it from the chunks)")
 
 
+@pytest.mark.slow
 def test_eval_llm_without_an_endpoint_is_one_clear_line(tmp_path):
     result = _kb("eval", str(SAMPLE_WIKI / "QUESTIONS.jsonl"), "--llm",
                  env={"KB_HOME": str(tmp_path), "KB_LLM_BASE_URL": ""})

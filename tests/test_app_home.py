@@ -1,9 +1,9 @@
-"""The App Home tab (`bot.slack.home`, `bot.slack.home_view`) over real HTTP: signed `app_home_opened`
+"""The App Home tab (`bot.slack.home_tab`, `bot.slack.home_blocks`) over real HTTP: signed `app_home_opened`
 events and button clicks to the running app, `views.publish` answered by the local Slack API
 (which refuses a Home view of more than 100 blocks, as Slack does).
 
 The questions behind it are asked through Slack too (mentions answered by the bot and logged by
-it), in a database of its own (tests/gaps_wiki.py): a public wiki, and one page in scope "hr"
+it), in a database of its own (tests/support/gaps_wiki.py): a public wiki, and one page in scope "hr"
 that only channel CHR sees.
 """
 
@@ -16,12 +16,12 @@ from datetime import datetime, timezone
 import pytest
 from sqlmodel import select
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
+from tests.support.slack_harness import ADMIN, all_text, bot_settings, mention, new_channel, posts_in, running_bot
 
-from bot.gaps import GapsReport, Period, QuestionGroup
-from bot.slack.home_view import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view
+from bot.records.gaps import GapsReport, Period, QuestionGroup
+from bot.slack.home_blocks import ACTION_RESYNC, MAX_BLOCKS, HomeData, SourceHealth, home_view
 
 ANNUAL = "how many days of annual leave do I get?"
 SALARY = "when are the engineering salary bands reviewed?"
@@ -94,8 +94,8 @@ def test_admin_view_shows_index_health_gaps_and_a_resync_button_per_source(home,
 
 
 def test_admin_resync_button_runs_a_sync_and_republishes_the_home(home, slack):
-    from bot.question_log import AdminAction
-    from indexing.index_tables import SyncRun
+    from bot.records.question_log import AdminAction
+    from indexing.storage.index_tables import SyncRun
 
     bot, own = home
     slack.homes.pop(ADMIN, None)
@@ -110,8 +110,8 @@ def test_admin_resync_button_runs_a_sync_and_republishes_the_home(home, slack):
 
 
 def test_member_resync_click_is_refused_and_recorded(home, slack):
-    from bot.question_log import AdminAction
-    from indexing.index_tables import SyncRun
+    from bot.records.question_log import AdminAction
+    from indexing.storage.index_tables import SyncRun
 
     bot, own = home
     bot.interaction(click_resync("U1", "gaps"))

@@ -2,9 +2,9 @@
 "Searching the wiki…" status, an LLM answer streamed with chat.startStream / appendStream /
 stopStream, and both fallbacks (chat.update in steps; one post) when a method is unknown.
 
-The LLM is the local OpenAI-compatible server (tests/openai_server.py) streaming server-sent
+The LLM is the local OpenAI-compatible server (tests/support/openai_server.py) streaming server-sent
 events, cut into 7-character pieces so citations arrive split across chunks; the Slack side is
-the local Web API (tests/slack_api_server.py), which keeps every message as it stands.
+the local Web API (tests/support/slack_api_server.py), which keeps every message as it stands.
 """
 
 from __future__ import annotations
@@ -13,14 +13,24 @@ import uuid
 
 import pytest
 
-from openai_server import FakeOpenAI
+from tests.support.openai_server import FakeOpenAI
 
-from slack_harness import PARENTAL, all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
+from tests.support.slack_harness import (
+    PARENTAL,
+    all_text,
+    bot_settings,
+    button,
+    mention,
+    message,
+    new_channel,
+    new_ts,
+    running_bot,
+)
 
 from bot.slack import blocks
-from bot.llm import LLMClient
-from bot.llm import allowed_links
-from bot.llm_stream import StreamCheck
+from bot.answering.llm import LLMClient
+from bot.answering.llm import allowed_links
+from bot.answering.llm_stream import StreamCheck
 from bot.slack.streaming import STATUS
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "

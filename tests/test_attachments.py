@@ -1,4 +1,4 @@
-"""PDF, Word and PowerPoint files as documents: real files made in the tests (tests/office_files.py),
+"""PDF, Word and PowerPoint files as documents: real files made in the tests (tests/support/office_files.py),
 converted by pypdf / python-docx / python-pptx, cited to the page of a PDF, bounded, and — attached
 to Confluence pages — synced with their page's scope through the fake Confluence."""
 
@@ -11,14 +11,14 @@ import zipfile
 import pytest
 from sqlmodel import select
 
-import office_files
-from confluence_server import EMAIL, TOKEN, FakeConfluence
+from tests.support import office_files
+from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 from connectors.attachments import FileLimits, FileRefused, NoText, convert
 from connectors.sources import read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, ParentSection, Status
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, ParentSection, Status
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

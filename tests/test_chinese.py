@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import own_index
+from tests.support.databases import own_index
 from connectors.markdown import MarkdownFolder
-from indexing.bm25 import analyze, tokens
-from indexing.retrieval import retrieve
-from indexing.sync import sync_documents
+from indexing.keyword.bm25 import analyze, tokens
+from indexing.search.retrieval import retrieve
+from indexing.ingest.sync import sync_documents
 
 ZH_HANDBOOK = Path(__file__).resolve().parent.parent / "benchmarks" / "zh-handbook"
 
@@ -69,7 +69,7 @@ def test_chinese_handbook_questions_rank_their_page_first(zh_handbook, mode):
 def test_cjk_coverage_leaves_out_bigrams_no_page_uses_but_not_unknown_words():
     """"PR里能塞…": 里能 is a pair across a word boundary that no page uses — not evidence either
     way, its characters count instead. An unknown Latin word ("rust") or character stays missing."""
-    from indexing.cjk_coverage import cjk_coverage
+    from indexing.search.cjk_coverage import cjk_coverage
 
     searched = frozenset({"里", "能", "里能", "编码", "规范", "rust"})
     known = frozenset({"里", "能", "编码", "规范"})

@@ -38,6 +38,7 @@ def kb(*args: str, env: dict[str, str | None], stdin: str | None = None,
 SECRET = "Pa55w0rdTail"  # every URL below holds it, whole or in parts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url, shown", [
     (f"postgresql://docent:Pa55@w0rd-{SECRET}@127.0.0.1:1/docent", None),
     (f"postgresql://docent:Pa55%40w0rd-{SECRET}@127.0.0.1:1/docent", "postgresql://docent:***@127.0.0.1:1/docent"),
@@ -69,7 +70,7 @@ def test_no_part_of_a_password_is_printed_whatever_the_urls_shape(tmp_path, url,
 def test_a_drivers_message_is_shown_without_the_password_it_quotes():
     from sqlalchemy.engine import make_url
 
-    from indexing.database import redacted
+    from indexing.storage.database import redacted
 
     url = make_url(f"postgresql://docent:{SECRET}%2Fx@db/docent?sslpassword=Key{SECRET}")
     message = f'invalid option "{SECRET}/x" and "{SECRET}%2Fx" and sslpassword=Key{SECRET}'

@@ -14,7 +14,7 @@ import pytest
 from connectors.commonmark import github_slug, heading_anchors, parse, strip_headings
 from connectors.document import SourceDocument
 from connectors.markdown import MarkdownFolder
-from indexing.chunking import chunk_document
+from indexing.ingest.chunking import chunk_document
 
 FIXTURES = Path(__file__).parent / "fixtures" / "markdown"
 BASE = "https://wiki.example.com"
@@ -118,7 +118,7 @@ def test_a_heading_path_keeps_its_stored_forms():
     a source's JSON), read back by its one split."""
     import json
 
-    from indexing.heading_path import HeadingPath
+    from indexing.ingest.heading_path import HeadingPath
 
     text = "# Benefits\n\n## Time off\n\n### Parental leave\n\nSixteen weeks.\n"
     parent = chunk_document(SourceDocument(source="s", path="b.md", title="Benefits", text=text, url=BASE + "/b"))[-1]

@@ -23,7 +23,7 @@ from connectors.confluence_html import ConfluenceHtmlExport
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.detect import detect_kind
 from connectors.document import SourceDocument
-from tests.conftest import SAMPLE_WIKI, shared_corpus
+from tests.support.corpora import SAMPLE_WIKI, shared_corpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"
 HTML_FIXTURE = FIXTURES / "html-export"
@@ -537,8 +537,8 @@ def test_detect_kind_tells_the_exports_from_markdown(tmp_path):
 
 
 def test_html_sample_synced_into_the_index_answers_a_question_about_one_page(samples, index):
-    from indexing.retrieval import retrieve
-    from indexing.sync import sync_documents
+    from indexing.search.retrieval import retrieve
+    from indexing.ingest.sync import sync_documents
 
     connector = ConfluenceHtmlExport(html_sample(), source="conf-html", access="conf-html", base_url=BASE)
     report = sync_documents(index, connector.documents(), "conf-html")
@@ -553,8 +553,8 @@ def test_html_sample_synced_into_the_index_answers_a_question_about_one_page(sam
 
 
 def test_xml_sample_synced_into_the_index_answers_a_question_about_one_page(samples, index):
-    from indexing.retrieval import retrieve
-    from indexing.sync import sync_documents
+    from indexing.search.retrieval import retrieve
+    from indexing.ingest.sync import sync_documents
 
     connector = ConfluenceXmlExport(xml_sample(), source="conf-xml", access="conf-xml")
     report = sync_documents(index, connector.documents(), "conf-xml")
@@ -570,7 +570,7 @@ def test_xml_sample_synced_into_the_index_answers_a_question_about_one_page(samp
 
 
 def section_urls(doc: SourceDocument) -> list[tuple[list[str], str]]:
-    from indexing.chunking import chunk_document
+    from indexing.ingest.chunking import chunk_document
 
     return [(list(p.heading_path), p.url) for p in chunk_document(doc)]
 

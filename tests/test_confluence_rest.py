@@ -1,5 +1,5 @@
 """Confluence Cloud and Data Center over REST, against a local fake Confluence speaking the real v1
-JSON (tests/confluence_server.py, built from the real XML export fixture): first sync, edits,
+JSON (tests/support/confluence_server.py, built from the real XML export fixture): first sync, edits,
 deletes, moves between spaces, restrictions added and lifted, pagination, 429s and 5xx, an outage
 mid-sync, 401/403, a renamed space, a page that fails alone — through Docent's own sources file,
 runner, sync and index (the session's Postgres and model)."""
@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from confluence_server import EMAIL, TOKEN, FakeConfluence
+from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 from connectors.confluence_api import ApiSettings, ConfluenceUnavailable
 from connectors.confluence_rest import RESTRICTED, ConfluenceRest
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.connector import ChangesConnector, open_connector
 from connectors.sources import SourcesError, read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, RunResult, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.status import index_status
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.storage.status import index_status
 
 XML_EXPORT = Path(__file__).resolve().parent / "fixtures" / "confluence" / "xml-export"
 PARENTAL = "how many weeks of parental leave"  # answered by PEOPLE's page 210
@@ -145,10 +145,10 @@ def test_first_sync_then_an_edit_costs_what_changed_and_asks_by_lastmodified(ind
     asked = searches(fake, seen)
     assert len(asked) == 4  # listing, attachments, changed bodies by lastmodified, 207 by id
     assert "lastmodified" in asked[2]
+    tables = __import__("indexing.storage.index_tables", fromlist=["ParentSection"])
     with index.session() as s:
         assert "twenty-six" in " ".join(r.text for r in s.exec(
-            select(__import__("indexing.index_tables", fromlist=["ParentSection"]).ParentSection).where(
-                __import__("indexing.index_tables", fromlist=["ParentSection"]).ParentSection.doc_id == f"{name}:pages/210")))
+            select(tables.ParentSection).where(tables.ParentSection.doc_id == f"{name}:pages/210")))
     indexed_sources.forget(index, name)
 
 

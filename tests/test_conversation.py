@@ -11,8 +11,18 @@ import uuid
 
 import pytest
 
-from slack_api_server import BOT_USER, TEAM
-from slack_harness import PARENTAL, all_text, mention, message, new_channel, new_ts, posts_in, query_rows, wait_until
+from tests.support.slack_api_server import BOT_USER, TEAM
+from tests.support.slack_harness import (
+    PARENTAL,
+    all_text,
+    mention,
+    message,
+    new_channel,
+    new_ts,
+    posts_in,
+    query_rows,
+    wait_until,
+)
 
 from bot.slack.store import answer_to
 from bot.slack.questions import EMPTY_MENTION
@@ -181,7 +191,7 @@ def test_kb_ask_replaces_its_looking_that_up_message_with_the_answer(bot, slack)
 def test_housekeeping_forgets_answer_messages_with_the_questions(bot, slack, index):
     from sqlalchemy import text
 
-    from bot.housekeeping import tidy
+    from bot.records.housekeeping import tidy
 
     channel = new_channel()
     original, kept = mention(VPN, channel), mention(PARENTAL, channel)

@@ -23,24 +23,24 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import (
     ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, running_bot)
 
 from bot.slack import blocks
 from bot.cli import app as kb_cli
 from bot.slack.feedback import SHARE_REFUSED
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.scheduler import start_scheduler, stop_scheduler
-from indexing.watcher import Watcher
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.ingest.scheduler import start_scheduler, stop_scheduler
+from indexing.ingest.watcher import Watcher
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-README = Path(__file__).resolve().parents[1] / "README.md"
+SOURCES_DOC = Path(__file__).resolve().parents[1] / "docs" / "sources.md"  # the sources file reference (was the README)
 
 
 def kb(kb_home: Path, *args: str, sources: Path | None = None, answer: str | None = None):
@@ -74,7 +74,7 @@ def write_pages(folder: Path, count: int, word: str) -> None:
 
 
 def published_keyword_version(index) -> int | None:
-    from indexing import keyword_versions
+    from indexing.keyword import keyword_versions
 
     with index.session() as s:
         return keyword_versions.published(s)
@@ -333,7 +333,7 @@ def test_globs_follow_gitignore_rules(tmp_path):
 
 
 def _readme_blocks(language: str) -> list[str]:
-    text = README.read_text()
+    text = SOURCES_DOC.read_text()
     blocks_found, inside, lines = [], False, []
     for line in text.splitlines():
         if line.strip() == f"```{language}":
@@ -349,7 +349,7 @@ def _readme_blocks(language: str) -> list[str]:
 @pytest.mark.parametrize("language", ["toml", "yaml"])
 def test_every_sources_example_in_the_readme_loads_exactly_as_written(tmp_path, language):
     examples = [b for b in _readme_blocks(language) if "source" in b]
-    assert examples, f"the README has {language} examples of the sources file"
+    assert examples, f"docs/sources.md has {language} examples of the sources file"
     for n, example in enumerate(examples):
         path = tmp_path / f"example-{n}.{language}"
         path.write_text(example)

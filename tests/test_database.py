@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from conftest import scratch_database
-from indexing.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
+from tests.support.databases import scratch_database
+from indexing.storage.database import DatabaseUnsupported, connect, is_unreachable, pgvector_version
 
 REPO = Path(__file__).resolve().parents[1]
 KB = [sys.executable, "-m", "bot.cli"]  # this checkout's code, whichever checkout the venv was installed from

@@ -1,7 +1,7 @@
 """The weekly gaps digest (`bot.slack.digest`): what it posts, that only the scheduler's leader posts
 it (the lock held by another real process), and that the scheduler of `kb serve` runs it.
 
-Questions are answered and logged by the real code in a database of its own (tests/gaps_wiki.py);
+Questions are answered and logged by the real code in a database of its own (tests/support/gaps_wiki.py);
 the digest goes to the local Slack API.
 """
 
@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from gaps_wiki import isolated_index
-from slack_api_server import BOT_TOKEN
-from slack_harness import all_text, bot_settings
+from tests.support.gaps_wiki import isolated_index
+from tests.support.slack_api_server import BOT_TOKEN
+from tests.support.slack_harness import all_text, bot_settings
 
-from bot import question_log
-from bot.answer import answer_question
+from bot.records import question_log
+from bot.answering.answer import answer_question
 from bot.knowledge import KnowledgeBase
 from bot.slack.digest import MESSAGE_BLOCKS, run_digest, schedule_digest
-from indexing.locks import LeaderLock
+from indexing.storage.locks import LeaderLock
 
 REPO = Path(__file__).resolve().parents[1]
 ADMINS = "CADMINS"
@@ -116,7 +116,7 @@ def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from sqlalchemy import create_engine
-        from indexing.locks import LeaderLock
+        from indexing.storage.locks import LeaderLock
         lock = LeaderLock(create_engine({own.url.render_as_string(hide_password=False)!r}), "scheduler")
         print(lock.is_leader(), flush=True)
         sys.stdin.read()
@@ -138,8 +138,8 @@ def test_only_the_schedulers_leader_posts_the_digest(digest, slack):
 
 
 def test_kb_serves_scheduler_runs_the_digest_on_its_schedule(digest, slack):
-    from indexing.runner import SyncRunner
-    from indexing.scheduler import start_scheduler, stop_scheduler
+    from indexing.ingest.runner import SyncRunner
+    from indexing.ingest.scheduler import start_scheduler, stop_scheduler
 
     settings, own, client, kb = digest
     runner = SyncRunner(own, settings.sources())

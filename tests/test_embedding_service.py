@@ -12,17 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_WIKI
-from embeddings_server import FakeEmbeddings
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.embeddings_server import FakeEmbeddings
 
-from bot.evaluation import load_questions, run_eval
+from bot.quality.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources
+from indexing.ingest import indexed_sources
 from indexing.config import IndexConfig
-from indexing.embedding import EMBED_DIM
-from indexing.embedding_service import EmbeddingDimensionError, EmbeddingServiceError, ServiceEmbedder
+from indexing.vectors.embedding import EMBED_DIM
+from indexing.vectors.embedding_service import EmbeddingDimensionError, EmbeddingServiceError, ServiceEmbedder
 from indexing.index import Index
-from indexing.sync import sync_documents
+from indexing.ingest.sync import sync_documents
 
 
 @pytest.fixture
@@ -38,8 +38,8 @@ def client(service, **options) -> ServiceEmbedder:
 
 
 def test_the_torch_onnx_and_service_backends_are_each_an_embedder(tmp_path):
-    from indexing.embedding import Embedder, TorchEmbedder
-    from indexing.onnx_embedding import OnnxEmbedder
+    from indexing.vectors.embedding import Embedder, TorchEmbedder
+    from indexing.vectors.onnx_embedding import OnnxEmbedder
 
     backends = [TorchEmbedder(), OnnxEmbedder(tmp_path),
                 ServiceEmbedder("http://127.0.0.1:9", "m", dimensions=EMBED_DIM)]  # none loads or connects here

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.evaluation import Question, load_questions, run_eval, score
-from tests.conftest import SAMPLE_WIKI
+from bot.quality.evaluation import Question, load_questions, run_eval, score
+from tests.support.corpora import SAMPLE_WIKI
 
 
 def _row(kind, found, rank):
@@ -41,8 +41,8 @@ def test_eval_over_the_sample_wiki(index, sample_synced):
 def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced):
     """`kb eval --llm`: the model answers what the gate lets through, and its "not found" is scored
     as a refusal (here it says so every time)."""
-    from bot.llm import NOT_FOUND_REPLY, LLMClient
-    from tests.openai_server import FakeOpenAI
+    from bot.answering.llm import NOT_FOUND_REPLY, LLMClient
+    from tests.support.openai_server import FakeOpenAI
 
     questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
     extractive = run_eval(index, questions, scopes=["sample"])

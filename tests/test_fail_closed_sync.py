@@ -41,13 +41,13 @@ from bot.cli import app as kb_cli
 from connectors.connector import open_connector
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from connectors.sources import DeletionLimit, SourceConfig, SourcesError, read_sources_file
-from indexing import indexed_sources
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.sync import recent_deletions
+from indexing.ingest import indexed_sources
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.ingest.sync_records import recent_deletions
 
-from db_proxy import DbProxy, unix_socket_of
+from tests.support.db_proxy import DbProxy, unix_socket_of
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -335,7 +335,7 @@ def can_drop_dac() -> str | None:
 def as_user(index, kb_home):
     """`kb ARGS` in its own process with file permissions enforced (as root: without the DAC
     capabilities). The embedded server's socket lies in a folder only its own OS user may enter,
-    so that process reaches it through a loopback TCP proxy (tests/db_proxy.py)."""
+    so that process reaches it through a loopback TCP proxy (tests/support/db_proxy.py)."""
     why = can_drop_dac()
     if why:
         pytest.skip(why)

@@ -1,7 +1,7 @@
 """Faults, made to happen for real: the database lost while serving, the embedding model failing
 during a sync, and `kb serve` killed with SIGKILL while votes are being written.
 
-- The database is lost through a TCP proxy (tests/db_proxy.py) in front of the session's embedded
+- The database is lost through a TCP proxy (tests/support/db_proxy.py) in front of the session's embedded
   Postgres, which other tests keep using: the bot under test opens its own `Index` through the
   proxy, and cutting the proxy closes its live connections and refuses new ones.
 - The model fails because the third-party model object (LlamaIndex's `HuggingFaceEmbedding`) is
@@ -29,27 +29,27 @@ from sqlalchemy import create_engine, text
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from conftest import SAMPLE_WIKI
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
-from slack_harness import (
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from tests.support.slack_harness import (
     PARENTAL, SECRET, Bot, all_text, bot_settings, button, click, mention, message, new_channel, new_ts, posts_in,
     query_rows, running_bot, wait_until)
 
-from bot import question_log
+from bot.records import question_log
 from bot.slack import blocks
-from bot.answer import Answer
+from bot.answering.answer import Answer
 from bot.cli import app as kb_cli
-from bot.question_log import Feedback
+from bot.records.question_log import Feedback
 from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
-from indexing.database import is_unreachable
-from indexing.embedding import TorchEmbedder
+from indexing.storage.database import is_unreachable
+from indexing.vectors.embedding import TorchEmbedder
 from indexing.index import Index
-from indexing.index_tables import DocumentRecord, Status
-from indexing.retrieval import retrieve
-from indexing.status import index_status
-from indexing.sync import sync_documents
+from indexing.storage.index_tables import DocumentRecord, Status
+from indexing.search.retrieval import retrieve
+from indexing.storage.status import index_status
+from indexing.ingest.sync import sync_documents
 
 KB = str(Path(sys.executable).parent / "kb")
 

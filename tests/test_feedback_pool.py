@@ -4,7 +4,7 @@ sleeps through before retrying), or a database that stops answering, cannot hold
 acknowledgement past Slack's 3 seconds.
 
 Real Bolt over signed HTTP (`slack_harness.running_bot`), the local Slack API answering
-`chat.update` with 429s (tests/slack_api_server.py). The ack is timed from the HTTP request to its
+`chat.update` with 429s (tests/support/slack_api_server.py). The ack is timed from the HTTP request to its
 response, while every vote of the burst is waiting out its `Retry-After`.
 """
 
@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from slack_harness import (
+from tests.support.slack_harness import (
     PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, new_channel, posts_in, running_bot)
 
 from bot.slack import blocks
@@ -117,7 +117,7 @@ def test_a_share_and_a_thumbs_down_form_on_a_rate_limited_slack_do_not_delay_a_k
 
 def test_a_burst_of_votes_while_the_database_hangs_does_not_delay_a_kb_ack(slack, sample_synced, proxied_index,
                                                                            db_proxy):
-    """The database stops answering (tests/db_proxy.py holds every byte) while ten people vote; `/kb`
+    """The database stops answering (tests/support/db_proxy.py holds every byte) while ten people vote; `/kb`
     is acked at once all the same, and when the database answers again every vote is stored."""
     with running_bot(bot_settings(slack), proxied_index) as bot:
         channel, message = posted_answer(bot, slack)

@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import func, select
 
 from connectors.sources import SourceConfig, SourcesError, load_sources, parse_schedule
-from indexing.index_tables import DocumentRecord, ParentSection, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.runner import SyncRunner
-from indexing.scheduler import start_scheduler, stop_scheduler
-from indexing.watcher import Watcher
+from indexing.storage.index_tables import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.runner import SyncRunner
+from indexing.ingest.scheduler import start_scheduler, stop_scheduler
+from indexing.ingest.watcher import Watcher
 
 KB = str(Path(sys.executable).parent / "kb")
 
@@ -87,9 +87,10 @@ def watched(index, wiki_copy):
     watcher.stop()
 
 
+@pytest.mark.slow
 def test_importing_the_watcher_does_not_load_watchdog():
     """watchdog is loaded when a watcher starts (`kb serve`, `kb watch`), not with the module."""
-    code = "import sys, indexing.watcher; print('watchdog' in sys.modules)"
+    code = "import sys, indexing.ingest.watcher; print('watchdog' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
 
@@ -208,9 +209,9 @@ def test_two_sources_due_at_the_same_moment_both_run(index, tmp_path, caplog):
     import logging
     import threading
 
-    from indexing.locks import LeaderLock
+    from indexing.storage.locks import LeaderLock
 
-    caplog.set_level(logging.INFO, logger="indexing.scheduler")
+    caplog.set_level(logging.INFO, logger="indexing.ingest.scheduler")
     names = ["due-a", "due-b"]
     sources = []
     for name in names:

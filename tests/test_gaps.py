@@ -1,6 +1,6 @@
-"""The gaps report (`bot.gaps`, `kb gaps`) over a real query log: questions answered by the real
+"""The gaps report (`bot.records.gaps`, `kb gaps`) over a real query log: questions answered by the real
 answering code and logged by the real recording code (`question_log.log_query`, `record_vote`,
-`record_reason`), in a database of its own (tests/gaps_wiki.py) so the counts are exact.
+`record_reason`), in a database of its own (tests/support/gaps_wiki.py) so the counts are exact.
 
 "Last week" is made by moving the logged rows' `created_at` back eight days — the one column
 the recording code cannot be asked to set.
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from bot import question_log
-from bot.answer import answer_question
-from bot.gaps import cluster, gaps_report
+from bot.records import question_log
+from bot.answering.answer import answer_question
+from bot.records.gaps import cluster, gaps_report
 
 REPO = Path(__file__).resolve().parents[1]
 ANNUAL = "how many days of annual leave do I get?"

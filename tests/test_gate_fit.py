@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.gate_fit import fit, loco, outcome, score_of
-from indexing.gate import GateSignals, gate_score, outcome_for
+from bot.quality.gate_fit import fit, loco, outcome, score_of
+from indexing.search.gate import GateSignals, gate_score, outcome_for
 
 
 def _row(corpus, kind, cosine, set_name="public", cjk=False, coverage=0.0, agree=False):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slack_api_server import BOT_ID, BOT_USER
-from slack_harness import (
+from tests.support.slack_api_server import BOT_ID, BOT_USER
+from tests.support.slack_harness import (
     ADMIN, PARENTAL, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows,
     running_bot, sources_heading)
 
@@ -228,7 +228,7 @@ def add_gap(helpbot, slack, channel: str, thread: str, user: str):
 
 
 def stored_gap(index, channel: str, thread: str):
-    from bot import question_log
+    from bot.records import question_log
 
     return question_log.answered_gap(index, channel, thread)
 
@@ -290,7 +290,8 @@ def test_kb_gaps_lists_answers_by_people_and_writes_drafts_without_overwriting(h
     assert listed.returncode == 0, listed.stderr
     people = [a for a in json.loads(listed.stdout)["answered_by_people"] if a["channel"] == LISTED]
     assert [(a["question"], a["answered_by"], a["thread_ts"]) for a in people] == [(UNKNOWN, ANSWERER, asked["ts"])]
-    from bot.gaps import as_text, gaps_report
+    from bot.records.gaps_text import as_text
+    from bot.records.gaps import gaps_report
 
     text = as_text(gaps_report(index, 7)).split("Answered by people, missing from the wiki", 1)[1]
     assert f"{ANSWERER} in {LISTED}: It's in the facilities cookbook, page 12" in text
@@ -407,8 +408,8 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
 
     from sqlalchemy import text
 
-    from bot import question_log
-    from bot.housekeeping import tidy
+    from bot.records import question_log
+    from bot.records.housekeeping import tidy
     from bot.slack.store import claim_handover, handover_in
 
     channel, now = new_channel(), datetime.now(timezone.utc)
@@ -430,8 +431,8 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
 def test_draft_names_are_safe_and_stable():
     from datetime import datetime, timezone
 
-    from bot.gap_drafts import draft_name
-    from bot.gaps import AnsweredByPeople
+    from bot.records.gap_drafts import draft_name
+    from bot.records.gaps import AnsweredByPeople
 
     def gap(question: str, thread: str = "1.000001") -> AnsweredByPeople:
         at = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -491,7 +492,7 @@ def test_drafts_carry_their_channels_scopes_are_inert_and_are_not_indexed_as_the
     from typer.testing import CliRunner
 
     from bot.cli import app as kb_cli
-    from indexing.index_tables import DocumentRecord, Status
+    from indexing.storage.index_tables import DocumentRecord, Status
 
     env = {"KB_HOME": str(index.config.home), "DATABASE_URL": index.url.render_as_string(hide_password=False),
            "KB_SOURCES": str(sources_file), "SLACK_BOT_TOKEN": None, "KB_WIKI": None, "KB_LOG_LEVEL": "WARNING"}

@@ -2,7 +2,7 @@
 
 Nothing a wiki, an export or a Slack user can send may crash a sync, hang it, or make the bot
 leak or echo what it must not. The parsers are fuzzed with hypothesis (strategies in
-tests/hostile_inputs.py; `DOCENT_FUZZ_EXAMPLES=5000` runs a longer campaign); the rest are real
+tests/support/hostile_inputs.py; `DOCENT_FUZZ_EXAMPLES=5000` runs a longer campaign); the rest are real
 files in temporary folders, synced into the real index of conftest, each test under a source and
 access scope of its own name.
 """
@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import select
 
-import hostile_inputs as hi
-from openai_server import FakeOpenAI
+from tests.support import hostile_inputs as hi
+from tests.support.openai_server import FakeOpenAI
 
 from connectors.confluence_common import (
     MAX_DEPTH,
@@ -44,9 +44,9 @@ from connectors.confluence_storage import storage_to_markdown
 from connectors.confluence_html import ConfluenceHtmlExport
 from connectors.confluence_xml import ConfluenceXmlExport
 from connectors.markdown import MarkdownFolder
-from indexing.chunking import MAX_HEADING_CHARS, chunk_document
-from indexing.index_tables import DocumentRecord, Status, SyncRun
-from indexing.sync import MAX_TEXT_CHARS, storable, sync_documents
+from indexing.ingest.chunking import MAX_HEADING_CHARS, chunk_document
+from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
+from indexing.ingest.sync import MAX_TEXT_CHARS, storable, sync_documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "confluence"
 FUZZ = settings(
@@ -97,6 +97,7 @@ def check_document(doc) -> None:
 # --- 1. parsers, fuzzed ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FUZZ
 @given(content=hi.markdown_bytes, name=hi.file_name, suffix=st.sampled_from([".md", ".markdown", ".txt", ".MD"]))
 def test_fuzz_markdown_files_become_documents_or_failures_never_exceptions(content, name, suffix):
@@ -109,6 +110,7 @@ def test_fuzz_markdown_files_become_documents_or_failures_never_exceptions(conte
                 check_document(doc)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(page=hi.html_bytes, index=st.one_of(st.none(), hi.html_bytes),
        page_id=st.sampled_from(["7", "0012", "99999999999999999999"]))
@@ -142,6 +144,7 @@ def test_a_bracket_after_a_less_than_sign_is_text_not_a_parser_error():
     assert "x<y" in storage_to_markdown("<p><![CDATA[x<y]]></p>", {}, lambda title, space: None)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(entities=hi.entities_bytes, descriptor=st.none() | hi.descriptor, zipped=st.booleans())
 def test_fuzz_confluence_xml_exports_raise_only_export_errors(entities, descriptor, zipped):
@@ -177,7 +180,7 @@ def test_fuzz_outgoing_text_never_carries_a_broadcast(text):
     """Whatever a page, a model or a question says, what we send cannot ping a channel."""
     import re
 
-    from bot.answer import EmptyQuestion, clean_question
+    from bot.answering.answer import EmptyQuestion, clean_question
     from bot.slack.mrkdwn import neutralise, slack_to_plain, to_mrkdwn
 
     with timed("rendering fuzzed text", 5):
@@ -201,8 +204,8 @@ def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, b
     import re
     from datetime import datetime, timezone
 
-    from bot.llm import build_prompt
-    from indexing.retrieval import Hit
+    from bot.answering.llm import build_prompt
+    from indexing.search.hits import Hit
 
     hits = [Hit(parent_id=f"p{n}", doc_id=f"s:d{n}", source="s", path=f"d{n}", title=title, heading_path=headings,
                 url="https://x.test", text=body, matched=[body], updated_at=datetime.now(timezone.utc), score=1.0,
@@ -211,6 +214,7 @@ def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, b
     assert len(re.findall(r"<\s*excerpt\b", prompt, re.I)) == len(re.findall(r"<\s*/\s*excerpt\b", prompt, re.I)) == len(hits)
 
 
+@pytest.mark.slow
 def test_fuzzing_found_these_once_and_they_stay_fixed():
     """Inputs the fuzzers (and the hand-written hostile cases) turned up, as plain regressions."""
     with folder() as root:
@@ -274,6 +278,7 @@ def _html_page(body: str, title: str = "Slow") -> str:
     return hi.confluence_page(title, ["index.html"], "", body, scaffold=True)
 
 
+@pytest.mark.slow
 def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_read():
     with folder() as root:
         shutil.copy(FIXTURES / "html-export" / "index.html", root)
@@ -299,6 +304,7 @@ def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_rea
         to_markdown(BeautifulSoup("<p>x</p>", "html.parser"), Deadline(-1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -343,7 +349,7 @@ def test_text_over_the_sync_limit_and_stalling_headings_cannot_stall_a_sync(inde
     assert [list(p.heading_path) for p in parents] == [[]] + [  # the headings, clipped to MAX_HEADING_CHARS
         ["a" + " " * (MAX_HEADING_CHARS - 1), "b " + "#" * (MAX_HEADING_CHARS - 2), "[" * 290]] * 40
     assert "```\n# " + " " * 50 + "code stays" in parents[-1].text  # a fenced line is no heading
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "where does the zebra quokka live?", scopes=[source])
     assert answer.found and answer.sources[0].path == "headings.md"
@@ -366,7 +372,7 @@ def finishes_in_a_fresh_interpreter(code: str, data, timeout: float = 120) -> ob
 CHUNK_EACH = """
 import json, sys
 from connectors.document import SourceDocument
-from indexing.chunking import chunk_document
+from indexing.ingest.chunking import chunk_document
 out = {}
 for name, line in json.load(sys.stdin).items():
     parents = chunk_document(SourceDocument(source="h", path=name, title="Hostile", text=line + "\\n\\nThe body.\\n"))
@@ -375,6 +381,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_hostile_heading_lines_are_read_as_headings_without_stalling():
     """Lines on which the former heading pattern ran for hours (cubic in a run of whitespace,
     quadratic in `#`s: ~15 minutes for 200,000) or its link-stripping did (quadratic in `[`s:
@@ -456,7 +463,7 @@ def test_hostile_files_each_fail_alone_or_are_read_and_nothing_leaves_the_folder
     for rel in ("outside.md", "../outside/secret.md", "outside-dir/secret.md", "loop-a.md"):
         doc = wiki.read(rel)
         assert doc.error and not doc.text, rel
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "what is the outside password plover?", scopes=[source])
     assert "plover-hostile-9" not in answer.text + json.dumps([s.to_json() for s in answer.sources])
@@ -495,10 +502,10 @@ def test_ten_thousand_unreadable_or_empty_files_are_recorded_in_a_real_sync_with
         (tmp_path / f"binary-{n:05d}.md").write_bytes(b"\x00")
     (tmp_path / "real.md").write_text("# Real\n\nThe one real page among ten thousand empty or binary ones.\n")
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="indexing.sync"):
+    with caplog.at_level(logging.WARNING, logger="indexing.ingest.sync"):
         report = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
     first = time.monotonic() - started
-    lines = [r for r in caplog.records if r.name == "indexing.sync"]
+    lines = [r for r in caplog.records if r.name == "indexing.ingest.sync"]
     again = sync_documents(index, MarkdownFolder(tmp_path, source=source, access=source).documents(), source)
     assert (report.added, report.failed, report.skipped) == (1, 5_000, 5_000)
     assert (again.failed, again.skipped, again.unchanged) == (5_000, 5_000, 1)
@@ -539,7 +546,7 @@ def test_zip_bomb_export_is_refused_with_a_clear_error_and_nothing_is_pruned(ind
         runs = s.exec(select(SyncRun).where(SyncRun.source == source).order_by(SyncRun.id)).all()
     assert len(rows) == first.added + first.failed and runs[-1].deleted == 0
     assert runs[-1].errors[0].startswith("sync aborted: refusing space.zip")
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     assert answer_question(index, "how do I deploy the quokka api?", scopes=[source]).found
 
@@ -571,7 +578,7 @@ def rendered(answer) -> str:
 @pytest.mark.parametrize("question", ["", "   \n\t\u3000 ", "<!channel> <!here>", "\x00\x01\x7f", "<!subteam^S1|@ops>"],
                          ids=["empty", "whitespace", "only-broadcasts", "control-characters", "only-a-group-ping"])
 def test_questions_with_nothing_to_search_are_refused_clearly(index, question):
-    from bot.answer import EmptyQuestion, answer_question
+    from bot.answering.answer import EmptyQuestion, answer_question
 
     with pytest.raises(EmptyQuestion, match="^the question is empty$"):
         answer_question(index, question, scopes=["sample"])
@@ -607,7 +614,7 @@ GATE_FALSE_POSITIVE = pytest.mark.xfail(
 @pytest.mark.parametrize("name", [pytest.param(n, marks=GATE_FALSE_POSITIVE) if n == "prompt-injection" else n
                                   for n in HOSTILE_QUESTIONS])
 def test_hostile_questions_get_a_sensible_reply_and_never_echo_a_broadcast(index, sample_synced, name):
-    from bot.answer import NOT_FOUND_REPLY, answer_question
+    from bot.answering.answer import NOT_FOUND_REPLY, answer_question
     from bot.slack.mrkdwn import slack_to_plain
 
     question = HOSTILE_QUESTIONS[name]
@@ -645,13 +652,14 @@ def test_slack_text_path_is_linear_on_a_40000_character_message():
 
 FALLBACK_EACH = """
 import json, sys
-from bot.answer import Answer
+from bot.answering.answer import Answer
 from bot.slack.blocks import fallback_text
 texts = json.load(sys.stdin)
 print(json.dumps({name: fallback_text(Answer("q", text, [], {})) for name, text in texts.items()}))
 """
 
 
+@pytest.mark.slow
 def test_fallback_text_of_hostile_answers_is_computed():
     """Answers (which quote the wiki) that made the former table-rule pattern run for hours:
     2,000 blank lines alone took a minute; these are 50,000."""
@@ -696,7 +704,7 @@ def injected(index, tmp_path_factory):
 
 
 def test_instructions_in_a_document_are_quoted_as_data_in_extractive_mode(index, injected):
-    from bot.answer import answer_question
+    from bot.answering.answer import answer_question
 
     answer = answer_question(index, "how often is the admin token rotated?", scopes=[injected])
     assert answer.found and not answer.llm_used and answer.sources[0].path == "admin-token.md"
@@ -711,8 +719,8 @@ def test_instructions_in_a_document_are_quoted_as_data_in_extractive_mode(index,
 def test_instructions_in_a_document_stay_inside_their_excerpt_in_llm_mode(index, injected):
     import re
 
-    from bot.answer import answer_question
-    from bot.llm import SYSTEM_PROMPT, LLMClient
+    from bot.answering.answer import answer_question
+    from bot.answering.llm import SYSTEM_PROMPT, LLMClient
 
     server = FakeOpenAI().start()
     try:
@@ -781,11 +789,11 @@ def test_no_secret_reaches_a_reply_or_a_log_line(index, sample_synced, tmp_path)
     while a representative set of paths runs with every logger at DEBUG: none of them may appear
     in the log file, in the CLI's output, or in anything sent to Slack or returned as an answer."""
     import httpx
-    from slack_api_server import BOT_USER, TEAM, FakeSlack
+    from tests.support.slack_api_server import BOT_USER, TEAM, FakeSlack
     from slack_sdk.signature import SignatureVerifier
 
-    from bot.answer import answer_question
-    from bot.llm import LLMClient
+    from bot.answering.answer import answer_question
+    from bot.answering.llm import LLMClient
     from bot.settings import Settings
 
     tag = uuid.uuid4().hex[:12]

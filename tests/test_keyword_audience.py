@@ -20,13 +20,15 @@ import pytest
 
 from bot.knowledge import KnowledgeBase
 from bot.slack.blocks import answer_blocks
-from conftest import SAMPLE_WIKI, scratch_database
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.databases import scratch_database
 from connectors.access import AccessConfig, ScopeRule, audience_for
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources, keyword_versions
-from indexing.bm25 import Bm25Index, tokens
-from indexing.retrieval import retrieve
-from indexing.sync import sync_documents
+from indexing.ingest import indexed_sources
+from indexing.keyword import keyword_versions
+from indexing.keyword.bm25 import Bm25Index, tokens
+from indexing.search.retrieval import retrieve
+from indexing.ingest.sync import sync_documents
 
 PUBLIC_CHANNEL, HR_CHANNEL = "C0GENERAL1", "C0HRONLY1"
 ACCESS = AccessConfig(scopes={"hr": ScopeRule(channels=frozenset({HR_CHANNEL}))})  # as `_sources` says it

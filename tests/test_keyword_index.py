@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 
 from connectors.markdown import MarkdownFolder
-from indexing import bm25 as bm25_module
-from indexing import keyword_versions
-from indexing.bm25 import TOKEN_PATTERN, Bm25Index, _stemmer, analyze, chunk_search_text, path_words, tokens
-from indexing.keyword_segments import KeywordIndex, KeywordRow
-from indexing.sync import sync_documents
+from indexing.keyword import bm25 as bm25_module
+from indexing.keyword import keyword_versions
+from indexing.keyword.bm25 import TOKEN_PATTERN, Bm25Index, _stemmer, analyze, chunk_search_text, path_words, tokens
+from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
+from indexing.ingest.sync import sync_documents
 
 QUESTIONS = ["vpn gateway port", "expense report receipts deadline", "on call escalation pager",
              "报销 发票", "parental leave weeks", "laptop encryption"]
@@ -52,7 +52,7 @@ def _reference(rows, scopes):
 
     Not BM25Retriever's own metadata filter over a build of every text: that scores with the
     statistics of chunks the asker cannot see, which ours deliberately does not
-    (`indexing.keyword_segments`; tests/test_keyword_audience.py)."""
+    (`indexing.keyword.keyword_segments`; tests/test_keyword_audience.py)."""
     from llama_index.core.schema import TextNode
     from llama_index.retrievers.bm25 import BM25Retriever
 

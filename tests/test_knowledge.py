@@ -76,7 +76,7 @@ def test_audience_for_names_its_kind_and_keeps_who_asked():
 def test_slack_access_without_a_client_looks_nothing_up():
     """`kb ask --as-channel/--as-user` with no bot token: the same SlackAccess, offline — a
     conversation is shared only when the caller says so, and user groups grant nothing."""
-    from bot.slack.access import SlackAccess
+    from bot.slack.audiences import SlackAccess
     from connectors.access import AccessConfig, ScopeRule
 
     config = AccessConfig(scopes={"hr": ScopeRule(channels=frozenset({"C1"}), users=frozenset({"U1"}),

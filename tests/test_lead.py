@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.lead import _with_context, choose_lead, question_idf, render_lead
-from indexing.sentences import paragraphs, sentences, split_sentences
-from indexing.retrieval import retrieve
+from bot.answering.lead import _with_context, choose_lead, question_idf, render_lead
+from indexing.ingest.sentences import paragraphs, sentences, split_sentences
+from indexing.search.retrieval import retrieve
 
 
 def test_sentences_skip_headings_and_code_and_keep_link_text():
@@ -33,7 +33,7 @@ def test_a_fragment_keeps_the_neighbour_it_needs():
 
 
 def test_render_lead_cites_each_source_once_after_its_sentences():
-    from bot.lead import LeadSentence
+    from bot.answering.lead import LeadSentence
 
     lead = [LeadSentence("A is 1.", 1, 0, 0.9), LeadSentence("B is 2.", 1, 0, 0.8), LeadSentence("C is 3.", 2, 1, 0.7)]
     assert render_lead(lead) == "A is 1. B is 2. [1] C is 3. [2]"
@@ -54,7 +54,7 @@ def test_no_sections_no_lead(index):
 
 
 def test_sentence_vectors_are_reused_within_the_process_and_bounded():
-    from bot.lead import SentenceVectors
+    from bot.answering.lead import SentenceVectors
 
     class Counting:
         name = "counting-model"
@@ -76,7 +76,7 @@ def test_sentence_vectors_are_reused_within_the_process_and_bounded():
 
 
 def test_a_time_question_prefers_a_time_over_an_amount():
-    from bot.answer_types import AMOUNT, TIME, asked_type, holds
+    from bot.answering.answer_types import AMOUNT, TIME, asked_type, holds
 
     assert asked_type("when does the referral bonus actually get paid out?") == TIME
     # "when" as a conjunction asks no time (this one asks for money), nor does "due to"
@@ -87,7 +87,7 @@ def test_a_time_question_prefers_a_time_over_an_amount():
 
 
 def test_a_share_question_wants_a_percentage_and_a_count_any_number():
-    from bot.answer_types import NUMBER, SHARE, asked_type, holds
+    from bot.answering.answer_types import NUMBER, SHARE, asked_type, holds
 
     assert asked_type("what % of health insurance does clef pay for?") == SHARE
     assert holds("Clef pays 85% of premiums.", SHARE) and not holds("A waiver of $25 per month.", SHARE)
@@ -95,7 +95,7 @@ def test_a_share_question_wants_a_percentage_and_a_count_any_number():
 
 
 def test_a_sentence_repeating_one_already_shown_is_not_shown_again():
-    from bot.lead import _repeats
+    from bot.answering.lead import _repeats
 
     shown = {"We offer a $5,000 referral bonus for any new hire that comes from an employee referral."}
     assert _repeats("We also offer a $5,000 referral bonus for any new hire that comes from an employee referral.", shown)
@@ -103,7 +103,7 @@ def test_a_sentence_repeating_one_already_shown_is_not_shown_again():
 
 
 def _section(heading: str, text: str, rank: int):
-    from indexing.retrieval import Hit
+    from indexing.search.hits import Hit
 
     return Hit(parent_id=f"p{rank}", doc_id=f"d{rank}", source="t", path=f"faq{rank}.md", title="Benefits FAQ",
                heading_path=["Benefits FAQ", heading], url="", text=text, matched=[text], updated_at=None,
@@ -121,7 +121,7 @@ def test_a_short_answer_is_scored_under_its_heading(index):
 
 
 def test_money_and_address_questions_want_an_amount_and_an_address():
-    from bot.answer_types import ADDRESS, AMOUNT, asked_type, holds
+    from bot.answering.answer_types import ADDRESS, AMOUNT, asked_type, holds
 
     assert asked_type("is there any money for therapy or counselling?") == AMOUNT
     assert holds("The maximum annual amount is $250 per teammate.", AMOUNT)
@@ -145,7 +145,7 @@ def test_the_answer_may_come_from_the_fifth_cited_section(index):
 
 
 def test_each_further_sentence_is_chosen_for_question_terms_not_yet_shown():
-    from bot.lead import MAX_SENTENCES, Sentence, _select
+    from bot.answering.lead import MAX_SENTENCES, Sentence, _select
 
     # Five sentences hold only "postmortem" and score a little better than the one holding "due":
     # without the coverage rule the limit of three seeds is spent on them.

@@ -1,7 +1,7 @@
-"""The LLM path (bot.llm) against a real local OpenAI-compatible HTTP server, and the extractive
-answer that bot.answer falls back to when the model fails.
+"""The LLM path (bot.answering.llm) against a real local OpenAI-compatible HTTP server, and the extractive
+answer that bot.answering.answer falls back to when the model fails.
 
-The server (tests/openai_server.py) speaks the chat-completions wire format over a real socket,
+The server (tests/support/openai_server.py) speaks the chat-completions wire format over a real socket,
 so the OpenAI SDK inside llama-index serialises, sends and parses for real. No index, no
 embedding model: `answer_question` itself is covered by the index-backed tests.
 """
@@ -15,14 +15,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from openai_server import CHAT_PATH, FakeOpenAI
+from tests.support.openai_server import CHAT_PATH, FakeOpenAI
 
-from bot.answer import QUOTE_CHARS, _reason, extractive_text, trim
-from bot.llm import (
+from bot.answering.answer import QUOTE_CHARS, _reason, extractive_text, trim
+from bot.answering.llm import (
     MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, NotAChatReply, build_prompt, check_citations,
     says_not_found,
 )
-from indexing.retrieval import Hit
+from indexing.search.hits import Hit
 
 QUESTION = "How many days of annual leave do I get?"
 
@@ -167,7 +167,7 @@ def test_slow_server_past_the_timeout_raises_and_reads_as_timed_out(openai_serve
 
     assert elapsed < 3.0  # gave up at the timeout, did not wait for the server (nor retry)
     assert len(openai_server.requests) == 1
-    assert _reason(caught.value) == "timed out"  # what bot.answer's fallback note will say
+    assert _reason(caught.value) == "timed out"  # what bot.answering.answer's fallback note will say
 
 
 def test_http_500_raises_without_retrying(openai_server, hits):
@@ -259,7 +259,7 @@ def test_check_citations_removes_unknown_numbers_inside_grouped_citations(groupe
     assert "1" in cleaned
 
 
-# --- the extractive fallback in bot.answer ----------------------------------------------------
+# --- the extractive fallback in bot.answering.answer ----------------------------------------------------
 
 
 def test_extractive_text_quotes_the_best_matched_passage_with_its_number(hits):
@@ -368,7 +368,7 @@ def test_links_the_model_writes_are_kept_only_when_they_point_to_a_cited_source(
 
 
 def test_sections_are_ordered_strongest_first_and_last():
-    from bot.llm import edges_first
+    from bot.answering.llm import edges_first
 
     ranked = [make_hit(doc_id=f"handbook:p{i}.md", title=f"Page {i}") for i in range(1, 6)]
     assert [h.title for h in edges_first(ranked)] == ["Page 1", "Page 3", "Page 5", "Page 4", "Page 2"]
@@ -376,7 +376,7 @@ def test_sections_are_ordered_strongest_first_and_last():
 
 
 def test_prompt_opens_with_the_lead_and_puts_the_second_best_section_last(openai_server):
-    from bot.lead import LeadSentence
+    from bot.answering.lead import LeadSentence
 
     ranked = [make_hit(doc_id=f"handbook:p{i}.md", title=f"Page {i}") for i in range(1, 4)]
     numbers = {h.doc_id: i for i, h in enumerate(ranked, start=1)}

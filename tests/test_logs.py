@@ -42,6 +42,7 @@ def test_an_unknown_format_is_refused():
         configure("INFO", "yaml")
 
 
+@pytest.mark.integration
 def test_kb_with_json_logs_writes_one_object_per_log_line_and_no_secret(kb_home, tmp_path):
     import os
     import subprocess
@@ -61,7 +62,7 @@ def test_kb_with_json_logs_writes_one_object_per_log_line_and_no_secret(kb_home,
     assert run.returncode == 3, run.stderr[-2000:]  # one page FAILED, the other indexed
     lines = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
     assert len(lines) >= 3 and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
-    failed = [line for line in lines if line["logger"] == "indexing.sync" and line["level"] == "WARNING"]
+    failed = [line for line in lines if line["logger"] == "indexing.ingest.sync" and line["level"] == "WARNING"]
     assert len(failed) == 1 and "json-logs-test:broken.md" in failed[0]["message"] and "binary" in failed[0]["message"]
     assert "logsecret" not in run.stdout + run.stderr
     forget = subprocess.run([*kb, "forget", "json-logs-test", "--yes"], capture_output=True, text=True, env=env,

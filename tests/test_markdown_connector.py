@@ -17,7 +17,7 @@ import pytest
 
 from connectors.document import PUBLIC, SourceDocument, heading_anchor
 from connectors.markdown import DEFAULT_MAX_BYTES, MarkdownFolder
-from indexing.chunking import chunk_document
+from indexing.ingest.chunking import chunk_document
 
 
 def write(root: Path, rel: str, content: str | bytes) -> Path:

@@ -10,13 +10,13 @@ import uuid
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from slack_api_server import FakeSlack
-from slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
+from tests.support.slack_api_server import FakeSlack
+from tests.support.slack_harness import bot_settings, mention, new_channel, posts_in, running_bot
 
 from bot.serve import METRICS_PATH, metrics_app, serving_in_thread
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources
-from indexing.sync import sync_documents
+from indexing.ingest import indexed_sources
+from indexing.ingest.sync import sync_documents
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:

@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack
-from socket_mode_peer import SocketModePeer
-from slack_harness import SECRET
+from tests.support.slack_api_server import APP_TOKEN, BOT_TOKEN, FakeSlack
+from tests.support.socket_mode_peer import SocketModePeer
+from tests.support.slack_harness import SECRET
 
 from bot.serve import HEALTH_PATH, METRICS_PATH
 

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import MetaData, create_engine, text
 from sqlalchemy.engine import Engine
 
-from conftest import scratch_database
-from indexing import migrations
-from indexing.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
+from tests.support.databases import scratch_database
+from indexing.storage import migrations
+from indexing.storage.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
 
 REPO = Path(__file__).resolve().parents[1]
 DUMPS = sorted((REPO / "tests" / "data" / "schemas").glob("*.sql"))
@@ -114,7 +114,7 @@ def tables(s: dict[str, dict]) -> set[str]:
 
 @pytest.fixture
 def database(index):
-    """An empty database of its own (with pgvector, as `indexing.database.connect` leaves it)."""
+    """An empty database of its own (with pgvector, as `indexing.storage.database.connect` leaves it)."""
     with scratch_database(index, "docent_migrate") as url:
         engine = create_engine(url)
         with engine.begin() as conn:
@@ -171,7 +171,7 @@ def test_the_sqlmodel_classes_describe_the_migrated_tables(index, target):
 
     from sqlmodel import SQLModel
 
-    from indexing.sentence_vectors import TABLE as SENTENCE_VECTORS
+    from indexing.vectors.sentence_vectors import TABLE as SENTENCE_VECTORS
 
     for package in ("connectors", "indexing", "bot"):  # importing a module registers its table classes
         for path in sorted((REPO / package).rglob("*.py")):
@@ -292,7 +292,7 @@ def test_migrating_again_changes_nothing(database, target):
     assert schema(database) == target
 
 
-MIGRATE = "import sys; from sqlalchemy import create_engine; from indexing.migrations import migrate; " \
+MIGRATE = "import sys; from sqlalchemy import create_engine; from indexing.storage.migrations import migrate; " \
           "print(len(migrate(create_engine(sys.argv[1]))))"
 
 

@@ -2,10 +2,10 @@
 
 A model says what its prompt talked it into: a spoofed Slack link (`<https://evil.example|…>`),
 pings (`<@U…>`, `<!here>`), a bare phishing domain ("re-enter your password at
-www.acme-okta.evil.example/reset", which Slack links by itself). `bot.llm.checked_text` is the one
-check; `bot.llm_stream.StreamCheck` applies it to each streamed piece, holding back a word or link
+www.acme-okta.evil.example/reset", which Slack links by itself). `bot.answering.llm.checked_text` is the one
+check; `bot.answering.llm_stream.StreamCheck` applies it to each streamed piece, holding back a word or link
 that is not finished. The Slack tests run the real bot over signed HTTP against the local Web API
-(tests/slack_api_server.py) and the local OpenAI-compatible server (tests/openai_server.py),
+(tests/support/slack_api_server.py) and the local OpenAI-compatible server (tests/support/openai_server.py),
 streaming the reply in 3-character pieces, and look at what Slack received at every call.
 
 Also here: a page title "@here <!channel>" reaches no source label as a ping (issue 23, item 8).
@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openai_server import FakeOpenAI
-from slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
+from tests.support.openai_server import FakeOpenAI
+from tests.support.slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
-from bot.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
-from bot.llm_stream import StreamCheck
+from bot.answering.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
+from bot.answering.llm_stream import StreamCheck
 from bot.slack import blocks
 from bot.slack.streaming import WITHDRAWN
 
@@ -121,8 +121,8 @@ STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 def hostile_wiki(index, tmp_path_factory):
     """A page of our own, at an https URL, titled like a ping; forgotten afterwards."""
     from connectors.markdown import MarkdownFolder
-    from indexing import indexed_sources
-    from indexing.sync import sync_documents
+    from indexing.ingest import indexed_sources
+    from indexing.ingest.sync import sync_documents
 
     root = tmp_path_factory.mktemp("fcslack-wiki")
     (root / "quokka").mkdir()
@@ -280,10 +280,10 @@ def test_a_title_like_a_ping_is_neutralised_in_every_label_blocks_build():
     shows the title, and none can ping."""
     from datetime import datetime, timezone
 
-    from bot.answer import Answer, Source
-    from bot.gaps import GapsReport, Period, StalePage
+    from bot.answering.answer import Answer, Source
+    from bot.records.gaps import GapsReport, Period, StalePage
     from bot.slack.digest import digest_blocks
-    from bot.slack.home_view import AskedQuestion, HomeData, home_view
+    from bot.slack.home_blocks import AskedQuestion, HomeData, home_view
 
     now = datetime.now(timezone.utc)
     linked = Source(1, "w:a.md", "w", "a.md", PING_TITLE, ["@channel"], PAGE, 0.9, now)

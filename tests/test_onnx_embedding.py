@@ -16,16 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SAMPLE_WIKI
+from tests.support.corpora import REPO, SAMPLE_WIKI
 
-from bot.evaluation import load_questions, run_eval
+from bot.quality.evaluation import load_questions, run_eval
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources
-from indexing.chunking import chunk_document
+from indexing.ingest import indexed_sources
+from indexing.ingest.chunking import chunk_document
 from indexing.config import IndexConfig
 from indexing.index import Index
-from indexing.onnx_embedding import OnnxBackendError, OnnxEmbedder, export_key
-from indexing.sync import sync_documents
+from indexing.vectors.onnx_embedding import OnnxBackendError, OnnxEmbedder, export_key
+from indexing.ingest.sync import sync_documents
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +64,14 @@ def test_onnx_vectors_are_torchs_and_int8_vectors_are_close(index, onnx_home):
     assert int8.min() < 0.9999  # really another model's vectors, so it must not share torch's cache key
 
 
+@pytest.mark.integration
 def test_the_export_is_made_once_and_a_second_start_loads_it_without_torch(onnx_home):
     first = OnnxEmbedder(onnx_home)
     first.embed_query("warm-up")
     files = sorted(onnx_home.glob("onnx/*/model.onnx"))
     assert len(files) == 1 and files[0].parent.name == export_key(first.model_dir)
     stamp = files[0].stat().st_mtime_ns
-    script = ("import sys, json; from pathlib import Path; from indexing.onnx_embedding import OnnxEmbedder\n"
+    script = ("import sys, json; from pathlib import Path; from indexing.vectors.onnx_embedding import OnnxEmbedder\n"
               f"e = OnnxEmbedder(Path({str(onnx_home)!r})); v = e.embed_query('how much parental leave do we get?')\n"
               "print(json.dumps({'exported': e.exported, 'torch': 'torch' in sys.modules, 'dims': len(v)}))")
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -124,6 +125,7 @@ def test_switching_backends_keeps_a_torch_index_for_onnx_and_re_embeds_it_for_in
         indexed_sources.forget(index, name)
 
 
+@pytest.mark.slow
 def test_a_missing_onnxruntime_stops_kb_at_start_in_one_line(tmp_path):
     """Run as a real `kb sync` whose interpreter cannot import onnxruntime (a None entry in
     sys.modules is how Python marks a module as unavailable)."""

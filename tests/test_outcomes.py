@@ -6,9 +6,9 @@ import json
 
 from sqlalchemy import inspect, text
 
-from bot import question_log
-from bot.answer import Answer, uncertain_line
-from indexing.migrations import migrate
+from bot.records import question_log
+from bot.answering.answer import Answer, uncertain_line
+from indexing.storage.migrations import migrate
 
 
 def _answer(outcome: str) -> Answer:
@@ -27,7 +27,7 @@ def test_the_query_log_keeps_the_outcome_and_found(index):
 
 
 def test_found_is_derived_from_the_outcome_and_both_keep_their_json_values():
-    from indexing.gate import Outcome
+    from indexing.search.gate import Outcome
 
     for outcome, found in (("answered", True), ("uncertain", True), ("not_found", False)):
         answer = _answer(outcome)

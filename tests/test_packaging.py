@@ -33,6 +33,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {p.relative_to(REPO).as_posix() for package in PACKAGES for p in (REPO / package).rglob("*.py")
@@ -45,12 +46,13 @@ def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
     assert {"indexing/models/reader-int8.onnx", "indexing/models/README.md"} <= names
 
 
+@pytest.mark.slow
 def test_an_installed_docent_finds_its_sample_wiki(wheel, tmp_path):
     target = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),
                            str(wheel), "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    code = ("import bot.settings as s; from bot.settings import Settings; from indexing.reader import MODEL; "
+    code = ("import bot.settings as s; from bot.settings import Settings; from indexing.search.reader import MODEL; "
             "print(s.__file__); print(Settings(_env_file=None).sources()[0].location); print(MODEL)")
     env = {**os.environ, "PYTHONPATH": str(target)}
     for name in ("KB_WIKI", "KB_SOURCES"):

@@ -4,7 +4,7 @@ Every question is asked through Slack (signed events and `/kb` to the running ap
 Slack API describing each conversation as `conversations.info` does), twice by different people,
 and answered from public pages — so each would be an example by the askers' count and the pages'
 visibility alone. Only the one asked by mention in a public channel may become an example; the
-query log records where each was asked (`bot.question_log.ChannelKind`). Rows logged before that column
+query log records where each was asked (`bot.records.question_log.ChannelKind`). Rows logged before that column
 existed are of unknown kind and never qualify.
 """
 
@@ -16,14 +16,14 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from slack_harness import (
+from tests.support.slack_harness import (
     all_text, bot_settings, mention, message, new_channel, new_ts, posts_in, query_rows, running_bot)
 
-from bot import question_log
-from bot.question_log import ChannelKind
-from bot.slack.home import example_questions
+from bot.records import question_log
+from bot.records.question_log import ChannelKind
+from bot.slack.home_tab import example_questions
 
 PUBLIC_Q = "how many days of annual leave do I get?"
 PRIVATE_Q = "how many paid sick days do I get a year?"
@@ -101,7 +101,7 @@ def test_assistant_prompts_never_offer_a_question_from_a_private_place(asked, sl
 def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_path):
     """An older query log (no `channel_kind` column) migrated: its rows are of unknown kind, so
     two people's question there is no example; the same question asked twice in a public channel is."""
-    from indexing.migrations import migrate
+    from indexing.storage.migrations import migrate
 
     with isolated_index(index, tmp_path) as (own, _):
         public = sorted(d for d, a in question_log.document_access(own, _doc_ids(own)).items() if a == "public")
@@ -131,14 +131,14 @@ def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_pat
 def _doc_ids(index) -> list[str]:
     from sqlmodel import select
 
-    from indexing.index_tables import DocumentRecord
+    from indexing.storage.index_tables import DocumentRecord
 
     with index.session() as s:
         return list(s.exec(select(DocumentRecord.id)))
 
 
 def _answer(question: str, doc_id: str):
-    from bot.answer import Answer, Source
+    from bot.answering.answer import Answer, Source
 
     sources = [Source(n=1, doc_id=doc_id, source="gaps", path="leave.md", title="Leave policy", heading_path=[],
                       url="", score=0.9, updated_at=None)]
@@ -157,6 +157,6 @@ def _answer(question: str, doc_id: str):
     ({}, ChannelKind.UNKNOWN),
 ])
 def test_a_conversation_is_public_only_when_slack_says_so(info, kind):
-    from bot.slack.access import conversation_kind
+    from bot.slack.audiences import conversation_kind
 
     assert conversation_kind(info) == kind

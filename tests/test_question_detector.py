@@ -1,4 +1,4 @@
-"""The help-channel question detector (`bot.question_detector`) held at its targets on the
+"""The help-channel question detector (`bot.slack.question_detector`) held at its targets on the
 labelled messages of tests/data/channel_messages.jsonl: precision ≥ 0.95 and recall ≥ 0.8, on
 the half it was tuned on and on the held-out half it never was."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.question_detection import labelled, score
-from bot.question_detector import is_question
+from training.question_detection import labelled, score
+from bot.slack.question_detector import is_question
 
 
 def test_the_labelled_set_is_large_and_mixed():
@@ -45,7 +45,7 @@ def test_adversarial_text_is_judged_in_bounded_time(text):
     import subprocess
     import sys
 
-    code = ("import sys, time; from bot.question_detector import is_question; text = sys.stdin.read(); "
+    code = ("import sys, time; from bot.slack.question_detector import is_question; text = sys.stdin.read(); "
             "started = time.perf_counter(); is_question(text); print(time.perf_counter() - started)")
     try:
         done = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""The built-in reader (`KB_RERANK=builtin`, `indexing.reader`): the shipped ONNX model, run by the
+"""The built-in reader (`KB_RERANK=builtin`, `indexing.search.reader`): the shipped ONNX model, run by the
 real rerank stage on a small handbook of our own (`test_rerank`'s), gating and never reordering."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from pydantic import ValidationError
 from test_answer_and_cli import _kb
 from test_rerank import VACATION, handbook, reranking  # noqa: F401 — handbook is a fixture
 
-from bot.gate_fit import fit_floor, fit_rerank
+from bot.quality.gate_fit import fit_floor, fit_rerank
 from bot.settings import Settings
 from indexing.config import IndexConfig, RerankConfig
-from indexing.gate import GateSignals, Outcome, RerankGate, gate_outcome, gate_score, reader_gate_score
-from indexing.reader import (FLOOR, GATE_WEIGHT, MODEL, THRESHOLDS, TOP_N, BuiltinReader, OnnxReader,
+from indexing.search.gate import GateSignals, Outcome, RerankGate, gate_outcome, gate_score, reader_gate_score
+from indexing.search.reader import (FLOOR, GATE_WEIGHT, MODEL, THRESHOLDS, TOP_N, BuiltinReader, OnnxReader,
                              answer_window, passage)
-from indexing.rerank import make_reranker
-from indexing.retrieval import retrieve
+from indexing.search.rerank import make_reranker
+from indexing.search.retrieval import retrieve
 
 ANNUAL_LEAVE = passage("Leave policy", "Annual leave",
                        "Full-time employees get 25 days of paid annual leave per calendar year.")
@@ -154,12 +154,12 @@ def test_past_its_budget_the_gate_is_todays(index, handbook, caplog):  # noqa: F
     reader = BuiltinReader()
     reader.load()
     with reranking(index, RerankConfig(backend="builtin", timeout_ms=0.001), reader):
-        with caplog.at_level(logging.WARNING, logger="indexing.rerank"):
+        with caplog.at_level(logging.WARNING, logger="indexing.search.rerank"):
             late = retrieve(index, VACATION, scopes=scopes)
     assert late.rerank.outcome == "timeout" and late.signals.rerank_best is None
     assert late.outcome == fused.outcome
     assert [h.parent_id for h in late.hits] == [h.parent_id for h in fused.hits]
-    assert any("budget" in r.getMessage() for r in caplog.records if r.name == "indexing.rerank")
+    assert any("budget" in r.getMessage() for r in caplog.records if r.name == "indexing.search.rerank")
 
 
 def test_calibrating_the_builtin_fits_its_combined_score():
@@ -214,7 +214,7 @@ def test_an_over_long_question_is_cut_and_read_not_skipped(index, handbook, capl
     [score] = reader.score(long_question, [ANNUAL_LEAVE])
     assert 0.0 <= score <= 1.0
     with reranking(index, RerankConfig(backend="builtin", timeout_ms=20_000)):
-        with caplog.at_level(logging.WARNING, logger="indexing.rerank"):
+        with caplog.at_level(logging.WARNING, logger="indexing.search.rerank"):
             read = retrieve(index, long_question, scopes=[f"{handbook}-all"])
     assert read.rerank.outcome == "ok" and read.signals.rerank_best is not None
-    assert not [r for r in caplog.records if r.name == "indexing.rerank"]
+    assert not [r for r in caplog.records if r.name == "indexing.search.rerank"]

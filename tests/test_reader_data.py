@@ -1,4 +1,4 @@
-"""Training pairs from SQuAD 2.0's own unanswerable questions (`benchmarks.reader_data_squad2`):
+"""Training pairs from SQuAD 2.0's own unanswerable questions (`training.reader_data_squad2`):
 each is read against the window around the crowd's plausible answer, and an evaluation article
 stops the script."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import shared_corpus
+from tests.support.corpora import shared_corpus
 
 CONTEXT = ("The depot opened in 1987 in Girona. It stores grain for the region. "
            "Its owner sold it in 2001. The roof was rebuilt after a storm.")
@@ -28,7 +28,7 @@ def squad2(title: str) -> list[dict]:
 
 def test_an_unanswerable_question_is_read_against_its_plausible_answer():
     shared_corpus("squad2-wiki")  # the overlap check reads the evaluation articles' titles
-    from benchmarks.reader_data_squad2 import build
+    from training.reader_data_squad2 import build
 
     pairs = build(squad2("Grain_depot"), seed=1)
     assert {(p.kind, p.label, p.article) for p in pairs} == {("pos", 1, "Grain depot"), ("squad2", 0, "Grain depot")}
@@ -38,7 +38,7 @@ def test_an_unanswerable_question_is_read_against_its_plausible_answer():
 
 def test_an_evaluation_article_stops_the_script():
     shared_corpus("squad2-wiki")
-    from benchmarks.reader_data_squad2 import build
+    from training.reader_data_squad2 import build
 
     with pytest.raises(SystemExit, match="overlap the evaluation corpus"):
         build(squad2("Yuan_dynasty"), seed=1)

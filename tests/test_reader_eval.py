@@ -1,5 +1,5 @@
-"""The reader evaluation harness (`benchmarks/reader_eval.py`): today's gate scored through it gives
-`bot.gate_fit`'s own leave-one-corpus-out thresholds and shares (the candidate's score travels in
+"""The reader evaluation harness (`training/reader_eval.py`): today's gate scored through it gives
+`bot.quality.gate_fit`'s own leave-one-corpus-out thresholds and shares (the candidate's score travels in
 the cosine slot, so the shipped rule is what fits every candidate), a scorer's order is what
 hit@1 reads, and the AUC is the pairwise one."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
-from benchmarks.reader_eval import Candidate, auc, evaluate, hit_rank, today
-from bot.gate_fit import loco
+from training.reader_eval import Candidate, auc, evaluate, hit_rank, today
+from bot.quality.gate_fit import loco
 
 
 def rows() -> list[dict]:

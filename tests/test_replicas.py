@@ -1,5 +1,5 @@
 """Several Docent processes on one Postgres, as several `kb serve` containers run: three real
-replica processes (tests/replica_worker.py), each with its own data directory, reaching the
+replica processes (tests/support/replica_worker.py), each with its own data directory, reaching the
 session's embedded Postgres through DATABASE_URL, listening as `kb serve` does.
 
 - a page synced through one is found by its new words from the other two, and they caught up on
@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from conftest import SAMPLE_WIKI
+from tests.support.corpora import SAMPLE_WIKI
 
-from indexing import keyword_versions
+from indexing.keyword import keyword_versions
 
-WORKER = Path(__file__).resolve().parent / "replica_worker.py"
+WORKER = Path(__file__).resolve().parent / "support" / "replica_worker.py"
 
 
 class Replica:

@@ -1,4 +1,4 @@
-"""The rerank stage (`indexing.rerank`): a tiny CrossEncoder folder trained in the test (loaded by
+"""The rerank stage (`indexing.search.rerank`): a tiny CrossEncoder folder trained in the test (loaded by
 the real code) and a local rerank service speaking TEI's and Cohere's formats (`rerank_server`).
 
 The handbook here is small and our own: for "how many vacation days do I get?" fusion puts *Public
@@ -17,19 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from rerank_models import tiny_cross_encoder
-from rerank_server import COHERE_PATH, TEI_PATH, FakeRerank
+from tests.support.rerank_models import tiny_cross_encoder
+from tests.support.rerank_server import COHERE_PATH, TEI_PATH, FakeRerank
 from test_answer_and_cli import _kb
 
-from bot.answer import answer_question
+from bot.answering.answer import answer_question
 from bot.metrics import REGISTRY
 from connectors.markdown import MarkdownFolder
-from indexing import indexed_sources
+from indexing.ingest import indexed_sources
 from indexing.config import IndexConfig, RerankConfig
-from indexing.rerank import CrossEncoderReranker, RerankStage, make_reranker, open_stage, section_text
-from indexing.rerank_service import RerankServiceError, ServiceReranker
-from indexing.retrieval import retrieve
-from indexing.sync import sync_documents
+from indexing.search.rerank import CrossEncoderReranker, RerankStage, make_reranker, open_stage, section_text
+from indexing.search.rerank_service import RerankServiceError, ServiceReranker
+from indexing.search.retrieval import retrieve
+from indexing.ingest.sync import sync_documents
 
 VACATION = "how many vacation days do I get?"
 PAGES = {
@@ -172,14 +172,14 @@ def test_a_local_model_over_its_budget_falls_back_without_holding_the_answer(ind
     reranker = CrossEncoderReranker(str(model_folder), batch=1)
     reranker.load()
     with reranking(index, RerankConfig(backend=str(model_folder), timeout_ms=0.001), reranker) as stage:
-        with caplog.at_level(logging.WARNING, logger="indexing.rerank"):
+        with caplog.at_level(logging.WARNING, logger="indexing.search.rerank"):
             answer = answer_question(index, VACATION, scopes=scopes)
             late = retrieve(index, VACATION, scopes=scopes)
         assert [s.path for s in answer.sources] == list(dict.fromkeys(h.path for h in fused.hits))
         assert answer.outcome == fused.outcome and answer.signals["rerank_outcome"] == "timeout"
         assert answer.signals["rerank_best"] is None and all(h.rerank is None for h in late.hits)
         assert counted(backend, "timeout") == before + 1  # answer_question counts; retrieve alone does not
-        warnings = [r for r in caplog.records if r.name == "indexing.rerank"]
+        warnings = [r for r in caplog.records if r.name == "indexing.search.rerank"]
         assert len(warnings) == 2 and "budget" in warnings[0].getMessage()
         assert VACATION not in warnings[0].getMessage()
         # the worker stopped at its deadline: with a normal budget the next question is reranked
@@ -254,7 +254,7 @@ def test_a_slow_or_failing_service_serves_the_fused_order_and_todays_gate(index,
         before = counted(backend, outcome)
         with reranking(index, RerankConfig(url=service.url(TEI_PATH), model="tiny-ce", wire_format="tei",
                                            timeout_ms=400 if outcome == "timeout" else 20_000, **thresholds)):
-            with caplog.at_level(logging.WARNING, logger="indexing.rerank"):
+            with caplog.at_level(logging.WARNING, logger="indexing.search.rerank"):
                 caplog.clear()
                 answer = answer_question(index, VACATION, scopes=scopes)
         service.delay, service.script = 0.0, []
@@ -262,7 +262,7 @@ def test_a_slow_or_failing_service_serves_the_fused_order_and_todays_gate(index,
         assert [s.path for s in answer.sources] == [s.path for s in fused.sources]
         assert answer.lead == fused.lead and answer.signals["rerank_outcome"] == outcome
         assert counted(backend, outcome) == before + 1
-        [warning] = [r for r in caplog.records if r.name == "indexing.rerank"]
+        [warning] = [r for r in caplog.records if r.name == "indexing.search.rerank"]
         assert warning.levelno == logging.WARNING and VACATION not in warning.getMessage()
 
 
@@ -284,7 +284,7 @@ def test_settings_choose_the_backend_once_and_refuse_what_cannot_work(tmp_path, 
     monkeypatch.setenv("KB_RERANK_API_KEY", "rk-1")
     reranker = make_reranker(Settings(kb_home=tmp_path).index_config().rerank)
     assert isinstance(reranker, ServiceReranker) and reranker.api_key == "rk-1"
-    from indexing.reader import BuiltinReader
+    from indexing.search.reader import BuiltinReader
 
     assert isinstance(make_reranker(RerankConfig()), BuiltinReader)  # what `kb serve` ships, defined once
     assert make_reranker(RerankConfig(backend="off")) is None and open_stage(RerankConfig(backend="off")) is None
@@ -319,7 +319,7 @@ def test_eval_calibrate_fits_and_writes_the_rerank_thresholds(index, kb_home, ha
 
 
 def test_a_pair_holds_where_the_section_is_and_a_long_one_its_matched_chunks_cut_at_a_word():
-    from indexing.retrieval import Hit
+    from indexing.search.hits import Hit
 
     def hit(text, matched):
         return Hit(parent_id="p", doc_id="d", source="s", path="leave.md", title="Leave policy",

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from connectors.markdown import MarkdownFolder
-from indexing.retrieval import retrieve
-from indexing.sync import sync_documents
-from tests.conftest import CORPUS_EXCLUDES, SAMPLE_WIKI, own_index, shared_corpus
+from indexing.search.retrieval import retrieve
+from indexing.ingest.sync import sync_documents
+from tests.support.corpora import CORPUS_EXCLUDES, SAMPLE_WIKI, shared_corpus
+from tests.support.databases import own_index
 
 
 def _questions(path):
@@ -100,7 +101,7 @@ def test_mindspore_chinese_questions_top_5(corpora):
 def test_keyword_leg_drops_function_words_but_keeps_meaningful_small_words():
     """The question's pronouns, auxiliaries and question words must not steer BM25 (they matched
     any page written in the first person); prepositions like "off" and CJK text must stay."""
-    from indexing.bm25 import question_text, tokens
+    from indexing.keyword.bm25 import question_text, tokens
 
     assert tokens(question_text("am i allowed to have a side job on the weekends?")) == ["allow", "side", "job", "weekend"]
     assert tokens(question_text("What's the VPN server address?")) == ["vpn", "server", "address"]
@@ -133,7 +134,7 @@ def test_the_planner_knows_how_big_each_access_scope_is(index, wiki_copy):
 
 
 def test_the_gate_signals_are_typed_and_keep_their_json_keys(index, sample_synced):
-    from indexing.gate import GateSignals
+    from indexing.search.gate import GateSignals
 
     signals = retrieve(index, "how much parental leave does the primary caregiver get?", scopes=["sample"]).signals
     assert isinstance(signals, GateSignals) and signals.best_cosine > 0.3 and signals.best_bm25 > 0 and not signals.cjk

@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from bot.answer import _sources, answer_question
-from bot.evaluation import load_questions
-from bot.lead import SentenceVectors, choose_lead, render_lead
+from bot.answering.answer import _sources, answer_question
+from bot.quality.evaluation import load_questions
+from bot.answering.lead import SentenceVectors, choose_lead, render_lead
 from connectors.markdown import MarkdownFolder
-from indexing import sentence_vectors
-from indexing.chunking import chunk_document
-from indexing.retrieval import retrieve
-from indexing.sentence_vectors import TABLE, section_sentences, stored_vectors, text_md5
-from indexing.sync import sync_documents
-from tests.conftest import SAMPLE_WIKI
+from indexing.vectors import sentence_vectors
+from indexing.ingest.chunking import chunk_document
+from indexing.search.retrieval import retrieve
+from indexing.vectors.sentence_vectors import TABLE, section_sentences, stored_vectors, text_md5
+from indexing.ingest.sync import sync_documents
+from tests.support.corpora import SAMPLE_WIKI
 
 VPN = "it/vpn.md"
 
@@ -55,7 +55,7 @@ class CountingVectors(SentenceVectors):
 @pytest.fixture
 def fallback(monkeypatch) -> CountingVectors:
     counting = CountingVectors()
-    monkeypatch.setattr("bot.lead.SENTENCE_VECTORS", counting)
+    monkeypatch.setattr("bot.answering.lead.SENTENCE_VECTORS", counting)
     return counting
 
 
@@ -79,7 +79,7 @@ def test_an_unchanged_resync_and_a_new_chunker_reuse_the_vectors(index, wiki_cop
     before = _rows(index, f"sv-reuse:{VPN}")
     again = _sync(index, wiki_copy, "sv-reuse")
     assert (again.unchanged, again.embedded, again.sentences) == (16, 0, 0)
-    monkeypatch.setattr("indexing.sync.CHUNKING_VERSION", "next")  # every page rewritten, nothing re-embedded
+    monkeypatch.setattr("indexing.ingest.sync.CHUNKING_VERSION", "next")  # every page rewritten, nothing re-embedded
     rewritten = _sync(index, wiki_copy, "sv-reuse")
     assert rewritten.updated == 16 and rewritten.embedded == 0 and rewritten.sentences > 100
     assert _rows(index, f"sv-reuse:{VPN}") == before
@@ -185,7 +185,7 @@ def test_a_page_the_backfill_finds_replaced_is_left_to_the_sync_that_replaced_it
 
     def edit_meanwhile(session, embedder, sections):  # another sync commits a new version of the page here
         real_embed(session, embedder, sections)
-        from indexing.index_tables import DocumentRecord
+        from indexing.storage.index_tables import DocumentRecord
 
         with index.session() as other, other.begin():
             record = other.get(DocumentRecord, f"sv-race:{VPN}")

@@ -1,7 +1,7 @@
 """Docent in Slack, over real HTTP: signed requests to the app's own endpoint, a local Web API.
 
 The app runs as `kb serve` runs it (the Bolt app in the Starlette app under uvicorn, on
-127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/slack_api_server.py), which records
+127.0.0.1), its `WebClient` pointed at `FakeSlack` (tests/support/slack_api_server.py), which records
 every Web API call and every use of a response URL. Events, slash commands, button clicks and
 form submissions are sent the way Slack sends them, signed with the signing secret.
 
@@ -22,15 +22,15 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
-from slack_harness import (
+from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
+from tests.support.slack_harness import (
     ADMIN, PARENTAL, Bot, all_text, bot_settings, button, click, feedback_rows, mention, message, new_channel, new_ts,
     posts_in, query_rows, running_bot, sources_heading, wait_until)
 
 from bot.slack import blocks
-from bot.answer import Answer, Source
+from bot.answering.answer import Answer, Source
 from bot.slack.store import DeliveryClaim
-from bot.question_log import AdminAction, feedback_report
+from bot.records.question_log import AdminAction, feedback_report
 from bot.serve import StartupError, serve
 
 
@@ -151,8 +151,8 @@ def test_share_button_posts_the_answer_in_the_channel(bot, slack):
 
 
 def test_admin_resync_runs_a_real_sync_and_reports_a_summary(slack, index, sample_synced, wiki_copy):
-    from indexing.index_tables import DocumentRecord, SyncRun
-    from indexing import indexed_sources
+    from indexing.storage.index_tables import DocumentRecord, SyncRun
+    from indexing.ingest import indexed_sources
 
     source = "slack-resync-" + uuid.uuid4().hex[:6]
     (wiki_copy / "people" / "pets.md").write_text("# Pets\n\nDogs are welcome in the Lisbon office on Fridays.\n")

@@ -1,7 +1,7 @@
 """How `bot/slack` is put together, read from its source: imports point one way (no module
 imports `bot.slack.app`, and no two modules import each other, even for type checking only), SQL
 lives in `bot.slack.store` alone, and no listener reaches into the index — what they read of the
-wiki comes through `KnowledgeBase`, the records through `bot.question_log` (issue 25)."""
+wiki comes through `KnowledgeBase`, the records through `bot.records.question_log` (issue 25)."""
 
 from __future__ import annotations
 

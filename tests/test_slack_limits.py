@@ -18,13 +18,13 @@ from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
-from slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
+from tests.support.slack_harness import PARENTAL, bot_settings, mention, message, new_channel, new_ts, posts_in
 
-from bot import question_log
-from bot.slack.access import SlackAccess
+from bot.records import question_log
+from bot.slack.audiences import SlackAccess
 from bot.slack.store import DeliveryClaim
-from bot.housekeeping import start_housekeeping, tidy
-from bot.question_log import Feedback, QueryLog
+from bot.records.housekeeping import start_housekeeping, tidy
+from bot.records.question_log import Feedback, QueryLog
 from bot.settings import Settings
 from bot.slack.client import RATE_LIMIT_RETRIES, web_client
 from connectors.access import AccessConfig, ScopeRule
@@ -85,7 +85,7 @@ def test_a_rate_limited_user_group_lookup_is_retried_before_access_is_decided(sl
 
 
 def test_a_lookup_still_rate_limited_after_the_retries_refuses_and_logs_why(slack, caplog):
-    caplog.set_level(logging.WARNING, logger="bot.slack.access")
+    caplog.set_level(logging.WARNING, logger="bot.slack.audiences")
     group, user = "S" + uuid.uuid4().hex[:8].upper(), "U" + uuid.uuid4().hex[:8].upper()
     slack.set_usergroup(group, [user])
     slack.rate_limit("usergroups.users.list", times=RATE_LIMIT_RETRIES + 1, retry_after=0)
@@ -229,7 +229,7 @@ def test_the_thread_lookup_behind_follow_ups_uses_an_index(index):
 def test_the_thread_indexes_are_added_to_an_existing_query_log(index):
     """A query log from before the thread indexes, in a database from before named migrations
     (no migrations table): the migrations add them when the index opens."""
-    from indexing.migrations import migrate
+    from indexing.storage.migrations import migrate
 
     with index.engine.begin() as conn:
         conn.execute(text("DROP INDEX IF EXISTS ix_query_log_channel_thread"))

@@ -3,7 +3,7 @@
 The app is built and connected as `kb serve` does when SLACK_APP_TOKEN is set
 (`build_app(..., socket_mode=True)`, `connect_socket_mode`): it asks the local Web API
 (`FakeSlack`) for a WebSocket URL with its app-level token, connects to the local Socket Mode
-peer (`tests/socket_mode_peer.py`), and from then on every event and slash command arrives as an
+peer (`tests/support/socket_mode_peer.py`), and from then on every event and slash command arrives as an
 envelope on that socket, is acknowledged on it, and is answered through the Web API and
 response URLs as in HTTP mode.
 """
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from slack_api_server import APP_TOKEN, BOT_TOKEN
-from socket_mode_peer import SocketModePeer
-from slack_harness import (
+from tests.support.slack_api_server import APP_TOKEN, BOT_TOKEN
+from tests.support.socket_mode_peer import SocketModePeer
+from tests.support.slack_harness import (
     PARENTAL, bot_settings, envelope, mention, new_channel, posts_in, query_rows, sources_heading, wait_until)
 
 from bot.serve import StartupError, connect_socket_mode

@@ -1,4 +1,4 @@
-"""Typo repair (`indexing.spelling`): a misspelt word is searched as the wiki word one edit away,
+"""Typo repair (`indexing.search.spelling`): a misspelt word is searched as the wiki word one edit away,
 a correct word the wiki does not use is left alone, and only what the asker may see counts."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
 from connectors.markdown import MarkdownFolder
-from indexing.retrieval import retrieve
-from indexing.spelling import one_edit_away, repair_question
-from indexing.sync import sync_documents
+from indexing.search.retrieval import retrieve
+from indexing.search.spelling import one_edit_away, repair_question
+from indexing.ingest.sync import sync_documents
 
 VPN = "how do I connect to the VPN?"
 
@@ -129,7 +129,7 @@ def test_a_40000_character_question_costs_bounded_repair(index, sample_synced):
     speed claim: capped, it is ~40 ms (docs/benchmarks.md, "Long questions")."""
     import time
 
-    from benchmarks.long_questions import gibberish
+    from tests.support.hostile_inputs import gibberish
 
     question = gibberish(40_000)
     started = time.perf_counter()

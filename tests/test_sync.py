@@ -7,13 +7,15 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from sqlalchemy import select
 from sqlmodel import col
 
 from connectors.markdown import MarkdownFolder
-from indexing.index_tables import DocumentRecord, ParentSection, Status, SyncRun
-from indexing.retrieval import retrieve
-from indexing.sync import sync_documents
+from indexing.storage.index_tables import DocumentRecord, ParentSection, Status, SyncRun
+from indexing.search.retrieval import retrieve
+from indexing.ingest.sync import sync_documents
 
 
 def _sync(index, root, source):
@@ -36,7 +38,7 @@ def _texts_asked_for_vectors(monkeypatch) -> list[str]:
     `report.embedded` counts only the model's share, and the session's cache already holds every
     text of the sample wiki (other tests synced it): a sync that re-embedded unchanged pages would
     still report 0."""
-    from indexing import embedding
+    from indexing.vectors import embedding
 
     asked: list[str] = []
     original = embedding.embed_with_cache
@@ -66,7 +68,7 @@ def test_a_new_chunker_re_indexes_every_page_on_the_next_sync(index, wiki_copy, 
     """Pages that did not change are re-chunked too when the chunker changes (else they would stay
     cut the old way until edited); child texts that come out the same keep their cached vectors."""
     _sync(index, wiki_copy, "inc-chunker")
-    monkeypatch.setattr("indexing.sync.CHUNKING_VERSION", "next")  # what a release with a new chunker sets
+    monkeypatch.setattr("indexing.ingest.sync.CHUNKING_VERSION", "next")  # what a release with a new chunker sets
     report = _sync(index, wiki_copy, "inc-chunker")
     assert (report.updated, report.unchanged, report.failed) == (16, 0, 0)
     assert report.embedded == 0
@@ -155,7 +157,7 @@ def _openmp_wait_policy(wait_policy: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if wait_policy is not None:
         env["OMP_WAIT_POLICY"] = wait_policy
-    code = "from indexing.embedding import TorchEmbedder; TorchEmbedder().embed_query('hello')"
+    code = "from indexing.vectors.embedding import TorchEmbedder; TorchEmbedder().embed_query('hello')"
     run = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_DISPLAY_ENV": "TRUE"},
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -164,6 +166,7 @@ def _openmp_wait_policy(wait_policy: str | None) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_embedding_threads_sleep_instead_of_spinning_unless_the_operator_says_otherwise():
     """Spinning OpenMP threads gave question embedding a 300-500 ms p95 whenever another process
     kept a core busy (docs/benchmarks.md): Docent asks for PASSIVE before torch loads; an

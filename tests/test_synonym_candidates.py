@@ -1,6 +1,6 @@
-"""`kb gaps`'s synonym candidates (`bot.gaps.synonym_candidates`) over a real query log: questions
+"""`kb gaps`'s synonym candidates (`bot.records.gaps.synonym_candidates`) over a real query log: questions
 answered by the real answering code, logged and voted on by the real recording code, in a
-database of their own (tests/gaps_wiki.py: "annual leave" on a public page, salary bands on a page
+database of their own (tests/support/gaps_wiki.py: "annual leave" on a public page, salary bands on a page
 of scope "hr")."""
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from gaps_wiki import isolated_index
+from tests.support.gaps_wiki import isolated_index
 
-from bot import question_log
-from bot.answer import answer_question
-from bot.gaps import as_text, gaps_report
-from bot.slack.home_view import gaps_blocks
-from indexing.synonyms import Synonyms
+from bot.records import question_log
+from bot.answering.answer import answer_question
+from bot.records.gaps_text import as_text
+from bot.records.gaps import gaps_report
+from bot.slack.home_blocks import gaps_blocks
+from indexing.search.synonyms import Synonyms
 
 VACATION = ["how many vacation days do I get?", "can I take my vacations in december?"]
 DOG = "can I bring my dog to the office?"

@@ -1,4 +1,4 @@
-"""Synonyms (`[synonyms]` in the sources file, `indexing.synonyms`): the asker's word searched as the
+"""Synonyms (`[synonyms]` in the sources file, `indexing.search.synonyms`): the asker's word searched as the
 wiki's words in the keyword leg, one way, through the keyword analyser, after typo repair, shown in
 "Searched for …" and logged; a bad entry stops Docent at start naming the file, table and key."""
 
@@ -12,10 +12,11 @@ import pytest
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
 from connectors.sources import SourcesError, read_sources_file
-from indexing.keyword_segments import KeywordIndex, KeywordRow
-from indexing.retrieval import retrieve
-from indexing.synonyms import EXPANSION_WEIGHT, Synonyms
-from tests.conftest import SAMPLE_WIKI, scratch_database
+from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
+from indexing.search.retrieval import retrieve
+from indexing.search.synonyms import EXPANSION_WEIGHT, Synonyms
+from tests.support.corpora import SAMPLE_WIKI
+from tests.support.databases import scratch_database
 from tests.test_answer_and_cli import _kb
 
 README_QUESTION = "how many vacation days do I get?"
@@ -84,6 +85,7 @@ def test_an_entry_the_keyword_leg_cannot_use_is_refused(table, message):
     assert str(raised.value) == f"kb.toml: {message}"
 
 
+@pytest.mark.slow
 def test_a_bad_entry_stops_kb_at_start_with_one_line(tmp_path):
     path = write(tmp_path, SOURCE + '[synonyms]\nit = ["laptop"]\n')
     result = _kb("ask", "anything?", env={"KB_SOURCES": str(path), "KB_HOME": str(tmp_path / "home")})
@@ -186,7 +188,7 @@ def test_typos_are_repaired_first_then_synonyms_added(index, sample_synced, with
 
 
 def test_the_slack_reply_and_the_query_log_say_what_was_searched(index, sample_synced, with_synonyms):
-    from bot import question_log
+    from bot.records import question_log
     from bot.slack.blocks import answer_blocks
 
     with_synonyms({"vacation": ["annual leave"]})
@@ -239,7 +241,7 @@ def test_a_synonym_only_restricted_pages_use_is_neither_searched_nor_shown_outsi
     import uuid
 
     from connectors.markdown import MarkdownFolder
-    from indexing.sync import sync_documents
+    from indexing.ingest.sync import sync_documents
 
     scope = f"syn-hr-{uuid.uuid4().hex[:6]}"
     (tmp_path / "bonus.md").write_text("# Bonus\n\nThe zorbplan pays out in March for every team.\n")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.gate_questions import CORPORA, UNANSWERABLE, question_sets
-from tests.conftest import REPO, SAMPLE_WIKI, shared_corpus
+from training.question_sets import CORPORA, UNANSWERABLE, question_sets
+from tests.support.corpora import REPO, SAMPLE_WIKI, shared_corpus
 
 FOLDER = REPO / "benchmarks" / "unanswerable"
 FILES = {"sample": "sample.jsonl", "clef": "clef.jsonl", "sg": "sourcegraph.jsonl"}  # harness name -> file
@@ -82,6 +82,7 @@ def _public_questions() -> list[str]:
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_no_question_repeats_a_public_one_or_another_new_one():
     public = {_normal(q): q for q in _public_questions()}
     new = [row["question"] for name in FILES for row in _rows(name)]

@@ -18,7 +18,7 @@ import pytest
 from bot.knowledge import sync_counts
 from bot.settings import Settings
 from bot.wiring import ConfigurationError, Root
-from indexing.sync import SyncReport
+from indexing.ingest.sync_records import SyncReport
 
 REPO = Path(__file__).resolve().parents[1]
 

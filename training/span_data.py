@@ -16,7 +16,7 @@ style triple: (question, context, answer character offset or None). Sources, all
   its words and does not hold the answer — on topic, no answer (what retrieval hands the reader when
   the wiki talks about the subject but never says the thing asked).
 
-A share of questions is rewritten the casual way employees type (`benchmarks.gate_questions.casual`).
+A share of questions is rewritten the casual way employees type (`training.question_sets.casual`).
 Contexts carry their article title in front, as Docent gives the reader "title › heading path" and
 the section text.
 
@@ -87,13 +87,13 @@ def squad2_examples(path: Path, rng: random.Random) -> list[SpanExample]:
 
 
 def _maybe_casual(question: str, key: str, rng: random.Random) -> str:
-    from benchmarks.gate_questions import casual
+    from training.question_sets import casual
 
     return casual(question, key) if rng.random() < CASUAL_SHARE else question
 
 
 def squad1_examples(mirror: Path, n_questions: int, rng: random.Random, forbidden: set[str]) -> list[SpanExample]:
-    from benchmarks.reader_data import articles
+    from training.reader_data import articles
 
     pages = articles(mirror)
     clash = sorted(t for t in pages if t.lower() in forbidden)

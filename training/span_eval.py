@@ -1,19 +1,19 @@
 """The span reader measured offline, leave-one-corpus-out, beside today's gate and the shipped reader.
 
-    # 1. per corpus, today's retrieval dumped once (benchmarks.reader_eval collect; sections, signals)
-    python -m benchmarks.reader_eval collect sg --home /work/kb/idx/sg          # … every corpus
+    # 1. per corpus, today's retrieval dumped once (training.reader_eval collect; sections, signals)
+    python -m training.reader_eval collect sg --home /work/kb/idx/sg          # … every corpus
     # 2. the span reader's verdict on the top-N sections of every English question, cached by name
     python -m training.span_eval score /work/kb/span/r1-int8.onnx --name r1
     # 3. the tables: every variant, thresholds fitted without the held-out corpus
     python -m training.span_eval report --span r1 --veto v4
 
-What the reader reads of a section is what `indexing.span_reader` is given in the product: the
+What the reader reads of a section is what `indexing.search.span_reader` is given in the product: the
 section's place (title › heading path) and its best-matching chunk. A question's span score is
 the best over its top N sections; `sigmoid(score / SCALE)` puts it on the gate's 0–1 grid, so the
-shipped fitting rule (`bot.gate_fit`) fits its thresholds unchanged. Variants:
+shipped fitting rule (`bot.quality.gate_fit`) fits its thresholds unchanged. Variants:
 
 - `today`: today's gate (fused order);
-- `veto`: the shipped built-in reader as a veto (`benchmarks.reader_eval.loco_veto`);
+- `veto`: the shipped built-in reader as a veto (`training.reader_eval.loco_veto`);
 - `span`: the span score alone cuts (no section with a span above `refuse_below` → not found);
 - `span+today`: today's score plus w · the span score, w fitted out of corpus (best mean AUC);
 each also with the top N put in the span reader's order (hit@1, MRR).
@@ -26,7 +26,7 @@ import json
 import math
 from pathlib import Path
 
-from benchmarks.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
+from training.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
 
 SCALE = 4.0  # logits → (0, 1): sigmoid(score / SCALE); spans score about −15 … +10
 TOP_N = 5
@@ -38,7 +38,7 @@ def passage(hit: dict) -> str:
 
 
 def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
-    from indexing.span_reader import SpanReader
+    from indexing.search.span_reader import SpanReader
 
     reader = SpanReader(model, threads=threads)
     target = OUT / f"span-{name}.jsonl"
@@ -89,7 +89,7 @@ def evaluation_rows() -> list[dict]:
 def handwritten(rows: list[dict], report: dict, gate_for) -> dict:
     """Outcome shares of each corpus's hand-written near-topic unanswerable questions
     (`benchmarks/unanswerable/`) under the thresholds fitted without that corpus."""
-    from indexing.gate import outcome_for
+    from indexing.search.gate import outcome_for
 
     for corpus, r in report.items():
         mine = [x for x in rows if x["corpus"] == corpus and x["set"] == "unanswerable"]
@@ -118,7 +118,7 @@ def table(name: str, report: dict) -> str:
 
 
 def report(span_name: str, veto_name: str | None, top_n: int = TOP_N) -> str:
-    from benchmarks.reader_eval import today
+    from training.reader_eval import today
 
     rows = evaluation_rows()
     spans = load_spans(span_name)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--top-n", type=int, default=TOP_N)
     r = sub.add_parser("report")
     r.add_argument("--span", required=True)
-    r.add_argument("--veto", help="the shipped reader's cached logits (benchmarks.reader_eval score … --name)")
+    r.add_argument("--veto", help="the shipped reader's cached logits (training.reader_eval score … --name)")
     r.add_argument("--top-n", type=int, default=TOP_N)
     args = parser.parse_args(argv)
     if args.command == "score":

@@ -1,10 +1,10 @@
-"""Export a trained span reader to one int8 ONNX file (what `indexing.span_reader` runs).
+"""Export a trained span reader to one int8 ONNX file (what `indexing.search.span_reader` runs).
 
     python -m training.span_export /work/kb/span/runs/r1/final --out indexing/models/span-reader-int8.onnx
 
 The float graph is traced with eager attention and a padded pair (so the attention mask and the
 segment ids stay real inputs), then quantised the way the embedder's int8 variant is
-(`indexing.onnx_embedding._quantize`: int8 weights per output channel, activations per batch).
+(`indexing.vectors.onnx_embedding._quantize`: int8 weights per output channel, activations per batch).
 Each check pair is then read by torch, the float graph and the int8 file, and their spans and
 scores printed side by side: a broken export shows there, not in the evaluation.
 """
@@ -35,7 +35,7 @@ def load(checkpoint: Path):
     import torch
     from transformers import AutoModelForQuestionAnswering
 
-    from indexing.onnx_embedding import bundled_model_path
+    from indexing.vectors.onnx_embedding import bundled_model_path
 
     if checkpoint.suffix == ".pt":
         net = AutoModelForQuestionAnswering.from_pretrained(bundled_model_path())
@@ -48,8 +48,8 @@ def export(checkpoint: Path, target: Path) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from indexing.onnx_embedding import _quantize, bundled_model_path
-    from indexing.span_reader import SpanReader
+    from indexing.vectors.onnx_embedding import _quantize, bundled_model_path
+    from indexing.search.span_reader import SpanReader
 
     model = load(checkpoint)
     model.set_attn_implementation("eager")  # the mask must stay an input of the traced graph

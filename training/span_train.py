@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer, get_linear_schedule_with_warmup
 
-    from indexing.onnx_embedding import bundled_model_path
+    from indexing.vectors.onnx_embedding import bundled_model_path
     from training.span_data import read
 
     torch.set_num_threads(args.threads)

@@ -53,7 +53,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     import dataclasses
 
     from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
-    from indexing import indexed_sources
+    from indexing.ingest import indexed_sources
 
     configured = root.sources
     if not path.exists():
@@ -109,7 +109,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
 
 def _recorded_source(root, name: str):
     """`kb sync --source NAME` for a source that is not configured: an ad-hoc one, as last synced."""
-    from indexing import indexed_sources
+    from indexing.ingest import indexed_sources
 
     with root.index.session() as s:
         record = indexed_sources.records(s).get(name)

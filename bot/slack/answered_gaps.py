@@ -2,7 +2,7 @@
 
 When Docent handed a question over (`bot.slack.handover`) and a person — not the asker, not a
 bot — then replies in that thread with what reads as an answer (at least `MIN_WORDS` words, not
-thanks or "+1", not a question back by `bot.question_detector`), Docent offers, once per
+thanks or "+1", not a question back by `bot.slack.question_detector`), Docent offers, once per
 thread, an "Add to the wiki's gaps" button, as an ephemeral message to the asker and to that
 answerer. Ephemeral, not a threaded message: only the two people whose
 question and words it would record see it — the asker can tell whether it answered them, the
@@ -12,9 +12,9 @@ hand-over's row (`bot.slack.store.claim_gap_offer`), so a redelivery, a restart 
 replica never offers twice.
 
 A click (by the asker or the answerer; others are refused) records in `answered_gaps`
-(`bot.question_log.add_answered_gap`) the question, the answer as the person wrote it in that channel,
+(`bot.records.question_log.add_answered_gap`) the question, the answer as the person wrote it in that channel,
 who answered and who asked, the channel, the answer's permalink, when it was said, and the
-access scopes visible in that channel — `bot.gaps` shows the gap only where all of those are
+access scopes visible in that channel — `bot.records.gaps` shows the gap only where all of those are
 visible. The first click wins; a second one is told it is already added. Not offered in Slack
 Connect channels (people of another organisation) nor where the channel sees no scope.
 
@@ -32,10 +32,10 @@ from datetime import datetime, timezone
 
 from slack_sdk import WebClient
 
-from bot import question_log
+from bot.records import question_log
 from bot.metrics import GAPS_ADDED
-from bot.question_detector import is_question
-from bot.question_log import AnsweredGap, ChannelKind
+from bot.slack.question_detector import is_question
+from bot.records.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error

@@ -21,15 +21,25 @@ from slack_sdk import WebClient
 
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (access_events, answered_gaps, assistant, commands, conversation, errors, feedback,
-                       help_channels, home, questions)
-from bot.slack.access import SlackAccess
-from bot.slack.resync import Resyncs
+from bot.slack import (
+    access_changes as access_events,
+    answered_gaps,
+    assistant,
+    commands,
+    conversation,
+    errors,
+    feedback,
+    help_channels,
+    home_tab as home,
+    questions,
+)
+from bot.slack.audiences import SlackAccess
+from bot.slack.resync_runs import Resyncs
 from bot.slack.services import Services
 from bot.slack.store import Deduper
 from bot.slack.workers import Workers
 from indexing.index import Index
-from indexing.runner import SyncRunner
+from indexing.ingest.runner import SyncRunner
 
 log = logging.getLogger(__name__)
 

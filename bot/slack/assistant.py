@@ -3,7 +3,7 @@
 Slack opens an assistant thread (the ✨ AI apps button, or Docent's split view) with
 `assistant_thread_started`; Docent answers with up to `MAX_PROMPTS` suggested prompts
 (`assistant.threads.setSuggestedPrompts`): the questions people ask most in public channels that
-were answered and whose pages the user may see (`bot.slack.home.example_questions`: never a
+were answered and whose pages the user may see (`bot.slack.home_tab.example_questions`: never a
 question from a private channel or a DM), else "what does the wiki say about <page>?" for pages
 visible to them. Questions typed in the thread arrive as direct
 messages in a thread and are answered by the DM path (`bot.slack.questions`), through
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.slack.home import example_questions, visible_in_dm
+from bot.slack.home_tab import example_questions, visible_in_dm
 from bot.slack.services import Services
 
 log = logging.getLogger(__name__)

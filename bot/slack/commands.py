@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import time
 
-from bot import question_log
+from bot.records import question_log
 from bot.knowledge import sync_counts
 from bot.slack import blocks
-from bot.slack.access import NOT_HERE
+from bot.slack.audiences import NOT_HERE
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
 from bot.slack.resync_command import resync
 from bot.slack.services import Services
-from indexing.status import IndexStatus
+from indexing.storage.status import IndexStatus
 
 COMMAND = "/kb"
 

@@ -1,8 +1,8 @@
-"""The weekly gaps digest: the gaps report (`bot.gaps`) posted to the admins' channel on a schedule.
+"""The weekly gaps digest: the gaps report (`bot.records.gaps`) posted to the admins' channel on a schedule.
 
 `KB_DIGEST_CHANNEL` (a channel id) turns it on; `KB_DIGEST_SCHEDULE` says when (a 5-field cron
 in UTC, or "every 7d"; by default Mondays 09:00 UTC). The job is added to the scheduler that runs
-the periodic re-syncs and asks the same leader lock (`indexing.scheduler`, a Postgres advisory
+the periodic re-syncs and asks the same leader lock (`indexing.ingest.scheduler`, a Postgres advisory
 lock): with several `kb serve` replicas on one database, only the scheduler's leader posts it.
 
 Page titles in the digest are limited to the access scopes visible in that channel (as if asked
@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.slack.home_view import gaps_blocks
+from bot.slack.home_blocks import gaps_blocks
 
 if TYPE_CHECKING:
     from bot.knowledge import KnowledgeBase
@@ -51,7 +51,7 @@ def digest_problem(settings) -> str | None:
 
 
 def schedule_digest(scheduler, settings, kb: KnowledgeBase, client) -> bool:
-    """Add the weekly job to `scheduler` (started by `indexing.scheduler.start_scheduler`, whose
+    """Add the weekly job to `scheduler` (started by `indexing.ingest.scheduler.start_scheduler`, whose
     leader lock it shares); False when no digest channel is configured."""
     from connectors.sources import parse_schedule
 
@@ -80,9 +80,9 @@ def run_digest(settings, kb: KnowledgeBase, client, leader) -> DigestRun:
 
 def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = DAYS) -> str:
     """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
-    from bot.slack.access import SlackAccess
+    from bot.slack.audiences import SlackAccess
 
-    from bot.gap_listing import Listing
+    from bot.records.gap_listing import Listing
 
     access = SlackAccess(settings.access_config(), client)
     audience = access.audience(channel, None)

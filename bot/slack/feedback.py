@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import question_log
-from bot.question_log import Database
+from bot.records import question_log
+from bot.records.question_log import Database
 from bot.slack import blocks
-from bot.slack.access import NOT_HERE
+from bot.slack.audiences import NOT_HERE
 from bot.slack.client import post
 from bot.slack.errors import (UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, quietly,
                               reference_id)
@@ -36,7 +36,7 @@ from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 from connectors.access import Audience
-from indexing.database import is_unreachable
+from indexing.storage.database import is_unreachable
 
 log = logging.getLogger(__name__)
 

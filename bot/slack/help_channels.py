@@ -2,7 +2,7 @@
 question posted there is answered without a mention — but only when the wiki answers it.
 
 - Which messages: a person's new top-level message (not a bot's, not an edit, not a reply in a
-  thread) that `bot.question_detector` takes for a question and that is not addressed to someone
+  thread) that `bot.slack.question_detector` takes for a question and that is not addressed to someone
   (a user or user-group mention) nor to Docent (an @mention is `questions.mention`'s).
 - Only *answered* is posted, as the normal threaded answer with sources and feedback buttons.
   *Uncertain* and *not found* are handed over to the channel's `escalate` people
@@ -24,9 +24,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from bot import question_log
+from bot.records import question_log
 from bot.metrics import UNPROMPTED
-from bot.question_detector import is_question
+from bot.slack.question_detector import is_question
 from bot.slack import blocks, store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import quietly
@@ -36,7 +36,7 @@ from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
 from connectors.access import SHARED
-from indexing.gate import Outcome
+from indexing.search.gate import Outcome
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient

@@ -24,9 +24,9 @@ import time
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import question_log
+from bot.records import question_log
 from bot.slack import blocks, store
-from bot.slack.access import NOT_HERE
+from bot.slack.audiences import NOT_HERE
 from bot.slack.asked import Asked, asked_from
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
@@ -35,7 +35,7 @@ from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
-from indexing.database import is_unreachable
+from indexing.storage.database import is_unreachable
 
 log = logging.getLogger(__name__)
 

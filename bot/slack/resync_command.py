@@ -1,4 +1,4 @@
-"""`/kb resync`: admins start a real sync of a configured source from Slack (`bot.slack.resync`
+"""`/kb resync`: admins start a real sync of a configured source from Slack (`bot.slack.resync_runs`
 runs it in the background); progress and a summary come back through the response URL.
 
 Admins only (KB_ADMIN_USERS), and every attempt is recorded (`question_log.log_admin_action`).
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from bot import question_log
-from bot.question_log import Database
+from bot.records import question_log
+from bot.records.question_log import Database
 from bot.slack.errors import apology, apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
-from bot.slack.resync import summary
+from bot.slack.resync_runs import summary
 from bot.slack.services import Services
 
 log = logging.getLogger(__name__)

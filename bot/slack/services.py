@@ -3,7 +3,7 @@
 Listener modules import this module; `bot.slack.app` imports them; this module imports no
 listener module — so imports point one way. A listener reads the wiki through `kb`
 (`KnowledgeBase`: answers, status, page titles, source health, the gaps report), the query log,
-votes and admin actions through `bot.question_log` and Slack's own tables through `bot.slack.store`,
+votes and admin actions through `bot.records.question_log` and Slack's own tables through `bot.slack.store`,
 both with `db`; it never reaches into the index or runs SQL itself.
 """
 
@@ -14,10 +14,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from bot.knowledge import KnowledgeBase
-from bot.question_log import Database
+from bot.records.question_log import Database
 from bot.settings import Settings
-from bot.slack.access import SlackAccess
-from bot.slack.resync import Resyncs
+from bot.slack.audiences import SlackAccess
+from bot.slack.resync_runs import Resyncs
 from bot.slack.store import Deduper
 from bot.slack.workers import CountingPool
 from connectors.channels import ChannelsConfig
@@ -53,7 +53,7 @@ class RecentThreads:
 @dataclass
 class Services:
     """What every listener uses: the knowledge base (`kb`), the database of the records and of
-    Slack's own tables (`db`: only ever passed to `bot.question_log` and `bot.slack.store` functions),
+    Slack's own tables (`db`: only ever passed to `bot.records.question_log` and `bot.slack.store` functions),
     who sees what (`access`), the once-only claims (`deduper`), admin resyncs, the threads
     answered here, and the answers pool."""
 

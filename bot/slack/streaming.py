@@ -16,7 +16,7 @@ streamed text with the same blocks a non-streamed answer has (citations checked 
 sources, unbacked links removed, sources block, 👍/👎) — so a vote, a Share or a re-render sees
 one kind of message.
 
-The text arrives already checked — by the same check as the final answer (`bot.llm_stream`,
+The text arrives already checked — by the same check as the final answer (`bot.answering.llm_stream`,
 through `KnowledgeBase.ask(on_text=...)`: no link to a page that is not a source, no bare domain,
 no Slack markup); here it is rendered as the final answer is (`to_mrkdwn`, `neutralise`), so
 what is shown at any moment is as safe as the answer. If the model fails part-way, the extractive

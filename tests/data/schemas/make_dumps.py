@@ -1,6 +1,6 @@
 """Dump the schema each earlier Docent made, for tests/test_migrations.py to migrate.
 
-Before named migrations (indexing.migrations), every Docent process made its tables with
+Before named migrations (indexing.storage.migrations), every Docent process made its tables with
 `SQLModel.metadata.create_all` (the index's at `Index` open, the bot's at start) and then ran an
 unnamed list of idempotent SQL. A data directory can therefore hold any schema an earlier commit
 of main made. This script finds those schemas the only reliable way: it checks out every commit

@@ -1,0 +1,302 @@
+"""The keyword leg in memory: segments of term frequencies, deletions as a mask, scored live.
+
+bm25s bakes each chunk's BM25 weights into its index at build time, and those weights depend on
+the whole corpus (row count, average length, each term's document frequency), so one edited page
+meant rebuilding everything. Here a segment keeps only raw term frequencies (a column per term),
+and scores are computed at question time from the *live* corpus statistics. An edit therefore
+costs what it changes: its old rows are masked out, its new rows form a small segment of their
+own; once the small segments hold more than a share of the rows they are merged into one.
+
+The arithmetic is bm25s's own (its default Lucene variant, k1=1.5, b=0.75, which LlamaIndex's
+BM25Retriever uses), step for step in the same float types: each posting's weight
+float32(idf_f32 * tf / (k1 * (1 - b + b * len / avg_len) + tf)) and a chunk's score the float32
+sum of its terms' weights in question order. Scores therefore equal a from-scratch build on the
+same texts (tests/test_keyword_index.py compares them).
+
+The statistics are those of the rows the asker may see (`scopes`): their count, their average
+length and each term's document frequency among them. A scoped search therefore scores exactly
+as a from-scratch build of the visible chunks alone would, and a restricted page moves no visible
+page's score: were its rows counted, a rare word it holds would lower that word's IDF for
+everyone, and a public question using the word would rank and score public pages differently
+depending on whether some restricted page holds it — a way to learn a restricted word from
+public replies. Counting per audience costs a mask over the rows per question (docs/benchmarks.md,
+"Keyword statistics per audience").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import sparse
+
+K1, B = 1.5, 0.75  # bm25s.BM25() defaults, as BM25Retriever builds it
+MAX_SMALL_SEGMENTS = 8  # more, and the small ones are combined into one (cost: their rows)
+MERGE_MIN_ROWS, MERGE_SHARE = 2000, 0.05  # small segments over max(these) rows: merge into the base
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRow:
+    """What a hit carries back: the chunk and where it belongs."""
+
+    node_id: str
+    doc_id: str
+    parent_id: str
+    access: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Rows added together. Immutable, except that whole copies of `alive` are swapped in."""
+
+    tf: sparse.csc_matrix  # rows × terms, float32 term frequencies
+    lengths: np.ndarray  # int64 terms per row (bm25s's document length)
+    rows: list[KeywordRow]
+    access: np.ndarray  # int32 code of each row's scope (KeywordIndex.scopes)
+    alive: np.ndarray  # bool
+
+    def postings(self, term: int, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the term among the `visible` ones (a mask of this segment's rows: live, and
+        of the asker's scopes), and its frequency in each."""
+        if term >= self.tf.shape[1]:
+            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+        start, end = self.tf.indptr[term], self.tf.indptr[term + 1]
+        rows, tf = self.tf.indices[start:end], self.tf.data[start:end]
+        keep = visible[rows]
+        return rows[keep], tf[keep]
+
+
+@dataclass
+class KeywordIndex:
+    """Every live chunk's terms, at one published version (`generation`)."""
+
+    generation: int
+    vocab: dict[str, int] = field(default_factory=dict)
+    scopes: dict[str, int] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    rows_of_doc: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # doc → (segment, row)
+    live_rows: int = 0
+    live_length: int = 0
+
+    # -- changing (each returns a new index; the old one keeps answering meanwhile) ------------
+
+    def replaced(self, doc_ids: list[str], rows: list[KeywordRow], terms: list[list[str]], generation: int) -> KeywordIndex:
+        """This index with the rows of `doc_ids` replaced by `rows` (their terms in `terms`).
+
+        Costs what changed: the small segments are combined among themselves once there are
+        more than `MAX_SMALL_SEGMENTS`, never with the base here (`needs_merge` says when that
+        is due; the caller does it off the question path).
+        """
+        # The vocabulary, the scope codes and the row map are shared and only grow or change
+        # here, under the caller's lock: searching reads none of the row map, and an older index
+        # ignores term ids beyond its segments' width. Only `alive` arrays are copied.
+        new = replace(self, generation=generation, segments=list(self.segments))
+        new._remove(doc_ids)
+        if rows:
+            new._append(rows, terms)
+        if len(new.segments) > MAX_SMALL_SEGMENTS + 1:
+            new._combine_small()
+        return new
+
+    def needs_merge(self) -> bool:
+        """Whether the small segments hold enough rows to be merged into the base."""
+        small = sum(len(s.rows) for s in self.segments[1:])
+        return small > max(MERGE_MIN_ROWS, MERGE_SHARE * len(self.segments[0].rows))
+
+    def _combine_small(self) -> None:
+        combined = _combine(self.segments[1:], len(self.vocab))
+        self.segments = [self.segments[0], combined]
+        for doc in {row.doc_id for row in combined.rows}:
+            self.rows_of_doc[doc] = [entry for entry in self.rows_of_doc.get(doc, []) if entry[0] == 0]
+        for i, row in enumerate(combined.rows):
+            self.rows_of_doc[row.doc_id].append((1, i))
+
+    def _remove(self, doc_ids: list[str]) -> None:
+        copied: dict[int, np.ndarray] = {}
+        for doc_id in doc_ids:
+            for seg, row in self.rows_of_doc.pop(doc_id, ()):
+                segment = self.segments[seg]
+                alive = copied.get(seg)
+                if alive is None:
+                    alive = copied[seg] = segment.alive.copy()
+                if alive[row]:
+                    alive[row] = False
+                    self.live_rows -= 1
+                    self.live_length -= int(segment.lengths[row])
+        for seg, alive in copied.items():
+            self.segments[seg] = replace(self.segments[seg], alive=alive)
+
+    def _append(self, rows: list[KeywordRow], terms: list[list[str]]) -> None:
+        ids = [np.fromiter((self.vocab.setdefault(t, len(self.vocab)) for t in row_terms), np.int64, len(row_terms))
+               for row_terms in terms]
+        lengths = np.array([len(i) for i in ids], dtype=np.int64)
+        flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        row_of = np.repeat(np.arange(len(rows)), lengths)
+        tf = sparse.csc_matrix((np.ones(len(flat), np.float32), (row_of, flat)), shape=(len(rows), len(self.vocab)))
+        tf.sum_duplicates()
+        access = np.array([self.scopes.setdefault(r.access, len(self.scopes)) for r in rows], dtype=np.int32)
+        seg = len(self.segments)
+        self.segments.append(Segment(tf, lengths, list(rows), access, np.ones(len(rows), dtype=bool)))
+        for i, row in enumerate(rows):
+            self.rows_of_doc.setdefault(row.doc_id, []).append((seg, i))
+        self.live_rows += len(rows)
+        self.live_length += int(lengths.sum())
+
+    def merged(self) -> KeywordIndex:
+        """One segment of the live rows, with the vocabulary cut down to the terms still in use.
+        O(index): the caller runs it off the question path (`Bm25Index`)."""
+        combined = _combine(self.segments, len(self.vocab))
+        used = np.flatnonzero(np.diff(combined.tf.indptr))
+        terms = list(self.vocab)
+        merged = KeywordIndex(generation=self.generation, vocab={terms[t]: i for i, t in enumerate(used.tolist())},
+                              scopes=dict(self.scopes))
+        merged._set_base(replace(combined, tf=sparse.csc_matrix(combined.tf[:, used])))
+        return merged
+
+    def _set_base(self, segment: Segment) -> None:
+        self.segments = [segment]
+        self.rows_of_doc = {}
+        for i, row in enumerate(segment.rows):
+            self.rows_of_doc.setdefault(row.doc_id, []).append((0, i))
+        self.live_rows = len(segment.rows)
+        self.live_length = int(segment.lengths.sum())
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(self, query_terms: list[str], scopes: list[str] | None, k: int,
+               weights: list[float] | None = None) -> list[tuple[KeywordRow, float]]:
+        """The k best live rows the scopes can see, with the scores bm25s gives them in an index of
+        the visible rows alone (statistics per audience: see the module docstring); zero scores
+        left out.
+
+        `query_terms` as bm25s tokenises a question (repeats count, as they do in bm25s).
+        `weights`, one per term: a term's share of the score (synonyms added to a question count
+        less than its own words, `indexing.search.synonyms`); None: every term counts fully, as in bm25s.
+        """
+        visible = self._visible(scopes)
+        n, length = self._visible_size(scopes, visible)
+        if not n:
+            return []
+        weights = weights or [1.0] * len(query_terms)
+        weight_of = [w for t, w in zip(query_terms, weights) if t in self.vocab]
+        ids = [self.vocab[t] for t in query_terms if t in self.vocab]
+        avg_len = np.float64(length) / np.float64(n)  # as np.mean gives it
+        scores = [np.zeros(len(s.rows), dtype=np.float32) for s in self.segments]
+        for term, weight in zip(ids, weight_of):
+            postings = [s.postings(term, v) for s, v in zip(self.segments, visible)]
+            df = sum(len(rows) for rows, _ in postings)
+            if not df:
+                continue
+            idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            if weight != 1.0:
+                idf = np.float32(idf * weight)
+            for s, (rows, tf), into in zip(self.segments, postings, scores):
+                tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
+                into[rows] += (idf * tfc).astype(np.float32)
+        # The visible rows' scores side by side, as an index of those rows alone holds them, so
+        # that equal scores are picked in the order bm25s would pick them there (`_top_k`).
+        kept = [np.flatnonzero(v) for v in visible]
+        flat = np.concatenate([sc[i] for sc, i in zip(scores, kept)])
+        top = _top_k(flat, min(k, len(flat)))
+        starts = np.cumsum([0] + [len(i) for i in kept])
+        hits = []
+        for i in top.tolist():
+            if flat[i] > 0:
+                seg = int(np.searchsorted(starts, i, side="right") - 1)
+                hits.append((self.segments[seg].rows[kept[seg][i - starts[seg]]], float(flat[i])))
+        return hits
+
+    def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
+        """Per segment, which rows the scopes can see: live, and of one of the scopes."""
+        if scopes is None:
+            return [s.alive for s in self.segments]
+        codes = np.array([self.scopes[s] for s in scopes if s in self.scopes], dtype=np.int32)
+        return [s.alive & np.isin(s.access, codes) for s in self.segments]
+
+    def _visible_size(self, scopes: list[str] | None, visible: list[np.ndarray]) -> tuple[int, int]:
+        """How many rows the scopes can see, and their terms in all (BM25's N and total length)."""
+        if scopes is None:
+            return self.live_rows, self.live_length
+        return (sum(int(v.sum()) for v in visible),
+                sum(int(s.lengths[v].sum()) for s, v in zip(self.segments, visible)))
+
+    def doc_freq(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, int], int]:
+        """How many visible chunks hold each term, and how many chunks are visible."""
+        visible = self._visible(scopes)
+        counts = {}
+        for term in terms:
+            t = self.vocab.get(term)
+            if t is None:
+                counts[term] = 0
+                continue
+            total = 0
+            for s, v in zip(self.segments, visible):
+                if t < s.tf.shape[1]:
+                    total += int(v[s.tf.indices[s.tf.indptr[t] : s.tf.indptr[t + 1]]].sum())
+            counts[term] = total
+        return counts, int(sum(int(v.sum()) for v in visible))
+
+    # -- saving -------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The index as one blob (merged first): what a replica loads instead of tokenising."""
+        base = self.merged() if len(self.segments) != 1 else self
+        s = base.segments[0]
+        meta = {"generation": base.generation, "terms": list(base.vocab), "scopes": list(base.scopes),
+                "rows": [[r.node_id, r.doc_id, r.parent_id, r.access] for r in s.rows]}
+        out = io.BytesIO()
+        np.savez(out, indptr=s.tf.indptr, indices=s.tf.indices, data=s.tf.data, lengths=s.lengths,
+                 access=s.access, meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8))
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> KeywordIndex:
+        with np.load(io.BytesIO(blob)) as arrays:
+            meta = json.loads(arrays["meta"].tobytes().decode())
+            rows = [KeywordRow(*r) for r in meta["rows"]]
+            tf = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                                   shape=(len(rows), len(meta["terms"])))
+            segment = Segment(tf, arrays["lengths"], rows, arrays["access"], np.ones(len(rows), dtype=bool))
+        index = cls(generation=meta["generation"], vocab={t: i for i, t in enumerate(meta["terms"])},
+                    scopes={s: i for i, s in enumerate(meta["scopes"])})
+        index._set_base(segment)
+        return index
+
+    @classmethod
+    def build(cls, rows: list[KeywordRow], terms: list[list[str]], generation: int) -> KeywordIndex:
+        index = cls(generation=generation)
+        index._append(rows, terms)
+        return index
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores, best first, picked exactly as bm25s's numpy backend picks
+    them (`bm25s.selection._topk_numpy`), so that equal scores come out in the same order too."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(scores, -k).take(np.arange(-k, 0))
+    return part[np.flip(np.argsort(np.take(scores, part)))]
+
+
+def _combine(segments: list[Segment], width: int) -> Segment:
+    """The live rows of these segments as one, in node-id order — the order a build from
+    scratch reads them in, so equal scores come out as bm25s orders them (`_top_k`)."""
+    parts, rows, lengths, access = [], [], [], []
+    for s in segments:
+        keep = np.flatnonzero(s.alive)
+        tf = s.tf.tocsr()
+        if len(keep) < len(s.rows):
+            tf = tf[keep]
+        tf.resize((tf.shape[0], width))
+        parts.append(tf)
+        rows += [s.rows[i] for i in keep]
+        lengths.append(s.lengths[keep])
+        access.append(s.access[keep])
+    order = np.array(sorted(range(len(rows)), key=lambda i: rows[i].node_id), dtype=np.int64)
+    tf = sparse.vstack(parts, format="csr", dtype=np.float32) if parts else sparse.csr_matrix((0, width), dtype=np.float32)
+    return Segment(sparse.csc_matrix(tf[order]), np.concatenate(lengths)[order] if lengths else np.zeros(0, np.int64),
+                   [rows[i] for i in order], np.concatenate(access)[order] if access else np.zeros(0, np.int32),
+                   np.ones(len(rows), dtype=bool))

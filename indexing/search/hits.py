@@ -1,0 +1,43 @@
+"""A ranked section (`Hit`): what retrieval returns and every later step reads — the gate, the
+rerank backends, the lead and the reply.
+
+Its own module so that those steps need nothing of retrieval to name what they read, and
+retrieval can use them without an import circle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from indexing.ingest.heading_path import HeadingPath
+
+__all__ = ["Hit"]
+
+
+@dataclass
+class Hit:
+    """One parent section, ranked, with everything needed to quote and cite it."""
+
+    parent_id: str
+    doc_id: str
+    source: str
+    path: str
+    title: str
+    heading_path: HeadingPath
+    url: str
+    text: str  # the whole parent section
+    matched: list[str]  # its children that matched, best first
+    updated_at: datetime | None
+    score: float  # fused score (relative to this question; only for ordering)
+    cosine: float | None  # best cosine similarity of its children, if the vector leg found one
+    bm25: float | None  # best BM25 score of its children, if the keyword leg found one
+    rerank: float | None = None  # the rerank stage's score, if it scored this section (indexing.search.rerank)
+    answer_span: str | None = None  # the words a span reader points at in it (indexing.search.span_reader)
+
+    def __post_init__(self) -> None:
+        self.heading_path = HeadingPath(self.heading_path)  # a list as well
+
+    @property
+    def heading(self) -> str:
+        return str(self.heading_path)

