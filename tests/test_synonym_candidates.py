@@ -28,7 +28,8 @@ ANSWERED = "how many days of annual leave do I get?"
 
 def ask(index, question: str, user: str, scopes=("public",)):
     answer = answer_question(index, question, scopes=list(scopes))
-    question_log.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id="C1")
+    question_log.log_query(index, surface="mention", user_id=user, question=question, answer=answer, channel_id="C1",
+                           channel_kind=question_log.ChannelKind.PUBLIC)  # a public channel, as the app logs it
     return answer
 
 

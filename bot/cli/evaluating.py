@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -96,8 +97,10 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
     from rich.markup import escape  # set names and paths are text, never markup
     from rich.table import Table
 
+    from bot.cli.plain_output import clean, raw
+
     gate = calibration["gate"]
-    console = Console(width=140)
+    console = Console(file=raw(sys.stdout), width=140)  # Rich's own colours pass; the texts it is given are cleaned
     for lang, t in gate.items():
         console.print(f"gate fitted on these questions ({lang}): not found below {t['refuse_below']}, "
                       f"answered from {t['answer_from']}, uncertain between")
@@ -117,7 +120,7 @@ def print_calibration(calibration: dict, written: Path | None) -> None:
         table.add_row(f"{row['threshold']:.2f}{mark}", *cells, str(row["all"]["wrongly_refused"]))
     console.print(table)
     console.print(f"first gate, best on the fit half: cosine {best}; "
-                  + (f"the fitted thresholds were written to {escape(str(written))}" if written else "nothing written"))
+                  + (f"the fitted thresholds were written to {escape(clean(str(written)))}" if written else "nothing written"))
 
 
 def _write_env(path: Path, key: str, value: str) -> None:
@@ -132,7 +135,9 @@ def print_metrics(metrics: dict) -> None:
     from rich.markup import escape  # set names and paths are text, never markup
     from rich.table import Table
 
-    console = Console(width=max(160, Console().width))
+    from bot.cli.plain_output import clean, raw
+
+    console = Console(file=raw(sys.stdout), width=max(160, Console().width))  # as print_calibration's
     ranking = {"questions": "questions", "hit@1": "hit@1", "hit@3": "hit@3", "hit@5": "hit@5", "mrr@10": "mrr@10",
                "keyword_coverage": "keywords reply", "lead_keyword_coverage": "keywords lead",
                "lead_shows_fact@3": "lead fact@3", "reply_shows_fact@3": "reply fact@3",
@@ -148,5 +153,5 @@ def print_metrics(metrics: dict) -> None:
         for label in columns.values():
             table.add_column(label, justify="right")
         for name, row in metrics.items():
-            table.add_row(escape(name), *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
+            table.add_row(escape(clean(name)), *("" if row.get(c) is None else f"{row[c]:g}" for c in columns))
         console.print(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -132,8 +133,11 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
     from bot.knowledge import sync_counts
     from connectors.sources import SourcesError
 
+    from bot.cli.plain_output import clean, raw
+
     kb = root.knowledge_base(sources=sources)
-    console = Console(stderr=True, soft_wrap=True)  # one line per summary, whatever the terminal width
+    # one line per summary, whatever the terminal width; Rich's own colours pass, every text it is given is cleaned
+    console = Console(file=raw(sys.stderr), soft_wrap=True)
     reports = []
     for source in sources:
         if not source.exists():
@@ -142,19 +146,19 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
             total = sum(1 for _ in open_connector(source).paths())
             with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
-                task = bar.add_task("sync", total=total, source=escape(source.name))
+                task = bar.add_task("sync", total=total, source=escape(clean(source.name)))
                 report = kb.sync(source.name, trigger=trigger, progress=lambda _doc, task=task: bar.advance(task),
                                  allow_deletes=allow_deletes, full=full)
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
         console.print(
-            f"[bold]{escape(source.name)}[/]: {sync_counts(report, zero_skipped=False)} — {report.chunks} chunks, "
+            f"[bold]{escape(clean(source.name))}[/]: {sync_counts(report, zero_skipped=False)} — {report.chunks} chunks, "
             f"{report.sentences} sentences, {report.embedded} embedded, {report.seconds:.1f}s", highlight=False
         )
         for error in report.errors[:20]:
-            console.print(f"  [red]FAILED[/] {escape(error)}", highlight=False)
+            console.print(f"  [red]FAILED[/] {escape(clean(error))}", highlight=False)
         for skip in report.skips[:20]:
-            console.print(f"  [yellow]SKIPPED[/] {escape(skip)}", highlight=False)
+            console.print(f"  [yellow]SKIPPED[/] {escape(clean(skip))}", highlight=False)
         if report.refused:
             typer.echo(f"error: source {source.name}: {report.refused} — run `kb sync"
                        f"{'' if len(sources) == 1 else ' --source ' + source.name} --allow-deletes` "
