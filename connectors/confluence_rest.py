@@ -1,4 +1,4 @@
-"""Confluence Cloud and Data Center over REST (v1): pages where they live, kept current by what changed.
+"""Confluence Cloud and Data Center over REST (v1; v2 for Cloud full reads): pages, kept current by what changed.
 
 A sync starts with a cheap listing of every page the source selects (CQL through
 `/rest/api/content/search`, no bodies: id, title, space, version, ancestors and read
@@ -13,7 +13,9 @@ restrictions, 200 a request). The listing is the authority on what exists and wh
 Bodies come in bulk: pages modified since the last successful sync (CQL `lastmodified`, the
 runner moves the time back for clock skew; CQL reads it in the account's time zone, so a page
 the listing says changed that this search missed is fetched by id, 50 a request). A full sync
-reads every body the same way. Storage format goes through `connectors.confluence_storage`, so a
+reads every body the same way on Data Center, and on Cloud over the v2 API when the source selects
+by spaces (`connectors.confluence_v2`: v2 has no CQL, so incremental reads stay on v1).
+Storage format goes through `connectors.confluence_storage`, so a
 page reads the same as from an XML export, under the same document path (`pages/<id>`).
 
 Access (fail closed): a page takes its space's scope (`access = { HR = "hr-private", "*" = … }`)

@@ -12,6 +12,12 @@ Atlassian's documentation and of ../shared/corpora/confluence/rest-api-v1-xsoar:
 Paging: Cloud mode writes a `cursor` into `_links.next` (and ignores `start` when a cursor is
 given); Data Center mode writes `start`. Both cap `limit` (200, bodies 50) like the real thing.
 
+v2 (Cloud mode only; Data Center answers 404): `/api/v2/spaces?keys=` and
+`/api/v2/spaces/{id}/pages` with v2 page objects (`spaceId`, `parentId`, `authorId`,
+`version.createdAt`, `body.storage` when `body-format=storage`, `_links.webui`), `{results,
+_links: {next, base}}` and a `Link: <…>; rel="next"` header; cursors are opaque (a forged one is a
+400); bodies `v2_body_cap` (2) a request so tests cross cursor boundaries.
+
 Faults on demand: `queue(status, retry_after=…)` answers the next requests with those statuses;
 `down_after(n)` drops every connection after n more requests (an outage mid-sync); `credentials`
 are checked (Basic email:token on Cloud, Bearer token on Data Center) and `forbidden` answers 403.
