@@ -207,7 +207,6 @@ def test_a_user_restriction_that_is_not_mapped_is_never_published(tmp_path, fake
 @pytest.mark.parametrize("cloud", [True, False], ids=["cloud-cursor", "datacenter-start-limit"])
 def test_listing_follows_next_links_with_cursors_and_start_limit(tmp_path, cloud):
     with FakeConfluence(cloud=cloud) as fake:
-        fake.v2_body_cap = 250
         for n in range(450):
             fake.add(str(5000 + n), f"Generated {n}", "OPS", f"<p>page {n}</p>", parent="200")
         name, path = sources_file(tmp_path, fake)
@@ -340,6 +339,7 @@ def _comparable(docs) -> dict:
 
 
 def test_cloud_reads_bodies_over_v2_across_cursor_pages_and_a_page_reads_as_over_v1(tmp_path, fake):
+    fake.v2_body_cap = 2  # several cursor pages per space
     fake.pages["210"].labels = ["leave", "policy"]
     fake.add("900", "Travel", "PEOPLE", '<p>Book through <ac:link><ri:page ri:content-title="Overview" /></ac:link>.</p>',
              parent="210")
@@ -368,6 +368,7 @@ def test_cloud_reads_bodies_over_v2_across_cursor_pages_and_a_page_reads_as_over
 
 
 def test_a_rejected_v2_cursor_or_an_outage_mid_listing_refuses_the_sync_and_deletes_nothing(index, tmp_path, fake):
+    fake.v2_body_cap = 2
     name, path = sources_file(tmp_path, fake)
     runner = runner_for(index, path)
     runner.sync(name)

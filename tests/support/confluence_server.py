@@ -16,7 +16,7 @@ v2 (Cloud mode only; Data Center answers 404): `/api/v2/spaces?keys=` and
 `/api/v2/spaces/{id}/pages` with v2 page objects (`spaceId`, `parentId`, `authorId`,
 `version.createdAt`, `body.storage` when `body-format=storage`, `_links.webui`), `{results,
 _links: {next, base}}` and a `Link: <…>; rel="next"` header; cursors are opaque (a forged one is a
-400); bodies `v2_body_cap` (2) a request so tests cross cursor boundaries.
+400); `v2_body_cap` pages a request (250, v2's maximum; tests set 2 to cross cursor boundaries).
 
 Faults on demand: `queue(status, retry_after=…)` answers the next requests with those statuses;
 `down_after(n)` drops every connection after n more requests (an outage mid-sync); `credentials`
@@ -79,7 +79,7 @@ class FakeConfluence:
         self.faults: list[tuple[int, str | None]] = []
         self.drop_after: int | None = None
         self.forbidden = False
-        self.v2_body_cap = 2  # v2 page lists with bodies, per request: small, so tests cross cursors
+        self.v2_body_cap = 250  # v2's documented maximum page size; tests lower it to cross cursors
         self.lock = threading.Lock()
         self.clock = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
         if from_fixture:
