@@ -128,6 +128,9 @@ class ConfluenceApi:
             return link
         if context and link.startswith(context + "/"):
             link = link[len(context):]
+        prefix = urlparse(base).path.rstrip("/")  # v2 gives no context; its next holds /wiki
+        if not context and prefix and link.startswith(prefix + "/"):
+            link = link[len(prefix):]
         return base + link
 
     def _response(self, path: str, params: dict | None, *, page: str | None) -> requests.Response:

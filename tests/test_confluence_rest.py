@@ -213,8 +213,12 @@ def test_listing_follows_next_links_with_cursors_and_start_limit(tmp_path, cloud
         docs = list(open_connector(read_sources_file(path).sources[0]).documents())
         assert len(docs) == 456
         listing = [r for r in searches(fake) if "body.storage" not in r and "attachment" not in r]
-        bodies = [r for r in fake.requests if "body.storage" in r]
-        assert (len(listing), len(bodies)) == (3, 10)  # 200 a listing, 50 bodies a request
+        bodies = [r for r in fake.requests if "body.storage" in r or "body-format" in r]
+        if cloud:  # bodies over v2: 250 a request where the server allows it (real Cloud does)
+            assert len(listing) == 3 and all("/wiki/api/v2/spaces/" in r for r in bodies)
+            assert sum("cursor=" in r for r in bodies) == len(bodies) - 2  # OPS needs several, PEOPLE one
+        else:
+            assert (len(listing), len(bodies)) == (3, 10)  # 200 a listing, 50 bodies a request
         assert all(("cursor=" in r) == cloud and ("start=" in r) == (not cloud) for r in listing[1:])
 
 
@@ -226,7 +230,7 @@ def test_429_waits_retry_after_and_5xx_is_retried(tmp_path, fake):
     docs = list(ConfluenceRest(read_sources_file(path).sources[0].remote, source=name, space_access={"*": "public"},
                                settings=ApiSettings(retries=3, backoff=0)).documents())
     assert len(docs) == 6 and time.monotonic() - started >= 1.0
-    assert len(searches(fake)) == 3 + 3  # three searches answered, the first after three faults retried
+    assert len(searches(fake)) == 3 + 2  # two searches answered (bodies over v2), the first after three faults retried
 
 
 def test_an_outage_mid_sync_aborts_and_deletes_nothing(index, tmp_path, fake):
@@ -319,9 +323,94 @@ def test_kb_sync_full_and_status_through_the_command_line(index, kb_home, tmp_pa
     seen = len(fake.requests)
     full = kb("sync", "--source", name, "--full")
     assert "0 added, 0 updated, 4 unchanged" in full.stderr
-    assert any("body.storage" in r and "lastmodified" not in r for r in fake.requests[seen:])  # every body read
+    assert any("/api/v2/spaces/" in r and "body-format=storage" in r for r in fake.requests[seen:])  # every body, over v2
     monkeypatch.setenv("TEST_CONFLUENCE_TOKEN", "revoked")
     refused = kb("sync", "--source", name)
     assert refused.exit_code != 0 and "refused the credentials (HTTP 401)" in refused.output
     assert "revoked" not in refused.output and TOKEN not in refused.output
+    indexed_sources.forget(index, name)
+
+
+# -- v2 (Cloud) ----------------------------------------------------------------------------------
+
+
+def _comparable(docs) -> dict:
+    return {d.path: (d.title, d.text, d.url, d.access, d.updated_at, d.skipped, d.error, d.metadata) for d in docs}
+
+
+def test_cloud_reads_bodies_over_v2_across_cursor_pages_and_a_page_reads_as_over_v1(tmp_path, fake):
+    fake.v2_body_cap = 2  # several cursor pages per space
+    fake.pages["210"].labels = ["leave", "policy"]
+    fake.add("900", "Travel", "PEOPLE", '<p>Book through <ac:link><ri:page ri:content-title="Overview" /></ac:link>.</p>',
+             parent="210")
+    name, path = sources_file(tmp_path, fake)
+    v2 = list(open_connector(read_sources_file(path).sources[0]).documents())
+    asked = [r for r in fake.requests if "/api/v2/" in r]
+    listings = [r for r in asked if "/pages?" in r]
+    assert asked[0].replace("%2C", ",").startswith("/wiki/api/v2/spaces?keys=OPS,PEOPLE")
+    assert all(r.startswith("/wiki/api/v2/spaces/") and "body-format=storage" in r and "status=current" in r
+               for r in listings)
+    assert len(listings) >= 4 and sum("cursor=" in r for r in listings) == len(listings) - 2  # 2 a page here
+    assert not [r for r in searches(fake) if "body.storage" in r]  # no v1 body search on a full Cloud read
+    with FakeConfluence(cloud=False) as dc:  # the same wiki, read over v1 (Data Center has no v2)
+        dc.pages, dc.spaces = fake.pages, fake.spaces
+        _, dc_path = sources_file(tmp_path, dc, name=name)
+        v1 = list(open_connector(read_sources_file(dc_path).sources[0]).documents())
+        assert not [r for r in dc.requests if "/api/v2/" in r]
+    ours, theirs = _comparable(v2), _comparable(v1)
+    for got in (ours, theirs):  # the base URL differs between the two servers
+        for key, value in got.items():
+            got[key] = tuple(x.replace(fake.url, "SITE").replace(dc.url, "SITE") if isinstance(x, str) else x
+                             for x in value)
+    assert ours == theirs
+    assert ours["pages/210"][7]["tags"] == ["leave", "policy"] and ours["pages/900"][7]["ancestors"] == ["Overview"]
+    assert "(SITE/pages/viewpage.action?pageId=210)" in ours["pages/900"][1]  # a link resolved over v2 as over v1
+
+
+def test_a_rejected_v2_cursor_or_an_outage_mid_listing_refuses_the_sync_and_deletes_nothing(index, tmp_path, fake):
+    fake.v2_body_cap = 2
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    before = {p: (r.status, r.chunk_count) for p, r in rows(index, name).items()}
+    assert len(before) == 6
+    for page in list(fake.pages.values()):
+        fake.edit(page.id)
+    original = fake.v2
+
+    def bad_cursor(path: str, query: dict[str, str]):
+        if "cursor" in query:
+            query = query | {"cursor": "not-a-cursor"}
+        return original(path, query)
+
+    fake.v2 = bad_cursor  # type: ignore[method-assign]
+    with pytest.raises(ConfluenceUnavailable, match="HTTP 400"):
+        runner.sync(name, full=True)
+    assert {p: (r.status, r.chunk_count) for p, r in rows(index, name).items()} == before
+    fake.v2 = original  # type: ignore[method-assign]
+    seen = len(fake.requests)
+    fake.down_after(5)  # listing, attachments, space ids, two v2 pages; then the server goes away
+    with pytest.raises(ConfluenceUnavailable, match="cannot reach"):
+        runner.sync(name, full=True)
+    assert any("/api/v2/" in r and "cursor=" in r for r in fake.requests[seen:])
+    assert {p: (r.status, r.chunk_count) for p, r in rows(index, name).items()} == before
+    fake.drop_after = None
+    indexed_sources.forget(index, name)
+
+
+def test_data_center_and_incremental_cloud_syncs_stay_on_v1(index, tmp_path, fake):
+    with FakeConfluence(cloud=False) as dc:
+        dc_name, dc_path = sources_file(tmp_path, dc)
+        assert runner_for(index, dc_path).sync(dc_name).added == 5
+        assert not [r for r in dc.requests if "/api/v2/" in r]
+        assert [r for r in searches(dc) if "body.storage" in r]
+        indexed_sources.forget(index, dc_name)
+    name, path = sources_file(tmp_path, fake)
+    runner = runner_for(index, path)
+    runner.sync(name)
+    fake.edit("202", body="<p>new text</p>")
+    seen = len(fake.requests)
+    assert runner.sync(name, trigger="schedule").updated == 1
+    assert not [r for r in fake.requests[seen:] if "/api/v2/" in r]  # v2 has no lastmodified: CQL
+    assert any("lastmodified" in r for r in searches(fake, seen))
     indexed_sources.forget(index, name)

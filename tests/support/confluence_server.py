@@ -12,6 +12,12 @@ Atlassian's documentation and of ../shared/corpora/confluence/rest-api-v1-xsoar:
 Paging: Cloud mode writes a `cursor` into `_links.next` (and ignores `start` when a cursor is
 given); Data Center mode writes `start`. Both cap `limit` (200, bodies 50) like the real thing.
 
+v2 (Cloud mode only; Data Center answers 404): `/api/v2/spaces?keys=` and
+`/api/v2/spaces/{id}/pages` with v2 page objects (`spaceId`, `parentId`, `authorId`,
+`version.createdAt`, `body.storage` when `body-format=storage`, `_links.webui`), `{results,
+_links: {next, base}}` and a `Link: <…>; rel="next"` header; cursors are opaque (a forged one is a
+400); `v2_body_cap` pages a request (250, v2's maximum; tests set 2 to cross cursor boundaries).
+
 Faults on demand: `queue(status, retry_after=…)` answers the next requests with those statuses;
 `down_after(n)` drops every connection after n more requests (an outage mid-sync); `credentials`
 are checked (Basic email:token on Cloud, Bearer token on Data Center) and `forbidden` answers 403.
@@ -73,6 +79,7 @@ class FakeConfluence:
         self.faults: list[tuple[int, str | None]] = []
         self.drop_after: int | None = None
         self.forbidden = False
+        self.v2_body_cap = 250  # v2's documented maximum page size; tests lower it to cross cursors
         self.lock = threading.Lock()
         self.clock = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
         if from_fixture:
@@ -215,6 +222,55 @@ class FakeConfluence:
                                           "start": 0, "limit": 200, "size": len(page.labels)}}
         return out
 
+    # -- v2 (Cloud only): space ids, cursor-paged page lists with storage bodies -------------------
+
+    def space_id(self, key: str) -> str:
+        return str(1000 + sorted(self.spaces).index(key))
+
+    def v2(self, path: str, query: dict[str, str]) -> tuple[dict, str | None]:
+        """A v2 answer and its next link. Cursors are opaque strings (here base64 of an offset);
+        one the server did not write is a 400, as on Cloud."""
+        if not self.cloud:
+            raise LookupError("Data Center has no v2 API")
+        if path == "/api/v2/spaces":
+            keys = set(query.get("keys", "").split(","))
+            found = [{"id": self.space_id(k), "key": k, "name": n, "type": "global", "status": "current",
+                      "_links": {"webui": f"/spaces/{k}"}} for k, n in sorted(self.spaces.items()) if k in keys]
+            return {"results": found, "_links": {"base": self.url}}, None
+        m = re.fullmatch(r"/api/v2/spaces/(\d+)/pages", path)
+        if m is None:
+            raise LookupError(path)
+        key = next((k for k in self.spaces if self.space_id(k) == m.group(1)), None)
+        if key is None:
+            raise LookupError(path)
+        try:
+            start = int(base64.urlsafe_b64decode(query["cursor"]).decode()) if "cursor" in query else 0
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError("Invalid cursor") from None
+        limit = min(int(query.get("limit", 25)), 250 if "body-format" not in query else self.v2_body_cap)
+        pages = [p for p in sorted(self.pages.values(), key=lambda p: int(p.id)) if p.space == key]
+        out = []
+        for page in pages[start:start + limit]:
+            item = {"id": page.id, "status": "current", "title": page.title, "spaceId": m.group(1),
+                    "parentId": page.parent, "parentType": "page" if page.parent else None,
+                    "authorId": f"acc-{page.author}", "createdAt": "2022-10-01T10:00:00.000Z",
+                    "version": {"number": page.version, "message": "", "minorEdit": False,
+                                "authorId": f"acc-{page.author}",
+                                "createdAt": page.when.isoformat(timespec="milliseconds").replace("+00:00", "Z")},
+                    "_links": {"webui": f"/spaces/{page.space}/pages/{page.id}/{quote(page.title.replace(' ', '+'))}",
+                               "editui": f"/pages/resumedraft.action?draftId={page.id}", "tinyui": f"/x/{page.id}"}}
+            if query.get("body-format") == "storage":
+                item["body"] = {"storage": {"value": page.body, "representation": "storage"}}
+            out.append(item)
+        links = {"base": self.url}
+        link = None
+        if start + limit < len(pages):
+            rest = {k: v for k, v in query.items() if k != "cursor"}
+            rest["cursor"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+            link = f"{self.context}{path}?{urlencode(rest)}"
+            links["next"] = link
+        return {"results": out, "_links": links}, link
+
     def _attachment(self, att: Attachment) -> dict:
         page = self.pages[att.page]
         return {"id": att.id, "type": "attachment", "status": "current", "title": att.title,
@@ -280,8 +336,13 @@ def _handler(fake: FakeConfluence):
             try:
                 if path == "/rest/api/content/search":
                     return self._send(200, fake.search(query))
+                if path.startswith("/api/v2/"):
+                    payload, link = fake.v2(path, query)
+                    return self._send(200, payload, {"Link": f'<{link}>; rel="next"'} if link else {})
                 if path == "/rest/api/user":
                     key = query.get("accountId") or query.get("key", "")  # Cloud: account ids; both: user keys
+                    if key.startswith("acc-"):  # the authors' account ids the content answers carry
+                        return self._send(200, {"type": "known", "accountId": key, "displayName": key[4:].title()})
                     if key not in fake.users:
                         return self._send(404, {"statusCode": 404, "message": "No user"})
                     return self._send(200, {"type": "known", "accountId" if fake.cloud else "userKey": key,
@@ -296,6 +357,8 @@ def _handler(fake: FakeConfluence):
                         if att.page == m.group(1) and quote(att.title) == m.group(2):
                             return self._send_bytes(att.data, att.media_type)
                     return self._send(404, {"statusCode": 404, "message": "No attachment"})
+            except LookupError:
+                return self._send(404, {"statusCode": 404, "message": "not found"})
             except ValueError as exc:
                 return self._send(400, {"statusCode": 400, "message": str(exc)})
             self._send(404, {"statusCode": 404, "message": "not found"})
