@@ -133,16 +133,11 @@ class OnnxReader:
     def load(self):
         with self._lock:
             if self._session is None:
-                import onnxruntime
                 from tokenizers import Tokenizer
 
-                from indexing.vectors.onnx_embedding import bundled_model_path
+                from indexing.vectors.onnx_embedding import bundled_model_path, cpu_session
 
-                options = onnxruntime.SessionOptions()
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                if self.threads:
-                    options.intra_op_num_threads = self.threads
-                self._session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+                self._session = cpu_session(self.path, self.threads)
                 tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
                 tokenizer.no_padding()
                 self._plain = Tokenizer.from_str(tokenizer.to_str())

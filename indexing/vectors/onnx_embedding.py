@@ -125,20 +125,28 @@ class OnnxEmbedder:
     def _load(self):
         with self._lock:
             if self._session is None:
-                import onnxruntime
                 from tokenizers import Tokenizer
 
                 path, self.exported = exported_model(self.model_dir, self.home, self.quantized)
-                options = onnxruntime.SessionOptions()
-                # Threads that finish their share wait asleep, not spinning: the reason torch runs
-                # with OMP_WAIT_POLICY=PASSIVE (indexing/vectors/embedding.py) holds here too.
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                self._session = cpu_session(path)
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 tokenizer.no_padding()  # the file pads everything to a fixed length; batches pad themselves
                 tokenizer.enable_truncation(self.max_length)
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
+
+
+def cpu_session(path: Path, threads: int | None = None) -> Any:
+    """An ONNX Runtime session on the CPU, for the embedder and the readers alike. Threads that
+    finish their share wait asleep, not spinning: the reason torch runs with
+    OMP_WAIT_POLICY=PASSIVE (indexing/vectors/embedding.py) holds here too."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads:
+        options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def padded_batch(encodings) -> dict[str, np.ndarray]:
