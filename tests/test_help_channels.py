@@ -245,6 +245,7 @@ def test_a_persons_answer_in_a_handed_over_thread_is_offered_once_to_the_asker_a
     reply = message(ANSWER, LOOP, user=ANSWERER, thread_ts=asked["ts"])
     helpbot.event(reply)
     helpbot.event(reply, event_id="EvRETRY" + reply["ts"].replace(".", ""))  # delivered again
+    helpbot.wait_idle()  # the first answer is handled before a later one (events run concurrently)
     helpbot.event(message("also the canteen has the recipe on its board", LOOP, user="U0CAROL1", thread_ts=asked["ts"]))
     helpbot.event(message(ANSWER, LOOP, user=BOT_USER, bot_id=BOT_ID, thread_ts=asked["ts"]))
     helpbot.wait_idle()
