@@ -51,7 +51,7 @@ def whole_index_search(index, query_terms: list[str], scopes: list[str] | None, 
         return []
     ids = [index.vocab[t] for t in query_terms if t in index.vocab]
     avg_len = np.float64(index.live_length) / np.float64(index.live_rows)
-    scores = [np.zeros(len(s.rows), dtype=np.float32) for s in index.segments]
+    scores = [np.zeros(s.size, dtype=np.float32) for s in index.segments]
     for term in ids:
         postings = [s.postings(term, s.alive) for s in index.segments]
         df = sum(len(rows) for rows, _ in postings)
@@ -64,12 +64,12 @@ def whole_index_search(index, query_terms: list[str], scopes: list[str] | None, 
     visible = index._visible(scopes)
     flat = np.concatenate([sc * v for sc, v in zip(scores, visible)])
     top = _top_k(flat, min(k, len(flat)))
-    starts = np.cumsum([0] + [len(s.rows) for s in index.segments])
+    starts = np.cumsum([0] + [s.size for s in index.segments])
     hits = []
     for i in top.tolist():
         if flat[i] > 0:
             seg = int(np.searchsorted(starts, i, side="right") - 1)
-            hits.append((index.segments[seg].rows[i - starts[seg]], float(flat[i])))
+            hits.append((index.row(index.segments[seg], int(i - starts[seg])), float(flat[i])))
     return hits
 
 
@@ -111,10 +111,10 @@ def index_rows(home) -> tuple[list[tuple[str, list[str]]], int]:
     segment, vocab = held.segments[0], list(held.vocab)
     tf = segment.tf.tocsr()
     rows = []
-    for i, row in enumerate(segment.rows):
+    for i in range(segment.size):
         start, end = tf.indptr[i], tf.indptr[i + 1]
-        rows.append((row.doc_id, [vocab[t] for t, n in zip(tf.indices[start:end].tolist(), tf.data[start:end].tolist())
-                                  for _ in range(int(n))]))
+        counts = zip(tf.indices[start:end].tolist(), tf.data[start:end].tolist())
+        rows.append((held.row(segment, i).doc_id, [vocab[t] for t, n in counts for _ in range(int(n))]))
     return rows, len({doc for doc, _ in rows})
 
 

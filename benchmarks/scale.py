@@ -203,19 +203,24 @@ def real_vectors(embedder, texts: list[str], cache_dir: Path) -> tuple[np.ndarra
     return np.stack([known[k] for k in keys]), len(missing), seconds
 
 
-def synthetic_pages(corpus: Corpus, seed: int, noise: float):
+def synthetic_pages(corpus: Corpus, seed: int, noise: float, *, rng: random.Random | None = None,
+                    nrng: np.random.Generator | None = None, first: int = 1):
     """Endless stream of (SourceDocument, [(embed_text, vector)] of its children, [(text, vector)] of
-    its sections' sentences as the lead scores them) built from the real chunks."""
+    its sections' sentences as the lead scores them) built from the real chunks.
+
+    `rng`, `nrng` and `first` (the next page's number) resume a stream where a checkpoint left it
+    (`benchmarks.million` saves the generators' states between batches); by default it starts at
+    page 1 from `seed`."""
     from connectors.document import SourceDocument
     from indexing.ingest.chunking import chunk_document
     from indexing.ingest.storable import storable
 
     from indexing.vectors.sentence_vectors import section_sentences
 
-    rng = random.Random(seed)
-    nrng = np.random.default_rng(seed)
+    rng = rng or random.Random(seed)
+    nrng = nrng or np.random.default_rng(seed)
     usable = [i for i, c in enumerate(corpus.real) if c.units]
-    k = 0
+    k = first - 1
     while True:
         k += 1
         a0 = corpus.real[rng.choice(usable)]

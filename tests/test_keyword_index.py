@@ -216,3 +216,37 @@ def test_deltas_masks_and_merges_score_as_one_build():
         _rows(1, "d1") + _rows(1, "d3", "b"), terms("d1") + terms("d3"), 0).search(["delta"], None, 5)
     assert index.doc_freq({"beta", "alpha"}, ["a"]) == ({"beta": 1, "alpha": 0}, 1)
     assert sorted(index.merged().vocab) == ["beta", "delta", "e11", "epsilon", "zeta"]  # e0..e10 are gone
+
+
+def test_a_row_costs_its_ids_bytes_not_python_objects():
+    """What the keyword leg keeps per chunk, once built and once loaded from a saved base: its ids'
+    bytes and a few numbers — not an object with three strings and a row-map entry, which at a
+    million chunks cost more memory than the term frequencies (docs/scaling.md). Measured with
+    tracemalloc (numpy reports its arrays to it) after the inputs are dropped."""
+    import gc
+    import tracemalloc
+
+    n = 20_000
+
+    def retained(make):
+        gc.collect()
+        tracemalloc.start()
+        try:
+            index = make()
+            gc.collect()
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert index.live_rows == n
+        return size / n
+
+    def build():
+        rows = [KeywordRow(f"{i:040x}", f"doc:page-{i // 15:06d}.md", f"{i // 3:040x}", "public") for i in range(n)]
+        terms = [[f"w{i % 97}", f"w{i % 89}", f"w{i % 83}"] for i in range(n)]
+        return KeywordIndex.build(rows, terms, 1)
+
+    blob = build().to_bytes()
+    built, loaded = retained(build), retained(lambda: KeywordIndex.from_bytes(blob))
+    # 80 bytes of ids, 8 of length, 4 + 4 of codes, 1 alive, ~3 × 8 of term frequencies, dict
+    # entries for 1,334 documents; a KeywordRow with its strings alone is over 300 bytes
+    assert built < 200 and loaded < 200, (built, loaded)

@@ -21,6 +21,12 @@ everyone, and a public question using the word would rank and score public pages
 depending on whether some restricted page holds it — a way to learn a restricted word from
 public replies. Counting per audience costs a mask over the rows per question (docs/benchmarks.md,
 "Keyword statistics per audience").
+
+Rows are kept as columns, not as one Python object per chunk: node and parent ids as fixed-width
+byte arrays, the document and the scope as int32 codes into the index's shared name tables. At a
+million chunks a `KeywordRow` per row with its three strings, and a row map per document, cost
+~0.5 KB a row — more than the term frequencies themselves (docs/scaling.md); as columns a row
+costs its two ids' bytes plus 8. A `KeywordRow` is made only for a hit.
 """
 
 from __future__ import annotations
@@ -54,9 +60,15 @@ class Segment:
 
     tf: sparse.csc_matrix  # rows × terms, float32 term frequencies
     lengths: np.ndarray  # int64 terms per row (bm25s's document length)
-    rows: list[KeywordRow]
+    node_ids: np.ndarray  # bytes (numpy S): each row's node id, UTF-8
+    parent_ids: np.ndarray  # bytes (numpy S): each row's parent section
+    docs: np.ndarray  # int32 code of each row's document (KeywordIndex.doc_names)
     access: np.ndarray  # int32 code of each row's scope (KeywordIndex.scopes)
     alive: np.ndarray  # bool
+
+    @property
+    def size(self) -> int:
+        return len(self.lengths)
 
     def postings(self, term: int, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the term among the `visible` ones (a mask of this segment's rows: live, and
@@ -77,7 +89,9 @@ class KeywordIndex:
     vocab: dict[str, int] = field(default_factory=dict)
     scopes: dict[str, int] = field(default_factory=dict)
     segments: list[Segment] = field(default_factory=list)
-    rows_of_doc: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # doc → (segment, row)
+    scope_names: list[str] = field(default_factory=list)  # each scope code's name
+    doc_codes: dict[str, int] = field(default_factory=dict)  # document id → its code in Segment.docs
+    doc_names: list[str] = field(default_factory=list)  # each document code's id
     live_rows: int = 0
     live_length: int = 0
 
@@ -90,9 +104,9 @@ class KeywordIndex:
         more than `MAX_SMALL_SEGMENTS`, never with the base here (`needs_merge` says when that
         is due; the caller does it off the question path).
         """
-        # The vocabulary, the scope codes and the row map are shared and only grow or change
-        # here, under the caller's lock: searching reads none of the row map, and an older index
-        # ignores term ids beyond its segments' width. Only `alive` arrays are copied.
+        # The vocabulary and the scope and document codes are shared and only grow here, under
+        # the caller's lock: an older index ignores term ids beyond its segments' width, and no
+        # code changes meaning. Only `alive` arrays are copied.
         new = replace(self, generation=generation, segments=list(self.segments))
         new._remove(doc_ids)
         if rows:
@@ -103,31 +117,29 @@ class KeywordIndex:
 
     def needs_merge(self) -> bool:
         """Whether the small segments hold enough rows to be merged into the base."""
-        small = sum(len(s.rows) for s in self.segments[1:])
-        return small > max(MERGE_MIN_ROWS, MERGE_SHARE * len(self.segments[0].rows))
+        small = sum(s.size for s in self.segments[1:])
+        return small > max(MERGE_MIN_ROWS, MERGE_SHARE * self.segments[0].size)
 
     def _combine_small(self) -> None:
-        combined = _combine(self.segments[1:], len(self.vocab))
-        self.segments = [self.segments[0], combined]
-        for doc in {row.doc_id for row in combined.rows}:
-            self.rows_of_doc[doc] = [entry for entry in self.rows_of_doc.get(doc, []) if entry[0] == 0]
-        for i, row in enumerate(combined.rows):
-            self.rows_of_doc[row.doc_id].append((1, i))
+        self.segments = [self.segments[0], _combine(self.segments[1:], len(self.vocab))]
 
     def _remove(self, doc_ids: list[str]) -> None:
-        copied: dict[int, np.ndarray] = {}
-        for doc_id in doc_ids:
-            for seg, row in self.rows_of_doc.pop(doc_id, ()):
-                segment = self.segments[seg]
-                alive = copied.get(seg)
-                if alive is None:
-                    alive = copied[seg] = segment.alive.copy()
-                if alive[row]:
-                    alive[row] = False
-                    self.live_rows -= 1
-                    self.live_length -= int(segment.lengths[row])
-        for seg, alive in copied.items():
-            self.segments[seg] = replace(self.segments[seg], alive=alive)
+        """Mask out the live rows of these documents: one pass over each segment's codes."""
+        codes = np.array([self.doc_codes[d] for d in doc_ids if d in self.doc_codes], dtype=np.int32)
+        if not len(codes):
+            return
+        for seg, segment in enumerate(self.segments):
+            gone = segment.alive & np.isin(segment.docs, codes)
+            if gone.any():
+                self.live_rows -= int(gone.sum())
+                self.live_length -= int(segment.lengths[gone].sum())
+                self.segments[seg] = replace(segment, alive=segment.alive & ~gone)
+
+    def row(self, segment: Segment, i: int) -> KeywordRow:
+        """Row `i` of `segment` as a hit carries it. (The name lists only grow, and a code is
+        appended before any segment holds it: safe while another thread appends.)"""
+        return KeywordRow(segment.node_ids[i].decode(), self.doc_names[segment.docs[i]],
+                          segment.parent_ids[i].decode(), self.scope_names[segment.access[i]])
 
     def _append(self, rows: list[KeywordRow], terms: list[list[str]]) -> None:
         ids = [np.fromiter((self.vocab.setdefault(t, len(self.vocab)) for t in row_terms), np.int64, len(row_terms))
@@ -137,11 +149,10 @@ class KeywordIndex:
         row_of = np.repeat(np.arange(len(rows)), lengths)
         tf = sparse.csc_matrix((np.ones(len(flat), np.float32), (row_of, flat)), shape=(len(rows), len(self.vocab)))
         tf.sum_duplicates()
-        access = np.array([self.scopes.setdefault(r.access, len(self.scopes)) for r in rows], dtype=np.int32)
-        seg = len(self.segments)
-        self.segments.append(Segment(tf, lengths, list(rows), access, np.ones(len(rows), dtype=bool)))
-        for i, row in enumerate(rows):
-            self.rows_of_doc.setdefault(row.doc_id, []).append((seg, i))
+        access = np.array([_code(self.scopes, self.scope_names, r.access) for r in rows], dtype=np.int32)
+        docs = np.array([_code(self.doc_codes, self.doc_names, r.doc_id) for r in rows], dtype=np.int32)
+        self.segments.append(Segment(tf, lengths, _bytes([r.node_id for r in rows]),
+                                     _bytes([r.parent_id for r in rows]), docs, access, np.ones(len(rows), dtype=bool)))
         self.live_rows += len(rows)
         self.live_length += int(lengths.sum())
 
@@ -151,17 +162,19 @@ class KeywordIndex:
         combined = _combine(self.segments, len(self.vocab))
         used = np.flatnonzero(np.diff(combined.tf.indptr))
         terms = list(self.vocab)
+        # documents renumbered to those still holding a row, as terms are
+        docs, codes = np.unique(combined.docs, return_inverse=True)
+        names = [self.doc_names[d] for d in docs.tolist()]
         merged = KeywordIndex(generation=self.generation, vocab={terms[t]: i for i, t in enumerate(used.tolist())},
-                              scopes=dict(self.scopes))
-        merged._set_base(replace(combined, tf=sparse.csc_matrix(combined.tf[:, used])))
+                              scopes=dict(self.scopes), scope_names=list(self.scope_names),
+                              doc_codes={name: i for i, name in enumerate(names)}, doc_names=names)
+        merged._set_base(replace(combined, tf=sparse.csc_matrix(combined.tf[:, used]),
+                                 docs=codes.astype(np.int32).reshape(-1)))
         return merged
 
     def _set_base(self, segment: Segment) -> None:
         self.segments = [segment]
-        self.rows_of_doc = {}
-        for i, row in enumerate(segment.rows):
-            self.rows_of_doc.setdefault(row.doc_id, []).append((0, i))
-        self.live_rows = len(segment.rows)
+        self.live_rows = segment.size
         self.live_length = int(segment.lengths.sum())
 
     # -- searching ----------------------------------------------------------------------------
@@ -184,7 +197,7 @@ class KeywordIndex:
         weight_of = [w for t, w in zip(query_terms, weights) if t in self.vocab]
         ids = [self.vocab[t] for t in query_terms if t in self.vocab]
         avg_len = np.float64(length) / np.float64(n)  # as np.mean gives it
-        scores = [np.zeros(len(s.rows), dtype=np.float32) for s in self.segments]
+        scores = [np.zeros(s.size, dtype=np.float32) for s in self.segments]
         for term, weight in zip(ids, weight_of):
             postings = [s.postings(term, v) for s, v in zip(self.segments, visible)]
             df = sum(len(rows) for rows, _ in postings)
@@ -206,7 +219,7 @@ class KeywordIndex:
         for i in top.tolist():
             if flat[i] > 0:
                 seg = int(np.searchsorted(starts, i, side="right") - 1)
-                hits.append((self.segments[seg].rows[kept[seg][i - starts[seg]]], float(flat[i])))
+                hits.append((self.row(self.segments[seg], int(kept[seg][i - starts[seg]])), float(flat[i])))
         return hits
 
     def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
@@ -246,22 +259,25 @@ class KeywordIndex:
         base = self.merged() if len(self.segments) != 1 else self
         s = base.segments[0]
         meta = {"generation": base.generation, "terms": list(base.vocab), "scopes": list(base.scopes),
-                "rows": [[r.node_id, r.doc_id, r.parent_id, r.access] for r in s.rows]}
+                "docs": base.doc_names}
         out = io.BytesIO()
         np.savez(out, indptr=s.tf.indptr, indices=s.tf.indices, data=s.tf.data, lengths=s.lengths,
-                 access=s.access, meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8))
+                 node_ids=s.node_ids, parent_ids=s.parent_ids, docs=s.docs, access=s.access,
+                 meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8))
         return out.getvalue()
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> KeywordIndex:
         with np.load(io.BytesIO(blob)) as arrays:
             meta = json.loads(arrays["meta"].tobytes().decode())
-            rows = [KeywordRow(*r) for r in meta["rows"]]
+            lengths = arrays["lengths"]
             tf = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
-                                   shape=(len(rows), len(meta["terms"])))
-            segment = Segment(tf, arrays["lengths"], rows, arrays["access"], np.ones(len(rows), dtype=bool))
+                                   shape=(len(lengths), len(meta["terms"])))
+            segment = Segment(tf, lengths, arrays["node_ids"], arrays["parent_ids"], arrays["docs"], arrays["access"],
+                              np.ones(len(lengths), dtype=bool))
         index = cls(generation=meta["generation"], vocab={t: i for i, t in enumerate(meta["terms"])},
-                    scopes={s: i for i, s in enumerate(meta["scopes"])})
+                    scopes={s: i for i, s in enumerate(meta["scopes"])}, scope_names=meta["scopes"],
+                    doc_codes={d: i for i, d in enumerate(meta["docs"])}, doc_names=meta["docs"])
         index._set_base(segment)
         return index
 
@@ -284,19 +300,36 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
 def _combine(segments: list[Segment], width: int) -> Segment:
     """The live rows of these segments as one, in node-id order — the order a build from
     scratch reads them in, so equal scores come out as bm25s orders them (`_top_k`)."""
-    parts, rows, lengths, access = [], [], [], []
+    parts = []
     for s in segments:
         keep = np.flatnonzero(s.alive)
         tf = s.tf.tocsr()
-        if len(keep) < len(s.rows):
+        if len(keep) < s.size:
             tf = tf[keep]
         tf.resize((tf.shape[0], width))
-        parts.append(tf)
-        rows += [s.rows[i] for i in keep]
-        lengths.append(s.lengths[keep])
-        access.append(s.access[keep])
-    order = np.array(sorted(range(len(rows)), key=lambda i: rows[i].node_id), dtype=np.int64)
-    tf = sparse.vstack(parts, format="csr", dtype=np.float32) if parts else sparse.csr_matrix((0, width), dtype=np.float32)
-    return Segment(sparse.csc_matrix(tf[order]), np.concatenate(lengths)[order] if lengths else np.zeros(0, np.int64),
-                   [rows[i] for i in order], np.concatenate(access)[order] if access else np.zeros(0, np.int32),
-                   np.ones(len(rows), dtype=bool))
+        parts.append((tf, s, keep))
+    if not parts:
+        return Segment(sparse.csc_matrix((0, width), dtype=np.float32), np.zeros(0, np.int64), _bytes([]), _bytes([]),
+                       np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, dtype=bool))
+    node_ids = np.concatenate([s.node_ids[keep] for _, s, keep in parts])
+    # byte order of UTF-8 is code point order: the order of the ids as Python strings
+    order = np.argsort(node_ids, kind="stable")
+    tf = sparse.vstack([tf for tf, _, _ in parts], format="csr", dtype=np.float32)
+    column = lambda name: np.concatenate([getattr(s, name)[keep] for _, s, keep in parts])[order]  # noqa: E731
+    return Segment(sparse.csc_matrix(tf[order]), column("lengths"), node_ids[order], column("parent_ids"),
+                   column("docs"), column("access"), np.ones(len(order), dtype=bool))
+
+
+def _code(codes: dict[str, int], names: list[str], name: str) -> int:
+    """`name`'s code, given the next one if it is new (the name list first: see `KeywordIndex.row`)."""
+    code = codes.get(name)
+    if code is None:
+        code = len(names)
+        names.append(name)
+        codes[name] = code
+    return code
+
+
+def _bytes(ids: list[str]) -> np.ndarray:
+    """Ids as a fixed-width byte array (UTF-8; numpy's S, as wide as the longest id)."""
+    return np.array([i.encode() for i in ids], dtype=np.bytes_) if ids else np.zeros(0, dtype="S1")
