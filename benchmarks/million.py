@@ -231,7 +231,7 @@ def build(args) -> None:
 # -- measuring the finished index -----------------------------------------------------------
 
 STAGES = ("spelling", "embed", "vector", "bm25", "fuse", "rerank", "lead", "answer")
-PARTS = ("sizes", "answers", "edit", "replica", "recall", "resync")
+PARTS = ("sizes", "answers", "edit", "replica", "recall", "resync")  # "halfvec" only when asked: it builds an index
 
 
 def sizes(index) -> list[tuple[str, str]]:
@@ -346,9 +346,10 @@ index.close()
 """
 
 
-def replica(home: Path, questions: list[dict], rounds: int) -> list[tuple[str, str]]:
+def replica(home: Path, questions: list[dict], rounds: int, code: Path) -> list[tuple[str, str]]:
     """A fresh process, as a new replica starts: open, first answer (the keyword leg loads the saved
-    base, the model loads, the reader loads), then every eval question; its memory."""
+    base, the model loads, the reader loads), then every eval question; its memory. `code`: the
+    checkout it runs (another commit's, for a before/after on the same index)."""
     import subprocess
     import sys
 
@@ -356,7 +357,7 @@ def replica(home: Path, questions: list[dict], rounds: int) -> list[tuple[str, s
     for _ in range(rounds):
         out = subprocess.run([sys.executable, "-c", REPLICA, str(home), questions[0]["question"],
                               json.dumps([q["question"] for q in questions])],
-                             capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                             capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(code)}, cwd="/")
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     worst = lambda key: max(r[key] for r in runs)  # noqa: E731
     return [("cold replica: open / first answer (worst of runs), s", f"{worst('open_s'):.1f} / {worst('first_answer_s'):.1f}"),
@@ -398,6 +399,50 @@ def recall(index, questions: list[dict], ef_values: list[int]) -> list[tuple[str
     return rows
 
 
+def halfvec(index, questions: list[dict], ef_values: list[int]) -> list[tuple[str, str]]:
+    """What `halfvec` storage would give: a second HNSW index over the vectors cast to 16-bit
+    floats (an expression index; the column stays), its build time and size, and its recall@10
+    against exact float32 search. Dropped afterwards."""
+    from sqlalchemy import text
+
+    from indexing.storage.store import HNSW
+
+    table, dim = index.store.table.__tablename__, 384
+    started = time.perf_counter()
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f"SET maintenance_work_mem = '{HNSW_MEMORY}'"))
+        conn.execute(text(f"CREATE INDEX IF NOT EXISTS million_halfvec_idx ON {table} USING hnsw "
+                          f"((embedding::halfvec({dim})) halfvec_cosine_ops) "
+                          f"WITH (m = {HNSW['hnsw_m']}, ef_construction = {HNSW['hnsw_ef_construction']})"))
+    built = time.perf_counter() - started
+    exact_sql = text(f"SELECT id FROM {table} ORDER BY embedding <=> CAST(:v AS vector) LIMIT 10")
+    half_sql = text(f"SELECT id FROM {table} ORDER BY embedding::halfvec({dim}) <=> CAST(:v AS halfvec({dim})) LIMIT 10")
+    vectors = [str(list(map(float, index.embedder.embed_query(q["question"])))) for q in questions]
+    rows = [("halfvec HNSW: build, s", f"{built:.0f}")]
+    with index.engine.connect() as conn:
+        size = conn.execute(text("SELECT pg_relation_size('million_halfvec_idx')")).scalar_one() / 2**20
+        rows.append(("halfvec HNSW: size, MB", f"{size:,.0f}"))
+        truth = []
+        for v in vectors:
+            conn.execute(text("SET LOCAL enable_indexscan = off"))
+            truth.append([r[0] for r in conn.execute(exact_sql, {"v": v})])
+            conn.commit()
+        for ef in ef_values:
+            got, ms = [], []
+            for v in vectors:
+                conn.execute(text(f"SET LOCAL hnsw.ef_search = {ef}"))
+                t = time.perf_counter()
+                got.append([r[0] for r in conn.execute(half_sql, {"v": v})])
+                ms.append((time.perf_counter() - t) * 1000)
+                conn.commit()
+            r10 = np.mean([len(set(g) & set(t)) / 10 for g, t in zip(got, truth)])
+            rows.append((f"halfvec ef_search {ef}: recall@10 vs exact float32, query p50 / p95 ms",
+                         f"{r10:.3f}, {scale.pct(ms, 50):.1f} / {scale.pct(ms, 95):.1f}"))
+    with index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("DROP INDEX IF EXISTS million_halfvec_idx"))
+    return rows
+
+
 def resync(index, args) -> list[tuple[str, str]]:
     """Every page of the source synced again unchanged (`prune`, as `kb sync` does): what a
     scheduled re-sync of a 1M-chunk source costs once its pages are read."""
@@ -429,7 +474,7 @@ def measure(args) -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
     rows: list[tuple[str, str]] = [(k, f"{v:,.1f}" if isinstance(v, float) else f"{v:,}") for k, v in progress.finished.items()]
     if "replica" in parts:  # first: nothing of the index is in this process yet
-        rows += replica(args.home, questions, args.rounds)
+        rows += replica(args.home, questions, args.rounds, args.code)
     embedder = TorchEmbedder()
     index = open_index(args.home, embedder, rerank="builtin")
     for part in parts:
@@ -442,6 +487,8 @@ def measure(args) -> None:
             rows += edit(index, args.rounds)
         elif part == "recall":
             rows += recall(index, questions, [int(v) for v in args.ef.split(",")])
+        elif part == "halfvec":
+            rows += halfvec(index, questions, [int(v) for v in args.ef.split(",")])
         elif part == "resync":
             rows += resync(index, args)
         print(f"{part}: {time.perf_counter() - started:.0f} s", flush=True)
@@ -470,6 +517,8 @@ def main() -> None:
     m.add_argument("--repeat", type=int, default=2, help="rounds over the eval questions (answers)")
     m.add_argument("--rounds", type=int, default=3, help="edits / replica starts")
     m.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values (recall)")
+    m.add_argument("--code", type=Path, default=Path.cwd(),
+                   help="the checkout the replica part runs (e.g. an older commit's worktree, for before/after)")
     m.add_argument("--real", type=int, default=3_000, help="as given to build (resync re-makes the pages)")
     args = parser.parse_args()
     if args.command == "build":
