@@ -61,7 +61,7 @@ def whole_index_search(index, query_terms: list[str], scopes: list[str] | None, 
         for s, (rows, tf), into in zip(index.segments, postings, scores):
             tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
             into[rows] += (idf * tfc).astype(np.float32)
-    visible = index._visible(scopes)
+    visible = index._audience(scopes)[0]
     flat = np.concatenate([sc * v for sc, v in zip(scores, visible)])
     top = _top_k(flat, min(k, len(flat)))
     starts = np.cumsum([0] + [s.size for s in index.segments])

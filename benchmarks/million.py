@@ -231,7 +231,7 @@ def build(args) -> None:
 # -- measuring the finished index -----------------------------------------------------------
 
 STAGES = ("spelling", "embed", "vector", "bm25", "fuse", "rerank", "lead", "answer")
-PARTS = ("sizes", "answers", "edit", "replica", "recall", "resync")  # "halfvec" only when asked: it builds an index
+PARTS = ("sizes", "keyword", "answers", "edit", "replica", "recall", "resync")  # "halfvec" only when asked: it builds an index
 
 
 def sizes(index) -> list[tuple[str, str]]:
@@ -285,6 +285,78 @@ def answers(index, questions: list[dict], repeat: int) -> list[tuple[str, str]]:
                 rows.append((f"  {stage} p50 / p95 (share of the mean answer)",
                              f"{scale.pct(values, 50):.1f} / {scale.pct(values, 95):.1f} ms "
                              f"({sum(values) / sum(totals[setting]):.0%})"))
+    return rows
+
+
+def selection_before(kw, query_terms: list[str], scopes: list[str] | None, k: int) -> list[tuple[str, float]]:
+    """`KeywordIndex.search` as it chose its hits before (commit 4460868): the scores of every
+    visible row side by side, bm25s's selection over them (one argpartition, zeros included), the
+    scopes' rows found anew per question. The scoring loop is today's (unchanged)."""
+    import math
+
+    from bm25s.selection import _topk_numpy
+
+    from indexing.keyword.keyword_segments import B, K1
+
+    codes = np.array([kw.scopes[s] for s in scopes if s in kw.scopes], dtype=np.int32) if scopes else None
+    visible = [s.alive if codes is None else s.alive & np.isin(s.access, codes) for s in kw.segments]
+    n = sum(int(v.sum()) for v in visible)
+    length = sum(int(s.lengths[v].sum()) for s, v in zip(kw.segments, visible))
+    ids = [kw.vocab[t] for t in query_terms if t in kw.vocab]
+    avg_len = np.float64(length) / np.float64(n)
+    scores = [np.zeros(s.size, dtype=np.float32) for s in kw.segments]
+    for term in ids:
+        postings = [s.postings(term, v) for s, v in zip(kw.segments, visible)]
+        df = sum(len(rows) for rows, _ in postings)
+        if not df:
+            continue
+        idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+        for s, (rows, tf), into in zip(kw.segments, postings, scores):
+            into[rows] += (idf * (tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf))).astype(np.float32)
+    kept = [np.flatnonzero(v) for v in visible]
+    flat = np.concatenate([sc[i] for sc, i in zip(scores, kept)])
+    values, top = _topk_numpy(flat, min(k, len(flat)), sorted=True)
+    starts = np.cumsum([0] + [len(i) for i in kept])
+    hits = []
+    for i, v in zip(top.tolist(), values.tolist()):
+        if v > 0:
+            seg = int(np.searchsorted(starts, i, side="right") - 1)
+            hits.append((kw.segments[seg].node_ids[kept[seg][i - starts[seg]]].decode(), v))
+    return hits
+
+
+def keyword(index, questions: list[dict], repeat: int) -> list[tuple[str, str]]:
+    """The keyword leg alone, in memory, today's search against the selection it had before, same
+    process, alternating; the scores and hit sets compared."""
+    from indexing.keyword.bm25 import question_text, tokens
+
+    kw = index.bm25._current()
+    if len(kw.segments) > 1:
+        kw = kw.merged()
+    terms = [tokens(question_text(q["question"])) for q in questions]
+    times: dict[tuple[str, str], list[float]] = {}
+    same = tied = 0
+    for r in range(repeat):
+        for n, qt in enumerate(terms):
+            for scopes in (None, ["public"]):
+                label = "all scopes" if scopes is None else "public"
+                for which in (("now", "before") if (n + r) % 2 == 0 else ("before", "now")):
+                    t = time.perf_counter()
+                    hits = (kw.search(qt, scopes, 100) if which == "now" else selection_before(kw, qt, scopes, 100))
+                    times.setdefault((label, which), []).append((time.perf_counter() - t) * 1000)
+                    if r == 0 and which == "now":
+                        now = sorted((row.node_id, score) for row, score in hits)
+                    elif r == 0:
+                        before = sorted(hits)
+                if r == 0:
+                    last = min((score for _, score in before), default=None)  # the 100th place's score
+                    same += now == before
+                    tied += (now != before and sorted(s for _, s in now) == sorted(s for _, s in before)
+                             and [h for h in now if h[1] != last] == [h for h in before if h[1] != last])
+    rows = [(f"keyword leg {label}, {which}: p50 / p95, ms",
+             f"{scale.pct(v, 50):.1f} / {scale.pct(v, 95):.1f}") for (label, which), v in sorted(times.items())]
+    rows.append(("… questions (× 2 audiences) with the same 100 hits and scores now and before / differing only "
+                 "in which rows of a tie at the 100th place are kept", f"{same} / {tied} of {2 * len(terms)}"))
     return rows
 
 
@@ -481,6 +553,8 @@ def measure(args) -> None:
         started = time.perf_counter()
         if part == "sizes":
             rows += sizes(index)
+        elif part == "keyword":
+            rows += keyword(index, questions, args.repeat)
         elif part == "answers":
             rows += answers(index, questions, args.repeat)
         elif part == "edit":

@@ -42,6 +42,7 @@ from scipy import sparse
 K1, B = 1.5, 0.75  # bm25s.BM25() defaults, as BM25Retriever builds it
 MAX_SMALL_SEGMENTS = 8  # more, and the small ones are combined into one (cost: their rows)
 MERGE_MIN_ROWS, MERGE_SHARE = 2000, 0.05  # small segments over max(these) rows: merge into the base
+AUDIENCES = 16  # sets of scopes whose visible rows an index keeps (KeywordIndex._audiences)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,12 @@ class KeywordIndex:
     doc_names: list[str] = field(default_factory=list)  # each document code's id
     live_rows: int = 0
     live_length: int = 0
+    # Per set of scopes asked with: the visible rows and their count and length, O(rows) to make
+    # (a scope test over every row: ~7 ms a question at a million rows). Made once per version:
+    # an index is never changed once it answers (`replaced` makes a new one, and a new one starts
+    # empty). A handful of audiences ask at most; past AUDIENCES, it starts over.
+    _audiences: dict[frozenset[str], tuple[list[np.ndarray], int, int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     # -- changing (each returns a new index; the old one keeps answering meanwhile) ------------
 
@@ -189,8 +196,7 @@ class KeywordIndex:
         `weights`, one per term: a term's share of the score (synonyms added to a question count
         less than its own words, `indexing.search.synonyms`); None: every term counts fully, as in bm25s.
         """
-        visible = self._visible(scopes)
-        n, length = self._visible_size(scopes, visible)
+        visible, n, length = self._audience(scopes)
         if not n:
             return []
         weights = weights or [1.0] * len(query_terms)
@@ -209,36 +215,34 @@ class KeywordIndex:
             for s, (rows, tf), into in zip(self.segments, postings, scores):
                 tfc = tf / (K1 * ((1 - B) + B * s.lengths[rows] / avg_len) + tf)
                 into[rows] += (idf * tfc).astype(np.float32)
-        # The visible rows' scores side by side, as an index of those rows alone holds them, so
-        # that equal scores are picked in the order bm25s would pick them there (`_top_k`).
-        kept = [np.flatnonzero(v) for v in visible]
-        flat = np.concatenate([sc[i] for sc, i in zip(scores, kept)])
-        top = _top_k(flat, min(k, len(flat)))
-        starts = np.cumsum([0] + [len(i) for i in kept])
-        hits = []
-        for i in top.tolist():
-            if flat[i] > 0:
-                seg = int(np.searchsorted(starts, i, side="right") - 1)
-                hits.append((self.row(self.segments[seg], int(kept[seg][i - starts[seg]])), float(flat[i])))
-        return hits
+        # Only rows that scored can be hits (a score is positive exactly where a visible row holds
+        # a term), so the choice is made among those: segment by segment, in row order.
+        hit_rows = [np.flatnonzero(sc) for sc in scores]
+        segment_of = np.concatenate([np.full(len(r), i, dtype=np.int32) for i, r in enumerate(hit_rows)])
+        rows = np.concatenate(hit_rows)
+        values = np.concatenate([sc[r] for sc, r in zip(scores, hit_rows)])
+        return [(self.row(self.segments[segment_of[i]], int(rows[i])), float(values[i])) for i in _top_k(values, k).tolist()]
 
-    def _visible(self, scopes: list[str] | None) -> list[np.ndarray]:
-        """Per segment, which rows the scopes can see: live, and of one of the scopes."""
+    def _audience(self, scopes: list[str] | None) -> tuple[list[np.ndarray], int, int]:
+        """Per segment, which rows the scopes can see (live, and of one of the scopes); how many
+        they are and their terms in all (BM25's N and total length)."""
         if scopes is None:
-            return [s.alive for s in self.segments]
-        codes = np.array([self.scopes[s] for s in scopes if s in self.scopes], dtype=np.int32)
-        return [s.alive & np.isin(s.access, codes) for s in self.segments]
-
-    def _visible_size(self, scopes: list[str] | None, visible: list[np.ndarray]) -> tuple[int, int]:
-        """How many rows the scopes can see, and their terms in all (BM25's N and total length)."""
-        if scopes is None:
-            return self.live_rows, self.live_length
-        return (sum(int(v.sum()) for v in visible),
-                sum(int(s.lengths[v].sum()) for s, v in zip(self.segments, visible)))
+            return [s.alive for s in self.segments], self.live_rows, self.live_length
+        key = frozenset(scopes)
+        known = self._audiences.get(key)
+        if known is None:
+            codes = np.array([self.scopes[s] for s in scopes if s in self.scopes], dtype=np.int32)
+            visible = [s.alive & np.isin(s.access, codes) for s in self.segments]
+            known = (visible, sum(int(v.sum()) for v in visible),
+                     sum(int(s.lengths[v].sum()) for s, v in zip(self.segments, visible)))
+            if len(self._audiences) >= AUDIENCES:
+                self._audiences.clear()
+            self._audiences[key] = known
+        return known
 
     def doc_freq(self, terms: set[str], scopes: list[str] | None) -> tuple[dict[str, int], int]:
         """How many visible chunks hold each term, and how many chunks are visible."""
-        visible = self._visible(scopes)
+        visible, visible_rows, _ = self._audience(scopes)
         counts = {}
         for term in terms:
             t = self.vocab.get(term)
@@ -250,7 +254,7 @@ class KeywordIndex:
                 if t < s.tf.shape[1]:
                     total += int(v[s.tf.indices[s.tf.indptr[t] : s.tf.indptr[t + 1]]].sum())
             counts[term] = total
-        return counts, int(sum(int(v.sum()) for v in visible))
+        return counts, visible_rows
 
     # -- saving -------------------------------------------------------------------------------
 
@@ -289,12 +293,21 @@ class KeywordIndex:
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k best scores, best first, picked exactly as bm25s's numpy backend picks
-    them (`bm25s.selection._topk_numpy`), so that equal scores come out in the same order too."""
-    if k <= 0:
+    """Positions of the k best scores, best first; equal scores in position order (row order: a
+    fresh build's node-id order), the last places' ties included.
+
+    bm25s selects with one argpartition over every row's score, zeros included; at a million rows
+    most scores are zero, and selecting among that many equal values made argpartition take 31 of
+    a question's 52 ms (docs/scaling.md). The caller passes only the rows that scored, and ties are
+    ordered by position rather than by wherever argpartition happens to leave them."""
+    if k <= 0 or not len(scores):
         return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(scores, -k).take(np.arange(-k, 0))
-    return part[np.flip(np.argsort(np.take(scores, part)))]
+    chosen = np.arange(len(scores))
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        above, at = np.flatnonzero(scores > kth), np.flatnonzero(scores == kth)
+        chosen = np.sort(np.concatenate([above, at[: k - len(above)]]))
+    return chosen[np.lexsort((chosen, -scores[chosen]))]
 
 
 def _combine(segments: list[Segment], width: int) -> Segment:
