@@ -544,7 +544,8 @@ def measure(args) -> None:
     parts = PARTS if args.parts == "all" else tuple(args.parts.split(","))
     questions = eval_questions()
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
-    rows: list[tuple[str, str]] = [(k, f"{v:,.1f}" if isinstance(v, float) else f"{v:,}") for k, v in progress.finished.items()]
+    rows: list[tuple[str, str]] = [(k, f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
+                                   for k, v in progress.finished.items()]
     if "replica" in parts:  # first: nothing of the index is in this process yet
         rows += replica(args.home, questions, args.rounds, args.code)
     embedder = TorchEmbedder()
