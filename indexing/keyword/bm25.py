@@ -216,6 +216,18 @@ class Bm25Index:
         """The follower's step: catch up with the reads' published version, and say which it is."""
         return self._catch_up().generation
 
+    @property
+    def version(self) -> int | None:
+        """The keyword version this process holds in memory (None: nothing loaded yet)."""
+        index = self._index
+        return None if index is None else index.generation
+
+    @property
+    def behind(self) -> bool:
+        """Whether a version was announced that the server this process reads from has not
+        replayed yet (it is being followed)."""
+        return self._follower.behind
+
     def close(self) -> None:
         """Stop following (the process is stopping)."""
         self._follower.stop()

@@ -51,7 +51,7 @@ def missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -145,8 +145,8 @@ def primary_and_standby() -> Iterator[Pair]:
         assert entry is not None
         os.chown(folder, entry.pw_uid, entry.pw_gid)
     folder.chmod(0o755)
-    primary = Server("primary", folder / "primary", _free_port(), folder_bin)
-    standby = Server("standby", folder / "standby", _free_port(), folder_bin)
+    primary = Server("primary", folder / "primary", free_port(), folder_bin)
+    standby = Server("standby", folder / "standby", free_port(), folder_bin)
     started: list[Server] = []
     try:
         _run(folder_bin / "initdb", "-D", primary.data, "--auth=trust", "-U", "postgres", "--encoding=utf8", "-N")
