@@ -299,3 +299,16 @@ def test_kb_serve_with_an_unreachable_standby_stops_at_start(pair, slack, tmp_pa
         serve(settings, port=0)
     assert str(raised.value).startswith("the read server (DATABASE_READ_URL) unreachable at ")
     assert "\n" not in str(raised.value) and PASSWORD not in str(raised.value)
+
+
+def test_kb_sync_writes_to_the_primary_without_the_standby(pair, tmp_path):
+    """A sync only writes: it opens no standby, so one that is away (here: nothing listens on its
+    port) stops no sync."""
+    folder = tmp_path / "wiki"
+    folder.mkdir()
+    (folder / "kiln.md").write_text("# Kiln\n\nThe kiln is fired on Thursdays.\n")
+    env = {"KB_HOME": str(tmp_path / "home"), "DATABASE_URL": pair.primary.url_text(PASSWORD),
+           "DATABASE_READ_URL": pair.standby.url.set(port=free_port()).render_as_string(hide_password=False)}
+    synced = _kb("sync", str(folder), "--source", "standby-cli", env=env)
+    assert synced.returncode == 0, synced.stderr
+    assert pair.primary.sql("SELECT id FROM documents WHERE source = 'standby-cli'") == ["standby-cli:kiln.md"]
