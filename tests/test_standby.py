@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -31,6 +32,7 @@ from tests.support.slack_harness import PARENTAL, bot_settings, mention, new_cha
 from tests.support.standby import Pair, free_port, missing, primary_and_standby
 
 from bot.knowledge import KnowledgeBase
+from bot.metrics import exposition
 from bot.serve import StartupError, serve, start_listening
 from bot.settings import Settings
 from bot.wiring import ConfigurationError, Root
@@ -211,6 +213,8 @@ def test_a_notice_ahead_of_the_standby_is_served_once_the_standby_has_replayed_i
         kb.ask("when is the heliotrope valve serviced?", Audience.limited(["standby-lag"]))  # a question, too
         assert replica.bm25.version == held, "a version the standby has not replayed is not served"
         assert replica.bm25.search("heliotrope", ["standby-lag"], 5) == []
+        assert replica.reads().behind_bytes > 0  # what kb status and /metrics show
+        assert re.search(r"^docent_standby_behind_bytes [1-9]", exposition(replica).decode(), re.MULTILINE)
     finally:
         pair.resume_replay()
 
