@@ -7,8 +7,9 @@ Slack app shows of the wiki comes from here too, already narrowed to what it nee
 (titles and scopes of cited pages), `page_titles` (the assistant's prompts), `source_pages`
 (the admins' App Home), `gaps` (the gaps report).
 
-Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
-query log itself, in `bot.records.question_log`). Only `sync` and `forget` change what is indexed, and both go
+Reading never writes: `ask`, `status` and those only read the index, from the hot standby when
+`DATABASE_READ_URL` names one (`indexing.storage.standby`); the Slack app writes its query log
+itself, in `bot.records.question_log`, on the primary. Only `sync` and `forget` change what is indexed, and both go
 through the one sync path (`indexing.ingest.runner`, `indexing.ingest.indexed_sources`), which publishes the new
 keyword version.
 """

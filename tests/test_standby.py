@@ -15,6 +15,7 @@ streaming standby of it made from the embedded server's binaries (tests/support/
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -33,7 +34,7 @@ from tests.support.standby import Pair, free_port, missing, primary_and_standby
 
 from bot.knowledge import KnowledgeBase
 from bot.metrics import exposition
-from bot.serve import StartupError, serve, start_listening
+from bot.serve import StartupError, say_where_reads_go, serve, start_listening
 from bot.settings import Settings
 from bot.wiring import ConfigurationError, Root
 from connectors.access import Audience
@@ -225,6 +226,15 @@ def test_a_notice_ahead_of_the_standby_is_served_once_the_standby_has_replayed_i
 
 
 # -- what says where reads go, and what stops -----------------------------------------------------
+
+
+def test_kb_serve_says_at_start_which_server_answers_reads(pair, replica, caplog):
+    with caplog.at_level(logging.WARNING, logger="bot.serve"):
+        say_where_reads_go(replica)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "bot.serve"]
+    assert line.startswith(f"questions read from postgresql+psycopg2://postgres:***@127.0.0.1:{pair.standby.port}/docent "
+                           "(hot standby, ")
+    assert line.endswith(f"writes and notices go to postgresql+psycopg2://postgres:***@127.0.0.1:{pair.primary.port}/docent")
 
 
 def _kb(*args: str, env: dict) -> subprocess.CompletedProcess:
