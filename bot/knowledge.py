@@ -7,8 +7,9 @@ Slack app shows of the wiki comes from here too, already narrowed to what it nee
 (titles and scopes of cited pages), `page_titles` (the assistant's prompts), `source_pages`
 (the admins' App Home), `gaps` (the gaps report).
 
-Reading never writes: `ask`, `status` and those only read the index (the Slack app writes its
-query log itself, in `bot.records.question_log`). Only `sync` and `forget` change what is indexed, and both go
+Reading never writes: `ask`, `status` and those only read the index, from the hot standby when
+`DATABASE_READ_URL` names one (`indexing.storage.standby`); the Slack app writes its query log
+itself, in `bot.records.question_log`, on the primary. Only `sync` and `forget` change what is indexed, and both go
 through the one sync path (`indexing.ingest.runner`, `indexing.ingest.indexed_sources`), which publishes the new
 keyword version.
 """
@@ -105,7 +106,7 @@ class KnowledgeBase:
         source can carry is visible (a sync run counts a whole source, and a failed page may not
         know its own scope). Other sources and scopes are neither named nor hinted at."""
         status = index_status(self.index, audience.search_scopes)
-        with self.index.session() as s:
+        with self.index.read_session() as s:
             unconfigured = indexed_sources.unconfigured(s, self.configured)
             if audience.scopes is None:
                 names = [row.name for row in unconfigured]
@@ -118,7 +119,7 @@ class KnowledgeBase:
 
     def sources(self) -> list[indexed_sources.SourceSummary]:
         """Every source in the index or the configuration: kind, location, pages, last sync, state."""
-        with self.index.session() as s:
+        with self.index.read_session() as s:
             return indexed_sources.summaries(s, self.configured)
 
     def chunk_count(self) -> int:
@@ -133,7 +134,7 @@ class KnowledgeBase:
         ids = sorted(set(doc_ids))
         if not ids:
             return {}
-        with self.index.session() as s:
+        with self.index.read_session() as s:
             rows = s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids))).all()
         return {d.id: Page(id=d.id, title=d.title or d.path, url=d.url, access=d.access) for d in rows}
 
@@ -145,7 +146,7 @@ class KnowledgeBase:
         from indexing.storage.index_tables import DocumentRecord, Status
 
         D = DocumentRecord
-        with self.index.session() as s:
+        with self.index.read_session() as s:
             return list(s.exec(select(D.title).where(col(D.access).in_(sorted(scopes)), D.status == Status.SUCCESS,
                                                      D.title != "").order_by(col(D.updated_at).desc().nulls_last())
                                .limit(limit)).all())
@@ -159,7 +160,7 @@ class KnowledgeBase:
         from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
 
         D, R, names = DocumentRecord, SyncRun, list(names)
-        with self.index.session() as s:
+        with self.index.read_session() as s:
             counts = s.exec(select(D.source, D.status, func.count()).where(col(D.source).in_(names))
                             .group_by(D.source, D.status)).all()
             problems = s.exec(select(D).where(col(D.source).in_(names), col(D.status).in_([Status.FAILED, Status.SKIPPED]))

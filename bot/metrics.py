@@ -91,6 +91,21 @@ class IndexCollector:
         for source, result, n in runs:
             family.add_metric([source, result], n)
         yield family
+        yield from self._standby()
+
+    def _standby(self):
+        """With DATABASE_READ_URL: how much WAL the standby questions read from has still to replay."""
+        try:
+            reads = self.index.reads()
+        except Exception as exc:
+            log.warning("metrics: the standby is not readable: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            reads = None
+        if reads is not None and not reads.standby:
+            return
+        family = GaugeMetricFamily("docent_standby_behind_bytes", "WAL the primary wrote that the hot standby "
+                                   "questions read from (DATABASE_READ_URL) has not replayed yet; -1: not readable")
+        family.add_metric([], -1 if reads is None or reads.behind_bytes is None else reads.behind_bytes)
+        yield family
 
     def _read(self):
         from sqlalchemy import func, select

@@ -81,6 +81,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         root.on_close(metrics_sock.close, "the metrics socket")
         index = root.index
         warn_unconfigured_sources(index, sources)
+        say_where_reads_go(index)
         warm_up(index)
         workers = Workers()
         access = slack_access(settings, client)
@@ -117,12 +118,20 @@ def warn_unconfigured_sources(index, sources: list) -> list[str]:
     operator runs `kb forget NAME`. Returns their names."""
     from indexing.ingest import indexed_sources
 
-    with index.session() as s:
+    with index.read_session() as s:
         names = [row.name for row in indexed_sources.unconfigured(s, sources)]
     for name in names:
         log.warning("source %r is in the index but not in the configuration: its pages still answer; "
                     "`kb forget %s` removes them", name, name)
     return names
+
+
+def say_where_reads_go(index: Index) -> None:
+    """Say at start which server answers questions when it is not the primary (DATABASE_READ_URL):
+    a standby that is not replaying, or far behind, is then visible in the first lines of the log."""
+    reads = index.reads()
+    if reads.standby:
+        log.warning("questions read from %s; writes and notices go to %s", reads.describe(), index.location)
 
 
 def connect_socket_mode(app: App, settings: Settings):
@@ -143,10 +152,14 @@ def start_listening(index: Index, access: SlackAccess | None = None):
     """Hear the other replicas on this database (`indexing.storage.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
     event one of them got drops the same cached details from `access` (the Slack app's
-    `SlackAccess`), which in turn announces the events it gets to them. Returns the running listener."""
+    `SlackAccess`), which in turn announces the events it gets to them. Returns the running listener.
+
+    It listens on the primary (`index.url`) even when questions read from a hot standby, which
+    refuses LISTEN; a version announced before the standby has replayed it is followed until it
+    has (`Bm25Index.announced`)."""
     from indexing.storage.notify import Listener, notify_now
 
-    handlers = {"keyword": lambda notice: index.bm25.refresh()}
+    handlers = {"keyword": lambda notice: index.bm25.announced(int(notice.get("version") or 0))}
     if access is not None:
         access.announce = lambda kind, key: notify_now(index.engine, "access", what=kind, key=key)
         handlers["access"] = lambda notice: access.forget_cached(str(notice.get("what")), str(notice.get("key")))

@@ -70,6 +70,7 @@ class Settings(BaseSettings):
 
     kb_home: Path = Field(default_factory=_default_home, description="Docent's data directory")
     database_url: SecretStr | None = None  # may carry a password: shown only as ***
+    database_read_url: SecretStr | None = None  # a hot standby of DATABASE_URL's server that questions read from
     kb_sources: Path | None = None  # a sources file (kb.toml / YAML); overrides KB_WIKI
     kb_wiki: Path | None = None  # a Markdown folder to index; the sample wiki when unset
     kb_source_name: str = "wiki"
@@ -132,6 +133,7 @@ class Settings(BaseSettings):
         return IndexConfig(
             home=self.kb_home,
             database_url=secret(self.database_url),
+            database_read_url=secret(self.database_read_url),
             embed_model=self.kb_embed_model,
             embed_backend=self.kb_embed_backend,
             embed_url=self.kb_embed_url,

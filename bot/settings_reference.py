@@ -42,6 +42,15 @@ ROWS: tuple[Row, ...] = (
          'printed or logged; a URL that cannot be read stops Docent with one `error:` line that shows no part '
          'of it'),
         note='embedded Postgres in `KB_HOME/pgdata`'),
+    Row(('DATABASE_READ_URL',),
+        ("a hot standby of `DATABASE_URL`'s server (streaming replication, `hot_standby = on`) that questions "
+         'are read from: the vector leg, the pages and sections a hit needs, sentence vectors and the keyword '
+         'index. Every write (syncs, the question log, votes, gaps, Slack\'s own tables), migrations, locks and '
+         'the replicas\' notices stay on `DATABASE_URL`, which it needs. Checked at start: a standby that cannot '
+         "be reached, or that is not a copy of the primary's database, stops Docent with one `error:` line "
+         '(its password never shown); `kb status` says which server answers reads and how far it is behind. '
+         'See [Deploy](deploy.md#read-replicas)'),
+        note='the primary answers reads too'),
     Row(('KB_SOURCES',),
         'a sources file (TOML or YAML, see [Sources](sources.md)); when set, `KB_WIKI` and its settings below are ignored'),
     Row(('KB_WIKI',),

@@ -52,6 +52,8 @@ class RerankConfig:
 class IndexConfig:
     home: Path  # Docent's data directory: embedded Postgres, BM25 files
     database_url: str | None = field(default=None, repr=False)  # None: the embedded Postgres in home/pgdata; may hold a password
+    # A hot standby of database_url's server that questions read from (indexing.storage.standby); None: the primary
+    database_read_url: str | None = field(default=None, repr=False)
     # A sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name.
     embed_model: str | None = None
     embed_batch_size: int = 32
@@ -85,6 +87,9 @@ class IndexConfig:
         from indexing.vectors.onnx_embedding import check_backend
 
         check_backend(self.embed_backend)
+        if self.database_read_url and not self.database_url:
+            raise ValueError("DATABASE_READ_URL needs DATABASE_URL: it names a standby of that server (the embedded "
+                             "Postgres listens on a socket in KB_HOME only and has no standby)")
         if self.embed_url and not self.embed_model:
             raise ValueError("KB_EMBED_URL needs KB_EMBED_MODEL: the model name the embedding service expects "
                              "(it also keys the vector cache, so vectors of different models never mix)")

@@ -7,6 +7,7 @@ from sqlmodel import Session
 from indexing.keyword.bm25 import Bm25Index
 from indexing.config import IndexConfig
 from indexing.storage.database import connect, database_url, safe_url
+from indexing.storage import standby
 from indexing.vectors.embedding import Embedder, TorchEmbedder
 from indexing.storage.migrations import migrate
 from indexing.search.rerank import open_stage
@@ -31,35 +32,60 @@ def make_embedder(config: IndexConfig) -> Embedder:
 
 
 class Index:
-    """Open (creating if needed) Docent's index. Heavy parts (the model) load on first use."""
+    """Open (creating if needed) Docent's index. Heavy parts (the model) load on first use.
+
+    Two engines, the same one unless `database_read_url` is set: `engine` on the primary (every
+    write, migrations, advisory locks, LISTEN/NOTIFY, and the bot's own tables), `read_engine` on
+    the server questions read the index from — a hot standby (`indexing.storage.standby`).
+    `session()` is the primary's, `read_session()` the reads'."""
 
     def __init__(self, config: IndexConfig, embedder: Embedder | None = None) -> None:
         self.config = config
         config.home.mkdir(parents=True, exist_ok=True)
         self.url = database_url(config.database_url, config.home)
         self.engine = connect(self.url)
-        migrate(self.engine)  # every Docent table, the bot's too (indexing.storage.migrations)
-        self.store = ChunkStore(self.engine, self.url)
-        self.bm25 = Bm25Index(config.home, self.engine, self.store)
+        self.read_url, self.read_engine = self.url, self.engine
+        try:
+            migrate(self.engine)  # every Docent table, the bot's too (indexing.storage.migrations)
+            if config.database_read_url:
+                self.read_url = database_url(config.database_read_url, config.home, setting=standby.SETTING)
+                self.read_engine = standby.connect_standby(self.read_url, self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
+        self.store = ChunkStore(self.engine, self.url, reads=(self.read_engine, self.read_url))
+        self.bm25 = Bm25Index(config.home, self.engine, self.store, read_engine=self.read_engine)
         self.embedder: Embedder = embedder or make_embedder(config)
         self.rerank = open_stage(config.rerank)  # None when KB_RERANK is off; the model loads on first use
 
     @property
     def location(self) -> str:
+        """The primary's URL, password hidden."""
         return safe_url(self.url)
 
+    def reads(self) -> standby.ReadServer:
+        """Which server answers this process's reads (and how far a standby is behind)."""
+        return standby.read_server(self.engine, self.read_engine, self.read_url)
+
     def session(self) -> Session:
+        """A session on the primary: for writes, and reads that must see them (the bot's records)."""
         return Session(self.engine)
 
+    def read_session(self) -> Session:
+        """A session on the server questions read from (a hot standby, else the primary): only reads."""
+        return Session(self.read_engine)
+
     def chunk_count(self) -> int:
-        with self.session() as s:
+        with self.read_session() as s:
             return self.store.count(s)
 
     def close(self) -> None:
-        """Let go of every database connection: the vector store's two engines (psycopg2 and
-        asyncpg), then ours (the same psycopg2 engine; disposing twice is harmless)."""
+        """Let go of every database connection: the keyword leg's follower, the vector stores'
+        engines (psycopg2 and asyncpg), then ours (disposing twice is harmless)."""
+        self.bm25.close()
         self.store.close()
         self.engine.dispose()
+        self.read_engine.dispose()
         if self.rerank is not None:
             self.rerank.close()
 

@@ -63,6 +63,36 @@ def test_the_compose_file_follows_the_compose_specification_and_docents_settings
     assert {"/data", "/etc/docent/kb.toml", "/wiki"} <= mounted
 
 
+def test_the_standby_overlay_sends_reads_to_the_standby_and_writes_to_the_primary():
+    """deploy/docker-compose.standby.yml (docs/deploy.md, "Read replicas"): valid Compose, only
+    Docent's settings, every serving container reading from the standby service and writing to
+    the primary, the standby copied from the primary as a hot standby."""
+    import jsonschema
+    from sqlalchemy.engine import make_url
+
+    overlay = yaml.safe_load((DEPLOY / "docker-compose.standby.yml").read_text())
+    jsonschema.validate(overlay, json.loads(COMPOSE_SCHEMA.read_text()))
+    base = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"]
+    services = overlay["services"]
+    for name in ("docent", "docent-reader"):
+        env = {**base.get(name, {}).get("environment", {}), **services[name]["environment"]}
+        assert set(env) <= SETTINGS, set(env) - SETTINGS
+        assert make_url(env["DATABASE_URL"]).host == "postgres"
+        assert make_url(env["DATABASE_READ_URL"]).host == "postgres-standby"
+        assert services[name]["depends_on"]["postgres-standby"]["condition"] == "service_healthy"
+    reader = services["docent-reader"]
+    assert reader["command"][:2] == ["kb", "serve"] and HEALTH_PATH in " ".join(reader["healthcheck"]["test"])
+    assert {_target(volume) for volume in reader["volumes"]} >= {"/etc/docent/kb.toml", "/wiki"}
+    standby = " ".join(services["postgres-standby"]["command"])
+    assert "pg_basebackup -h postgres -U replicator" in standby and " -R " in standby and "hot_standby=on" in standby
+    script = services["postgres"]["volumes"][0].split(":")[0]
+    assert (DEPLOY / script).is_file() and "REPLICATION" in (DEPLOY / script).read_text()
+    deployment = yaml.safe_load((DEPLOY / "k8s" / "deployment.yaml").read_text())
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    [read_url] = [e for e in container["env"] if e["name"] == "DATABASE_READ_URL"]
+    assert read_url["valueFrom"]["secretKeyRef"]["optional"] is True  # no standby Secret: reads from DATABASE_URL
+
+
 def _target(volume: str) -> str:
     """Where a short-syntax volume ("source:target[:ro]") lands in the container."""
     parts = volume.rsplit(":", 2)

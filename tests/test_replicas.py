@@ -13,12 +13,8 @@ session's embedded Postgres through DATABASE_URL, listening as `kb serve` does.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,56 +23,9 @@ import pytest
 from sqlalchemy import text
 
 from tests.support.corpora import SAMPLE_WIKI
+from tests.support.replica_worker import Replica
 
 from indexing.keyword import keyword_versions
-
-WORKER = Path(__file__).resolve().parent / "support" / "replica_worker.py"
-
-
-class Replica:
-    def __init__(self, home: Path, url: str, slack_url: str) -> None:
-        env = {**os.environ, "DATABASE_URL": url}
-        home.mkdir(parents=True, exist_ok=True)
-        self.log = home / "stderr.log"
-        with self.log.open("w") as err:
-            self.proc = subprocess.Popen([sys.executable, str(WORKER), str(home), slack_url], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, text=True, env=env)
-        self.progress: list[str] = []
-        assert self._read() == {"ready": True}
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise AssertionError(f"replica exited ({self.proc.poll()}): {self.log.read_text()[-3000:]}")
-        return json.loads(line)
-
-    def send(self, **command) -> None:
-        self.proc.stdin.write(json.dumps(command) + "\n")
-        self.proc.stdin.flush()
-
-    def result(self) -> dict:
-        while True:
-            reply = self._read()
-            if "progress" not in reply:
-                return reply
-            self.progress.append(reply["progress"])
-
-    def ask(self, **command) -> dict:
-        self.send(**command)
-        return self.result()
-
-    def docs(self, question: str, source: str) -> set[str]:
-        return set(self.ask(op="search", q=question, scopes=[source])["docs"])
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
 
 @pytest.fixture(scope="module")
 def replicas(index, tmp_path_factory, slack) -> Iterator[list[Replica]]:

@@ -210,7 +210,7 @@ def _vectors(question: str, question_vector: list[float] | None, texts: list[str
     asked = np.asarray(question_vector, dtype=np.float32)
     stored: dict[str, np.ndarray] = {}
     if index is not None and texts:
-        with index.session() as s:
+        with index.read_session() as s:
             stored = stored_vectors(s, embedder.name, len(asked), parent_ids, texts)
     missing = [t for t in texts if t not in stored]
     if missing:

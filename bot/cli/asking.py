@@ -176,6 +176,8 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         typer.echo(json.dumps(info.to_json(), ensure_ascii=False, default=str, allow_nan=False))
         return
     typer.echo(f"index:     {info.database}")
+    if info.reads:
+        typer.echo(f"reads:     {info.reads.describe()}")
     typer.echo(f"data dir:  {info.home}")
     docs = ", ".join(f"{n} {k.lower()}" for k, n in sorted(info.documents.items())) or "none"
     typer.echo(f"documents: {docs}")

@@ -45,6 +45,13 @@ def settings():
     return loaded
 
 
+def primary_only(settings):
+    """`settings` without `DATABASE_READ_URL`: for the commands that change the index (`kb sync`,
+    `kb forget`, `kb watch`), which read nothing a question reads and so open no standby — a standby
+    that is away stops no sync."""
+    return settings.model_copy(update={"database_read_url": None})
+
+
 def root(settings):
     """The composition root (`bot.wiring.Root`) a command asks for the index, the sources and the
     knowledge base. One-shot commands leave it open: the process ends with them (and the

@@ -30,7 +30,7 @@ def sync(
     A sync only ever changes its own source's pages. One that finds no pages where there were
     some, or would delete more than the source's max_delete, deletes nothing and exits 4.
     """
-    root = common.root(common.settings())
+    root = common.root(common.primary_only(common.settings()))
     configured = root.sources
     if path is not None:
         options = {"kind": kind, "url_template": url_template, "base_url": base_url, "access": access,
@@ -200,7 +200,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts)")] = False,
 ) -> None:
     """Remove one source's pages from every store (vectors, keywords, sections, registry)."""
-    kb = common.root(common.settings()).knowledge_base()
+    kb = common.root(common.primary_only(common.settings())).knowledge_base()
     row = next((r for r in kb.sources() if r.name == name), None)
     if row is None or (not row.pages and row.origin == ""):
         fail(f"no source named {name!r} in the index (`kb sources` lists them)")
@@ -214,7 +214,7 @@ def forget(
 
 def watch() -> None:
     """Keep the index fresh: watch folder sources and run scheduled re-syncs (no bot)."""
-    root = common.root(common.settings())
+    root = common.root(common.primary_only(common.settings()))
     with root.running():  # Ctrl-C or SIGTERM: the watcher, the scheduler and the index stopped in order
         root.start_indexing()
         typer.echo(f"watching {', '.join(s.name for s in root.sources)}; Ctrl-C to stop", err=True)

@@ -22,7 +22,9 @@ published version in memory (`indexing.keyword.keyword_segments`) and catches up
 re-reading only the documents changed since, so a one-page edit costs that page — a change of
 its access scope included (`ChunkStore.set_access` logs it), so every row carries its page's
 current scope. Syncs publish; questions only read. No process reads another's disk: one that
-starts cold loads the newest saved base from Postgres and applies the changes after it.
+starts cold loads the newest saved base from Postgres and applies the changes after it. With a
+hot standby to read from (`indexing.storage.standby`), versions are published on the primary and
+read from the standby, never ahead of what it has replayed (`Bm25Index.announced`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sqlalchemy.orm import Session
 
 from indexing.keyword import keyword_versions as versions
 from indexing.keyword.bm25_terms import TERMS_VERSION
+from indexing.keyword.follower import Follower
 from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 from indexing.storage.memory import release_free_memory
 from indexing.storage.store import ChunkHit, ChunkStore, KeywordChunk
@@ -142,12 +145,16 @@ def _stemmer():
 class Bm25Index:
     """The keyword leg of one process: the published version in memory, kept current from Postgres."""
 
-    def __init__(self, home: Path, engine: Engine, store: ChunkStore) -> None:
+    def __init__(self, home: Path, engine: Engine, store: ChunkStore, read_engine: Engine | None = None) -> None:
+        """`engine`: the primary, where versions are published; `read_engine`: where this process
+        reads the version it searches — a hot standby's (`indexing.storage.standby`), by default the same."""
         self.engine = engine
+        self.read_engine = read_engine or engine
         self.store = store
         self._index: KeywordIndex | None = None
         self._catch_up_lock = threading.Lock()
         self._merging = threading.Event()
+        self._follower = Follower(self._follow)
         self.last_tokenised = 0  # chunks the last catch-up had to tokenise
         self.last_load = ""  # how the index was last loaded whole: "base" or "scratch"
 
@@ -162,7 +169,7 @@ class Bm25Index:
         """
         version, _ = versions.publish(self.engine)
         if self._index is not None:
-            self._catch_up()
+            self.announced(version)
         self._save_base_if_due()
         return str(version)
 
@@ -190,11 +197,43 @@ class Bm25Index:
     # -- keeping up ---------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Catch up with the published version now (a notice said there is a new one)."""
-        self._catch_up()
+        """Catch up with what the primary has published (e.g. after missing notices)."""
+        with Session(self.engine) as session:
+            version = versions.published(session) or 0
+        self.announced(version)
+
+    def announced(self, version: int) -> None:
+        """Version `version` was published on the primary (a notice said so, or this process
+        published it): catch up now. Reading from a standby that has not replayed it yet, this
+        process keeps serving what the standby has — every read of a catch-up comes from the
+        standby in one snapshot, so a version it does not hold is never served — and a follower
+        thread catches up the moment the standby has it, so it is not missed until the next
+        question either (which compares the standby's published version anyway)."""
+        if self._catch_up().generation < version:
+            self._follower.follow(version)
+
+    def _follow(self) -> int:
+        """The follower's step: catch up with the reads' published version, and say which it is."""
+        return self._catch_up().generation
+
+    @property
+    def version(self) -> int | None:
+        """The keyword version this process holds in memory (None: nothing loaded yet)."""
+        index = self._index
+        return None if index is None else index.generation
+
+    @property
+    def behind(self) -> bool:
+        """Whether a version was announced that the server this process reads from has not
+        replayed yet (it is being followed)."""
+        return self._follower.behind
+
+    def close(self) -> None:
+        """Stop following (the process is stopping)."""
+        self._follower.stop()
 
     def _current(self) -> KeywordIndex:
-        with Session(self.engine) as session:
+        with Session(self.read_engine) as session:
             target = versions.published(session) or 0
         index = self._index
         if index is not None and index.generation >= target:
@@ -204,7 +243,7 @@ class Bm25Index:
     def _catch_up(self) -> KeywordIndex:
         """Bring the in-memory index to the published version: the changed documents only, or a
         whole load (the newest base plus changes after it) when there is nothing to start from."""
-        with self._catch_up_lock, Session(self.engine.execution_options(isolation_level="REPEATABLE READ")) as s:
+        with self._catch_up_lock, Session(self.read_engine.execution_options(isolation_level="REPEATABLE READ")) as s:
             target = versions.published(s) or 0
             index = self._index
             if index is not None and index.generation >= target:

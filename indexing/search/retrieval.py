@@ -209,7 +209,7 @@ def _parents(
     best = sorted(parent_score, key=lambda p: (-parent_score[p], p))[:top_k]  # ties by id, not by set order
     if not best:
         return []
-    with index.session() as s:
+    with index.read_session() as s:
         sections = {p.id: p for p in s.exec(select(ParentSection).where(col(ParentSection.id).in_(best)))}
         doc_ids = {p.doc_id for p in sections.values()}
         docs = {d.id: d for d in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(doc_ids)))}

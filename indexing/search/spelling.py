@@ -194,7 +194,7 @@ def _written(index: Index, search: str, pattern: str, scopes: list[str] | None) 
     hits = index.bm25.search(search, scopes, COMPOUND_CHUNKS)
     if not hits:
         return False
-    with index.session() as session:
+    with index.read_session() as session:
         texts = index.store.texts(session, [h.node_id for h in hits])
     written = re.compile(rf"(?<![A-Za-z]){pattern}(?![A-Za-z])", re.IGNORECASE)
     return any(written.search(text) for text in texts.values())

@@ -91,18 +91,19 @@ URL_FORM = ("expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE, with an @, 
 SECRET_PARAMETERS = ("password", "sslpassword")  # libpq options a URL's query can carry
 
 
-def database_url(configured: str | None, home: Path) -> URL:
-    """The SQLAlchemy URL to use: the configured one (psycopg2 driver), else the embedded server."""
+def database_url(configured: str | None, home: Path, setting: str = "DATABASE_URL") -> URL:
+    """The SQLAlchemy URL to use: the configured one (psycopg2 driver), else the embedded server.
+    `setting`: the variable it came from, as its errors name it (`DATABASE_READ_URL` too)."""
     if configured:
-        url = parse_database_url(configured)
+        url = parse_database_url(configured, setting)
         if url.drivername in ("postgres", "postgresql"):
             url = url.set(drivername="postgresql+psycopg2")
         return url
     return make_url(start_embedded(home / "pgdata"))
 
 
-def parse_database_url(configured: str) -> URL:
-    """DATABASE_URL read by SQLAlchemy's `make_url`, or DatabaseUrlError — which prints no part of
+def parse_database_url(configured: str, setting: str = "DATABASE_URL") -> URL:
+    """DATABASE_URL (or `setting`) read by SQLAlchemy's `make_url`, or DatabaseUrlError — which prints no part of
     it: SQLAlchemy's own errors quote what they could not read, which may be the password.
 
     An `@` left in the host means the password held an unencoded `@`
@@ -112,9 +113,9 @@ def parse_database_url(configured: str) -> URL:
         url = make_url(configured.strip())
         url.port  # noqa: B018 — a port that is not a number raises here, not at connect
     except Exception:
-        raise DatabaseUrlError(f"DATABASE_URL cannot be read as a database URL ({URL_FORM})") from None
+        raise DatabaseUrlError(f"{setting} cannot be read as a database URL ({URL_FORM})") from None
     if "@" in (url.host or "") or "@" in (url.database or "") or "@" in (url.username or ""):
-        raise DatabaseUrlError(f"DATABASE_URL has an @ after its user and password: {URL_FORM}")
+        raise DatabaseUrlError(f"{setting} has an @ after its user and password: {URL_FORM}")
     return url
 
 
@@ -130,9 +131,10 @@ def start_embedded(pgdata: Path) -> str:
     return server.get_uri(driver="psycopg2")
 
 
-def connect(url: URL) -> Engine:
-    """An engine with pgvector enabled, or DatabaseUnavailable with a one-line reason."""
-    engine = create_engine(
+def engine_for(url: URL) -> Engine:
+    """An engine on `url` as Docent uses every server (the primary, and a standby it reads from);
+    nothing is connected yet."""
+    return create_engine(
         url,
         pool_pre_ping=True,  # a restarted server costs one retry, not an error
         pool_size=10,
@@ -141,14 +143,25 @@ def connect(url: URL) -> Engine:
         # times come back in UTC whatever the server's zone, as `kb status` and Slack print them
         connect_args={"options": "-c hnsw.iterative_scan=relaxed_order -c timezone=UTC", "connect_timeout": 5},
     )
+
+
+def unreachable(exc: OperationalError, url: URL, what: str = "database") -> DatabaseUnavailable:
+    """The one line for a server that could not be reached: `what` unreachable at its URL, and
+    libpq's first line with every password of the URL hidden."""
+    reason = redacted(str(exc.orig).strip().splitlines()[0], url) if exc.orig else "connection failed"
+    return DatabaseUnavailable(f"{what} unreachable at {safe_url(url)}: {reason}")
+
+
+def connect(url: URL) -> Engine:
+    """An engine with pgvector enabled, or DatabaseUnavailable with a one-line reason."""
+    engine = engine_for(url)
     try:
         with engine.begin() as conn:
             conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
             version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     except OperationalError as exc:
         engine.dispose()
-        reason = redacted(str(exc.orig).strip().splitlines()[0], url) if exc.orig else "connection failed"
-        raise DatabaseUnavailable(f"database unreachable at {safe_url(url)}: {reason}") from None
+        raise unreachable(exc, url) from None
     if pgvector_version(version) < MIN_PGVECTOR:
         engine.dispose()
         need = ".".join(map(str, MIN_PGVECTOR))

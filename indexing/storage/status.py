@@ -10,6 +10,7 @@ from indexing.storage import index_tables
 from indexing.keyword import keyword_versions
 from indexing.keyword.bm25_terms import TERMS_VERSION
 from indexing.index import Index
+from indexing.storage.standby import ReadServer
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class IndexStatus:
     `documents`: documents by registry status; `failed` / `skipped`: (document id, reason);
     `last_runs`: the last sync run of every source, newest first; `unconfigured`: sources still
     answering although the configuration no longer names them; `database` (password hidden) and
-    `home`: where the index lives; `keywords`: the keyword index's published version.
+    `home`: where the index lives; `reads`: which server answers reads (a hot standby, else the
+    primary); `keywords`: the keyword index's published version, as the reads see it.
     """
 
     documents: dict[str, int]
@@ -52,6 +54,7 @@ class IndexStatus:
     home: str
     unconfigured: list[str] = field(default_factory=list)
     keywords: KeywordState | None = None
+    reads: ReadServer | None = None
 
     def limited_to_sources(self, names: set[str]) -> IndexStatus:
         """Only these sources' sync runs and failed or skipped pages (the others may not be named)."""
@@ -74,6 +77,7 @@ class IndexStatus:
             "home": self.home,
             "unconfigured_sources": self.unconfigured,
             "keywords": asdict(self.keywords) if self.keywords else None,
+            "reads": self.reads.to_json() if self.reads else None,
         }
 
 
@@ -83,11 +87,12 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
 
     With `scopes` (what `/kb status` may show where it is asked), documents, chunks and failures
     are those of these access scopes only. Sync runs belong to a source, not a scope, so they are
-    all returned: the caller decides which sources it may name (`limited_to_sources`).
+    all returned: the caller decides which sources it may name (`limited_to_sources`). All of it is
+    read where questions read (a hot standby, when there is one): what the replicas serve.
     """
     Record = index_tables.DocumentRecord
     visible = [] if scopes is None else [col(Record.access).in_(list(scopes))]
-    with index.session() as s:
+    with index.read_session() as s:
         by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
         failures = s.exec(select(Record).where(Record.status == index_tables.Status.FAILED, *visible)).all()
         skips = s.exec(select(Record).where(Record.status == index_tables.Status.SKIPPED, *visible)).all()
@@ -107,4 +112,5 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         database=index.location,
         home=str(index.config.home),
         keywords=keywords,
+        reads=index.reads(),
     )

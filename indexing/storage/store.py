@@ -50,25 +50,38 @@ class KeywordChunk:
     path: str | None
 
 
+def _vector_store(engine: Engine, url: URL, *, setup: bool):
+    """LlamaIndex's PGVectorStore on `engine`: `setup` creates its table and HNSW index (on the
+    primary); without it the store only connects (on a standby, which refuses every CREATE)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    from indexing.storage.database import async_url
+
+    return PGVectorStore(
+        engine=engine,
+        async_engine=create_async_engine(async_url(url)),  # required by the API; connects lazily
+        table_name=TABLE,
+        embed_dim=EMBED_DIM,
+        use_jsonb=True,
+        hnsw_kwargs=dict(HNSW),
+        initialization_fail_on_error=True,
+        perform_setup=setup,
+    )
+
+
 class ChunkStore:
-    def __init__(self, engine: Engine, url: URL) -> None:
-        from sqlalchemy.ext.asyncio import create_async_engine
-        from llama_index.vector_stores.postgres import PGVectorStore
+    """`reads`: the engine (and its URL) the vector leg searches — a hot standby's
+    (`indexing.storage.standby`); by default `engine`'s, which creates the table and takes the writes."""
 
-        from indexing.storage.database import async_url
-
-        self.vector_store = PGVectorStore(
-            engine=engine,
-            async_engine=create_async_engine(async_url(url)),  # required by the API; connects lazily
-            table_name=TABLE,
-            embed_dim=EMBED_DIM,
-            use_jsonb=True,
-            hnsw_kwargs=dict(HNSW),
-            initialization_fail_on_error=True,
-        )
+    def __init__(self, engine: Engine, url: URL, reads: tuple[Engine, URL] | None = None) -> None:
+        self.vector_store = _vector_store(engine, url, setup=True)
         self.vector_store._initialize()  # create the table and HNSW index now, not on first query
         self.table = self.vector_store._table_class
         self._create_indexes(engine)
+        self.searched = self.vector_store  # the store `dense_search` queries
+        if reads is not None and reads[0] is not engine:
+            self.searched = _vector_store(*reads, setup=False)  # a standby refuses CREATE, even IF NOT EXISTS
 
     def _create_indexes(self, engine: Engine) -> None:
         """Two indexes PGVectorStore does not create (idempotent; a race with another process is
@@ -102,17 +115,23 @@ class ChunkStore:
             self.analyze(engine)
 
     def close(self) -> None:
-        """Dispose both engines the vector store holds (ours, and the asyncpg one it requires).
-        Its `close` is a coroutine; from inside a running event loop it runs on a thread of its own."""
+        """Dispose the engines the vector stores hold (ours, and the asyncpg one each requires).
+        Their `close` is a coroutine; from inside a running event loop it runs on a thread of its own."""
         import asyncio
         import threading
+
+        stores = [self.vector_store] if self.searched is self.vector_store else [self.vector_store, self.searched]
+
+        async def close_all() -> None:
+            for store in stores:
+                await store.close()
 
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            asyncio.run(self.vector_store.close())
+            asyncio.run(close_all())
             return
-        closing = threading.Thread(target=asyncio.run, args=(self.vector_store.close(),), name="docent-store-close")
+        closing = threading.Thread(target=asyncio.run, args=(close_all(),), name="docent-store-close")
         closing.start()
         closing.join()
 
@@ -233,7 +252,7 @@ class ChunkStore:
             filters = MetadataFilters(
                 filters=[MetadataFilter(key="access", value=list(scopes), operator=FilterOperator.IN)]
             )
-        result = self.vector_store.query(
+        result = self.searched.query(
             VectorStoreQuery(query_embedding=embedding, similarity_top_k=k, filters=filters)
         )
         # PGVectorStore's query always fills both lists (empty when nothing matched)

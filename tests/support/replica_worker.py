@@ -9,23 +9,74 @@ reaching the test's Postgres through DATABASE_URL, listening as `kb serve` does
     {"op": "conversation", "channel": "C1"}         → {"shared": bool} (SlackAccess, cached)
     {"op": "forget", "channel": "C1"}               → {} (as a channel_shared event does)
 
-Usage: python replica_worker.py HOME SLACK_API_URL
+Usage: python replica_worker.py HOME SLACK_API_URL; `Replica` starts and drives one from a test.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
 
-warnings.filterwarnings("ignore")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+WORKER = Path(__file__).resolve()
+
+
+class Replica:
+    """The test's side of one worker: started with its own home and DATABASE_URL, driven by the
+    JSON commands above (tests/test_replicas.py; tests/test_standby.py's writer)."""
+
+    def __init__(self, home: Path, url: str, slack_url: str) -> None:
+        env = {**os.environ, "DATABASE_URL": url}
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = home / "stderr.log"
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, str(WORKER), str(home), slack_url], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        self.progress: list[str] = []
+        assert self._read() == {"ready": True}
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"replica exited ({self.proc.poll()}): {self.log.read_text()[-3000:]}")
+        return json.loads(line)
+
+    def send(self, **command) -> None:
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def result(self) -> dict:
+        while True:
+            reply = self._read()
+            if "progress" not in reply:
+                return reply
+            self.progress.append(reply["progress"])
+
+    def ask(self, **command) -> dict:
+        self.send(**command)
+        return self.result()
+
+    def docs(self, question: str, source: str) -> set[str]:
+        return set(self.ask(op="search", q=question, scopes=[source])["docs"])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
 
 
 def main() -> None:
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from slack_sdk import WebClient
 
     from bot.slack.audiences import SlackAccess
