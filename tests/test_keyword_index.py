@@ -252,3 +252,25 @@ def test_a_row_costs_its_ids_bytes_not_python_objects():
     # 80 bytes of ids, 8 of length, 4 + 4 of codes, 1 alive, ~3 × 8 of term frequencies, dict
     # entries for 1,334 documents; a KeywordRow with its strings alone is over 300 bytes
     assert built < 200 and loaded < 200, (built, loaded)
+
+
+def test_a_base_larger_than_a_part_is_saved_in_parts_and_read_whole(tmp_path):
+    """Postgres refuses a message over 1 GB, which a million chunks' base once came to: a base is
+    written in parts of at most `part_bytes` and read back whole; older bases go with their parts."""
+    from sqlalchemy import text
+
+    from indexing.config import IndexConfig, RerankConfig
+    from indexing.index import Index
+
+    index = Index(IndexConfig(home=tmp_path / "kb", rerank=RerankConfig(backend="off")))
+    try:
+        payloads = {g: bytes(range(256)) * (10 + g) for g in (1, 2, 3)}  # 2,816–3,328 bytes: 1,000 + 2 or 3 parts
+        for generation, payload in payloads.items():
+            assert keyword_versions.save_base(index.engine, generation, "t", 1, payload, part_bytes=1000)
+        with index.session() as s:
+            assert keyword_versions.latest_base(s, 3, "t").payload == payloads[3]
+            assert keyword_versions.latest_base(s, 2, "t").payload == payloads[2]
+            parts = s.execute(text("SELECT generation, count(*) FROM keyword_base_parts GROUP BY 1 ORDER BY 1")).all()
+        assert [tuple(p) for p in parts] == [(2, 3), (3, 3)]  # the oldest base and its parts are gone
+    finally:
+        index.close()

@@ -10,7 +10,9 @@
 - A *base* (`keyword_bases`) is a whole index saved as one blob at some generation, so a process
   starting without one tokenises only the documents changed since, not the whole wiki. Bases
   are written by the publisher once enough has changed, and older change-log rows are dropped
-  then (`keyword_log_floor` says below which generation the log is no longer complete).
+  then (`keyword_log_floor` says below which generation the log is no longer complete). A blob
+  over `PART_BYTES` is written in parts (the rest in `keyword_base_parts`): Postgres refuses any
+  one message over 1 GB, and a million chunks' base is ~0.5 GB (docs/scaling.md).
 - Every publication is announced on the `docent_index` channel (`indexing.storage.notify`).
 """
 
@@ -26,6 +28,7 @@ from indexing.storage.locks import advisory_lock
 from indexing.storage.notify import notify
 from indexing.storage.index_tables import GENERATION_KEY, RUNNER_ID
 
+PART_BYTES = 256 * 2**20  # a saved base is written in parts of at most this many bytes
 VERSION_KEY = "keyword_version"  # the published generation
 FLOOR_KEY = "keyword_log_floor"  # change-log rows at or below it may be gone
 PUBLISH_LOCK = "keyword-publish"
@@ -74,7 +77,11 @@ def latest_base(session: Session, upto: int, terms_version: str) -> Base | None:
         "SELECT generation, payload FROM keyword_bases WHERE generation <= :u AND terms_version = :t "
         "AND generation >= :floor ORDER BY generation DESC LIMIT 1"
     ), {"u": upto, "t": terms_version, "floor": log_floor(session)}).first()
-    return Base(row.generation, bytes(row.payload)) if row else None
+    if row is None:
+        return None
+    rest = session.execute(text("SELECT payload FROM keyword_base_parts WHERE generation = :g ORDER BY part"),
+                           {"g": row.generation}).scalars().all()
+    return Base(row.generation, b"".join([row.payload, *rest]))
 
 
 def latest_base_generation(session: Session, terms_version: str) -> int | None:
@@ -106,17 +113,23 @@ def publish(engine: Engine) -> tuple[int, bool]:
         return current, True
 
 
-def save_base(engine: Engine, generation_: int, terms_version: str, chunks: int, payload: bytes) -> bool:
-    """Save a base at a published generation (never one older than the newest saved), then drop
-    what no reader can need any more: every base but the two newest, and the change log up to
-    the older of them. Returns whether it was saved."""
+def save_base(engine: Engine, generation_: int, terms_version: str, chunks: int, payload: bytes,
+              part_bytes: int = PART_BYTES) -> bool:
+    """Save a base at a published generation (never one older than the newest saved), in parts of
+    at most `part_bytes`, then drop what no reader can need any more: every base but the two
+    newest (their parts go with them), and the change log up to the older of them. Returns
+    whether it was saved."""
     with advisory_lock(engine, PUBLISH_LOCK), Session(engine) as session, session.begin():
         newest = latest_base_generation(session, terms_version)
         if newest is not None and newest >= generation_:
             return False
+        view = memoryview(payload)  # parts are slices of it, not copies
         session.execute(text(
             "INSERT INTO keyword_bases (generation, terms_version, chunks, payload) VALUES (:g, :t, :c, :p)"
-        ), {"g": generation_, "t": terms_version, "c": chunks, "p": payload})
+        ), {"g": generation_, "t": terms_version, "c": chunks, "p": view[:part_bytes]})
+        for part, start in enumerate(range(part_bytes, len(payload), part_bytes), start=1):
+            session.execute(text("INSERT INTO keyword_base_parts (generation, part, payload) VALUES (:g, :n, :p)"),
+                            {"g": generation_, "n": part, "p": view[start : start + part_bytes]})
         kept = list(session.execute(text(
             "SELECT generation FROM keyword_bases WHERE terms_version = :t ORDER BY generation DESC LIMIT 2"
         ), {"t": terms_version}).scalars())

@@ -324,7 +324,7 @@ def m005_slack_tables(conn: Connection) -> None:
 DOCENT_TABLES = ("documents", "parent_sections", "embedding_cache", "sync_runs", "sources", "index_state",
                  "keyword_changes", "keyword_versions", "keyword_bases", "sentence_vectors", "query_log",
                  "feedback", "admin_actions", "slack_deliveries", "answer_messages", "handovers",
-                 "answered_gaps")
+                 "answered_gaps", "keyword_base_parts")
 
 
 @migration
@@ -386,3 +386,14 @@ def m008_answered_gaps_channel_kind(conn: Connection) -> None:
     channel's stay out of the digest and App Home unless the operator opts in (bot.records.gap_listing).
     Gaps added before this are '' (unknown), which counts as private."""
     _run(conn, "ALTER TABLE answered_gaps ADD COLUMN IF NOT EXISTS channel_kind VARCHAR NOT NULL DEFAULT ''")
+
+
+@migration
+def m009_keyword_base_parts(conn: Connection) -> None:
+    """A saved keyword base over `keyword_versions.PART_BYTES` is written in parts: the first in
+    `keyword_bases.payload`, the rest here, deleted with their base. Postgres refuses a message
+    over 1 GB, which a base of a million-chunk index came to in its earlier layout (docs/scaling.md)."""
+    _run(conn,
+         "CREATE TABLE IF NOT EXISTS keyword_base_parts (generation BIGINT NOT NULL "
+         "REFERENCES keyword_bases (generation) ON DELETE CASCADE, part INTEGER NOT NULL, payload BYTEA NOT NULL, "
+         "PRIMARY KEY (generation, part))")
