@@ -31,7 +31,6 @@ costs its two ids' bytes plus 8. A `KeywordRow` is made only for a hit.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -259,26 +258,45 @@ class KeywordIndex:
     # -- saving -------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """The index as one blob (merged first): what a replica loads instead of tokenising."""
+        """The index as one blob (merged first): what a replica loads instead of tokenising.
+
+        An 8-byte header length, a JSON header (names, and where each array lies), then each
+        array's raw bytes at a 16-byte boundary: `from_bytes` makes the arrays views into the
+        blob, so loading holds the blob once instead of the blob and a copy of every array."""
         base = self.merged() if len(self.segments) != 1 else self
         s = base.segments[0]
-        meta = {"generation": base.generation, "terms": list(base.vocab), "scopes": list(base.scopes),
-                "docs": base.doc_names}
-        out = io.BytesIO()
-        np.savez(out, indptr=s.tf.indptr, indices=s.tf.indices, data=s.tf.data, lengths=s.lengths,
-                 node_ids=s.node_ids, parent_ids=s.parent_ids, docs=s.docs, access=s.access,
-                 meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8))
-        return out.getvalue()
+        arrays = {"indptr": s.tf.indptr, "indices": s.tf.indices, "data": s.tf.data, "lengths": s.lengths,
+                  "node_ids": s.node_ids, "parent_ids": s.parent_ids, "docs": s.docs, "access": s.access}
+        layout, offset = {}, 0
+        for name, array in arrays.items():
+            layout[name] = [array.dtype.str, list(array.shape), offset]
+            offset += _aligned(array.nbytes)
+        header = json.dumps({"generation": base.generation, "terms": list(base.vocab), "scopes": list(base.scopes),
+                             "docs": base.doc_names, "arrays": layout}, ensure_ascii=False).encode()
+        start = _aligned(8 + len(header))
+        out = bytearray(start + offset)
+        out[:8] = len(header).to_bytes(8, "little")
+        out[8 : 8 + len(header)] = header
+        for name, array in arrays.items():
+            at = start + layout[name][2]
+            out[at : at + array.nbytes] = np.ascontiguousarray(array).tobytes()
+        return bytes(out)
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> KeywordIndex:
-        with np.load(io.BytesIO(blob)) as arrays:
-            meta = json.loads(arrays["meta"].tobytes().decode())
-            lengths = arrays["lengths"]
-            tf = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
-                                   shape=(len(lengths), len(meta["terms"])))
-            segment = Segment(tf, lengths, arrays["node_ids"], arrays["parent_ids"], arrays["docs"], arrays["access"],
-                              np.ones(len(lengths), dtype=bool))
+    def from_bytes(cls, blob: bytes | bytearray) -> KeywordIndex:
+        """The index `to_bytes` saved, its arrays views into `blob` (kept alive by them)."""
+        size = int.from_bytes(blob[:8], "little")
+        meta = json.loads(bytes(blob[8 : 8 + size]).decode())
+        start = _aligned(8 + size)
+        arrays = {}
+        for name, (dtype, shape, offset) in meta["arrays"].items():
+            count = int(np.prod(shape)) if shape else 1
+            arrays[name] = np.frombuffer(blob, dtype=np.dtype(dtype), count=count, offset=start + offset).reshape(shape)
+        lengths = arrays["lengths"]
+        tf = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                               shape=(len(lengths), len(meta["terms"])))
+        segment = Segment(tf, lengths, arrays["node_ids"], arrays["parent_ids"], arrays["docs"], arrays["access"],
+                          np.ones(len(lengths), dtype=bool))
         index = cls(generation=meta["generation"], vocab={t: i for i, t in enumerate(meta["terms"])},
                     scopes={s: i for i, s in enumerate(meta["scopes"])}, scope_names=meta["scopes"],
                     doc_codes={d: i for i, d in enumerate(meta["docs"])}, doc_names=meta["docs"])
@@ -331,6 +349,10 @@ def _combine(segments: list[Segment], width: int) -> Segment:
     column = lambda name: np.concatenate([getattr(s, name)[keep] for _, s, keep in parts])[order]  # noqa: E731
     return Segment(sparse.csc_matrix(tf[order]), column("lengths"), node_ids[order], column("parent_ids"),
                    column("docs"), column("access"), np.ones(len(order), dtype=bool))
+
+
+def _aligned(n: int) -> int:
+    return -(-n // 16) * 16
 
 
 def _code(codes: dict[str, int], names: list[str], name: str) -> int:

@@ -38,7 +38,7 @@ KEEP_VERSIONS = 1000  # rows of publication history kept
 @dataclass
 class Base:
     generation: int
-    payload: bytes
+    payload: bytearray
 
 
 def _int_state(session: Session, key: str) -> int | None:
@@ -79,9 +79,20 @@ def latest_base(session: Session, upto: int, terms_version: str) -> Base | None:
     ), {"u": upto, "t": terms_version, "floor": log_floor(session)}).first()
     if row is None:
         return None
-    rest = session.execute(text("SELECT payload FROM keyword_base_parts WHERE generation = :g ORDER BY part"),
-                           {"g": row.generation}).scalars().all()
-    return Base(row.generation, b"".join([row.payload, *rest]))
+    generation = row.generation
+    # Read part by part into one buffer: the whole base is held once, plus one part in flight.
+    sizes = session.execute(text("SELECT part, length(payload) FROM keyword_base_parts WHERE generation = :g "
+                                 "ORDER BY part"), {"g": row.generation}).all()
+    payload = bytearray(len(row.payload) + sum(size for _, size in sizes))
+    payload[: len(row.payload)] = row.payload
+    at = len(row.payload)
+    row = None  # the first part's memory back before the next is read
+    for part, size in sizes:
+        payload[at : at + size] = session.execute(
+            text("SELECT payload FROM keyword_base_parts WHERE generation = :g AND part = :p"),
+            {"g": generation, "p": part}).scalar_one()
+        at += size
+    return Base(generation, payload)
 
 
 def latest_base_generation(session: Session, terms_version: str) -> int | None:
