@@ -274,3 +274,16 @@ def test_a_base_larger_than_a_part_is_saved_in_parts_and_read_whole(tmp_path):
         assert [tuple(p) for p in parts] == [(2, 3), (3, 3)]  # the oldest base and its parts are gone
     finally:
         index.close()
+
+
+def test_an_index_built_from_the_chunks_in_batches_scores_and_orders_as_one_build(index, sample_synced, monkeypatch,
+                                                                                   tmp_path):
+    """A process with no base tokenises the chunks a batch at a time (a million chunks' texts are
+    never held together); merged, it is the index a single build makes, equal scores in the same order."""
+    monkeypatch.setattr(bm25_module, "TERMS_VERSION", "batched")  # no saved base of this version: from the chunks
+    monkeypatch.setattr(bm25_module, "LOAD_BATCH", 7)
+    batched = Bm25Index(tmp_path, index.engine, index.store)
+    assert batched.search("vpn", ["sample"], 1)[0].metadata["doc_id"] == "sample:it/vpn.md"
+    assert batched.last_load == "scratch" and batched.last_tokenised == index.chunk_count()
+    assert len(batched._index.segments) == 1  # merged
+    _assert_scores_as_fresh_build(index, batched, strict=True, scope="sample")

@@ -53,6 +53,7 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEB
 # A new base is saved once this many documents changed since the newest one: a replica starting
 # cold then tokenises at most about this many pages (docs/benchmarks.md, "keyword leg").
 BASE_EVERY_DOCS = 200
+LOAD_BATCH = 20_000  # chunks tokenised together when an index is built from the chunks' text
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # single characters too: a lone CJK character is a word
 # One Chinese/Japanese/Korean character (kana, CJK ideographs and compatibility ideographs, Hangul)
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -302,10 +303,15 @@ class Bm25Index:
         return index
 
     def _load_from_chunks(self, session: Session, target: int) -> KeywordIndex:
-        chunks = self.store.keyword_chunks(session)
-        self.last_tokenised = len(chunks)
+        """Every chunk tokenised, LOAD_BATCH at a time, each batch a segment, merged at the end:
+        at a million chunks, reading them all at once held 6.4 GB (docs/scaling.md)."""
+        self.last_tokenised = 0
         self.last_load = "scratch"
-        return KeywordIndex.build([_row(c) for c in chunks], _chunk_terms(chunks), target)
+        index = KeywordIndex(generation=target)
+        for chunks in self.store.keyword_chunk_batches(session, LOAD_BATCH):
+            index.append([_row(c) for c in chunks], _chunk_terms(chunks))
+            self.last_tokenised += len(chunks)
+        return index.merged() if len(index.segments) > 1 else index
 
     def _apply(self, session: Session, index: KeywordIndex, target: int) -> KeywordIndex:
         docs = versions.changed_documents(session, index.generation, target)

@@ -116,7 +116,7 @@ class KeywordIndex:
         new = replace(self, generation=generation, segments=list(self.segments))
         new._remove(doc_ids)
         if rows:
-            new._append(rows, terms)
+            new.append(rows, terms)
         if len(new.segments) > MAX_SMALL_SEGMENTS + 1:
             new._combine_small()
         return new
@@ -147,7 +147,9 @@ class KeywordIndex:
         return KeywordRow(segment.node_ids[i].decode(), self.doc_names[segment.docs[i]],
                           segment.parent_ids[i].decode(), self.scope_names[segment.access[i]])
 
-    def _append(self, rows: list[KeywordRow], terms: list[list[str]]) -> None:
+    def append(self, rows: list[KeywordRow], terms: list[list[str]]) -> None:
+        """These rows as a new segment of this index (one not yet answering: `replaced` and
+        `build` call it on a new index)."""
         ids = [np.fromiter((self.vocab.setdefault(t, len(self.vocab)) for t in row_terms), np.int64, len(row_terms))
                for row_terms in terms]
         lengths = np.array([len(i) for i in ids], dtype=np.int64)
@@ -306,7 +308,7 @@ class KeywordIndex:
     @classmethod
     def build(cls, rows: list[KeywordRow], terms: list[list[str]], generation: int) -> KeywordIndex:
         index = cls(generation=generation)
-        index._append(rows, terms)
+        index.append(rows, terms)
         return index
 
 

@@ -9,6 +9,7 @@ store's own table class (`_table_class`, built by `_node_to_table_row`) in our s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
@@ -291,6 +292,17 @@ class ChunkStore:
             found += [KeywordChunk(**row._mapping) for row in session.execute(
                 query.where(meta["ref_doc_id"].astext.in_(batch)).order_by(self.table.node_id))]
         return found
+
+    def keyword_chunk_batches(self, session: Session, size: int) -> Iterator[list[KeywordChunk]]:
+        """Every child with what the keyword leg indexes, in node-id order, `size` at a time, read
+        through a server-side cursor: a million chunks' texts are never in memory together."""
+        meta = self.table.metadata_
+        query = select(
+            self.table.node_id, self.table.text,
+            *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
+        ).order_by(self.table.node_id).execution_options(yield_per=size)
+        for rows in session.execute(query).partitions(size):
+            yield [KeywordChunk(**row._mapping) for row in rows]
 
     def texts(self, session: Session, node_ids: list[str]) -> dict[str, str]:
         """node_id → text of these children."""
