@@ -28,7 +28,8 @@ from indexing.storage.locks import advisory_lock
 from indexing.storage.notify import notify
 from indexing.storage.index_tables import GENERATION_KEY, RUNNER_ID
 
-PART_BYTES = 128 * 2**20  # a saved base is written in parts of at most this many bytes (sent hex-encoded: twice that)
+PART_BYTES = 32 * 2**20  # a saved base is written and read in parts of at most this many bytes (sent hex-encoded:
+# twice that; a part read is briefly held three times over, so a small part keeps a replica's load peak low)
 VERSION_KEY = "keyword_version"  # the published generation
 FLOOR_KEY = "keyword_log_floor"  # change-log rows at or below it may be gone
 PUBLISH_LOCK = "keyword-publish"
