@@ -287,3 +287,22 @@ def test_an_index_built_from_the_chunks_in_batches_scores_and_orders_as_one_buil
     assert batched.last_load == "scratch" and batched.last_tokenised == index.chunk_count()
     assert len(batched._index.segments) == 1  # merged
     _assert_scores_as_fresh_build(index, batched, strict=True, scope="sample")
+
+
+def test_kb_serve_loads_the_keyword_leg_at_start_not_at_the_first_question(index, sample_synced, kb_home):
+    """At a million chunks loading the saved base takes ~5 s: `kb serve` does it while the model
+    loads, before it takes questions (docs/scaling.md, the cold replica)."""
+    from bot.serve import warm_up
+    from indexing.config import IndexConfig, RerankConfig
+    from indexing.index import Index
+
+    url = index.url.render_as_string(hide_password=False)
+    opened = Index(IndexConfig(home=kb_home, database_url=url, rerank=RerankConfig(backend="off")), embedder=index.embedder)
+    try:
+        assert opened.bm25._index is None
+        warm_up(opened)
+        with opened.session() as s:
+            assert opened.bm25._index is not None
+            assert opened.bm25._index.generation == keyword_versions.published(s)
+    finally:
+        opened.close()
