@@ -23,11 +23,9 @@ from bot.answering.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
 from bot.answering.llm import NOT_FOUND_REPLY, NotAChatReply, says_not_found
-from indexing.search.gate import Outcome
-from indexing.ingest.heading_path import HeadingPath
 from indexing.index import Index
-from indexing.search.hits import Hit
-from indexing.search.retrieval import retrieve
+from indexing.ingest import HeadingPath
+from indexing.search import Hit, Outcome, retrieve
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all

@@ -38,13 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.answering.answer_types import asked_type, has_digits, holds
+from indexing.ingest import SHORT_WORDS, Sentence, in_context, plain_sentences, word_count
 from indexing.keyword import bm25
-from indexing.vectors.embedding import Embedder
-from indexing.search.hits import Hit
-from indexing.search.retrieval import is_cjk
-from indexing.ingest.sentences import SHORT_WORDS, Sentence, in_context, sentences
-from indexing.ingest.sentences import words as _words
-from indexing.vectors.sentence_vectors import stored_vectors
+from indexing.search import Hit, is_cjk
+from indexing.vectors import Embedder, stored_vectors
 
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
@@ -134,8 +131,8 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
     or holding a number."""
     out: dict[int, list[Sentence]] = {}
     for rank, hit in enumerate(hits[:SECTIONS]):
-        found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
-                        if _words(s.text) >= 3 or has_digits(s.text))
+        found = _unique(s for s in plain_sentences(_searched_text(hit), SENTENCES_PER_SECTION)
+                        if word_count(s.text) >= 3 or has_digits(s.text))
         if found:
             out[rank] = found
     return out
@@ -290,10 +287,10 @@ def _with_context(found: list[Sentence], i: int) -> list[int]:
     sentence = found[i]
     if sentence.text.rstrip().endswith(":") and i + 1 < len(found):
         return [i, i + 1]
-    needs_before = _words(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)
+    needs_before = word_count(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)
     if needs_before and i > 0 and found[i - 1].paragraph == sentence.paragraph:
         return [i - 1, i]
-    if _words(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
+    if word_count(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
         return [i, i + 1]
     return [i]
 
@@ -311,6 +308,6 @@ def render_lead(lead: list[LeadSentence]) -> str:
 def question_idf(index, question: str, scopes: list[str] | None) -> dict[str, float]:
     """IDF in the visible wiki of each term the keyword leg searches for this question (answering
     takes it from its `Retrieval.terms`, looked up once; this is for a lead chosen on its own)."""
-    from indexing.search.gate import question_terms
+    from indexing.search import question_terms
 
     return question_terms(index, question, scopes).searched_idf()

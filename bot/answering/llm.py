@@ -18,8 +18,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from indexing.search.gate import Outcome
-from indexing.search.hits import Hit
+from indexing.search import Hit, Outcome
 
 NOT_FOUND_REPLY = "I could not find this in the knowledge base."  # the reply of a not-found outcome
 SYSTEM_PROMPT = f"""You answer employees' questions using only the numbered wiki excerpts provided.

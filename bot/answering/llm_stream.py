@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 MID_LINE = "\u3000"  # put before a piece that continues a line, for the check only (never shown)
 HOLD = 600  # characters an unclosed `[…](…` or `<…` may wait for its end before it is shown as text

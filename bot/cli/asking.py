@@ -90,8 +90,8 @@ def interactive(kb, as_json: bool = False, audience=None) -> None:
 
 def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> None:
     """One answer printed; an expected failure is one `error:` line (and the exit, if `exit_on_error`)."""
-    from bot.answering.answer import EmptyQuestion
-    from indexing.storage.database import is_unreachable
+    from bot.answering import EmptyQuestion
+    from indexing.storage import is_unreachable
 
     def error(message: str, code: int = 1) -> None:
         if exit_on_error:
@@ -131,7 +131,7 @@ def print_answer(answer) -> None:
     from dataclasses import replace
 
     from bot.cli.plain_output import clean, raw
-    from indexing.search.gate import Outcome
+    from indexing.search import Outcome
 
     console = Console(file=raw(sys.stdout))  # Rich's own colours pass; every text it is given is cleaned
     answer = replace(answer, text=clean(answer.text), searched=answer.searched and clean(answer.searched),

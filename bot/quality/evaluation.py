@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 from indexing.index import Index
 
 RANK_DEPTH = 10
@@ -178,7 +178,7 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
     other half too, so the figure is not fitted to the whole file. The gate does not change
     which pages are cited, so hit@k is the same at every threshold.
     """
-    from indexing.search.gate import GateSignals, is_found
+    from indexing.search import GateSignals, is_found
 
     thresholds = thresholds or [round(0.30 + 0.01 * i, 2) for i in range(51)]
     halves = {"fit": rows[0::2], "held_out": rows[1::2], "all": rows}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from indexing.search.gate import GateSignals, Outcome, gate_score, outcome_for, reader_gate_score
+from indexing.search import GateSignals, Outcome, gate_score, outcome_for, reader_gate_score
 
 MAX_VETOED = 0.02  # the reader's floor may take confidence from this share of confident right answers
 MAX_REFUSED = 0.03  # target ≤ 0.05 out of corpus: a margin for the step from fit to held-out

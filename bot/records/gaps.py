@@ -37,10 +37,10 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from bot.records.gap_listing import Listing
-from indexing.vectors.embedding import Embedder
-from indexing.search.gate import Outcome
+from indexing.vectors import Embedder
+from indexing.search import Outcome
 from indexing.index import Index
-from indexing.storage.index_tables import utcnow
+from indexing.storage import utcnow
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
@@ -228,7 +228,7 @@ def _votes(index: Index, since: datetime, until: datetime) -> list:
 def _documents(index: Index) -> dict:
     from sqlmodel import select
 
-    from indexing.storage.index_tables import DocumentRecord
+    from indexing.storage import DocumentRecord
 
     with index.session() as s:
         return {d.id: d for d in s.exec(select(DocumentRecord))}
@@ -414,7 +414,7 @@ def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
     """Typo repair's English word list, and its `COMMON_WORDS` most frequent words."""
     from spellchecker import SpellChecker
 
-    from indexing.search.spelling import english_words
+    from indexing.search import english_words
 
     frequency = SpellChecker(language="en").word_frequency.dictionary
     return english_words(), frozenset(sorted(frequency, key=lambda w: (-frequency[w], w))[:COMMON_WORDS])

@@ -34,11 +34,10 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from bot.answering.answer import Answer, Source
-from indexing.storage.database import affected
-from indexing.search.gate import Outcome
-from indexing.ingest.heading_path import HeadingPath
-from indexing.storage.index_tables import timestamptz, utcnow
+from bot.answering import Answer, Source
+from indexing.ingest import HeadingPath
+from indexing.search import Outcome
+from indexing.storage import affected, timestamptz, utcnow
 
 UP, DOWN = "up", "down"
 
@@ -198,7 +197,7 @@ def answer_from_log(row: QueryLog) -> Answer:
 
 def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     """The current access scope of each of these documents that is still indexed."""
-    from indexing.storage.index_tables import DocumentRecord
+    from indexing.storage import DocumentRecord
 
     if not doc_ids:
         return {}
@@ -380,7 +379,7 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
 
 
 def prune_answered_gaps(index: Database, before: datetime) -> int:
-    """Forget gaps added before `before` (`bot.records.housekeeping`, with the query log's retention)."""
+    """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
     from sqlalchemy import delete
 
     with index.session() as s:

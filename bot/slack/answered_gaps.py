@@ -32,10 +32,9 @@ from datetime import datetime, timezone
 
 from slack_sdk import WebClient
 
-from bot.records import question_log
 from bot.metrics import GAPS_ADDED
+from bot.records import AnsweredGap, ChannelKind, question_log
 from bot.slack.question_detector import is_question
-from bot.records.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.errors import UNAVAILABLE, apology, apology_on_error

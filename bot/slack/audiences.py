@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.records.question_log import ChannelKind
+from bot.records import ChannelKind
 from connectors.channels import ChannelsConfig
 from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
 from connectors.document import PUBLIC

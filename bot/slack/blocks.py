@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.answering.answer import Answer, Source
+from bot.answering import Answer, Source
 from bot.slack.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 SECTION_CHARS = 3000  # Slack: section text
 MAX_BLOCKS = 50  # Slack: blocks per message

@@ -20,7 +20,7 @@ from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
 from bot.slack.resync_command import resync
 from bot.slack.services import Services
-from indexing.storage.status import IndexStatus
+from indexing.storage import IndexStatus
 
 COMMAND = "/kb"
 

@@ -22,14 +22,13 @@ import re
 import time
 from datetime import timedelta
 
-from bot.records import question_log
-from bot.records.question_log import Database
+from bot.records import Database, question_log
 from bot.slack import blocks, store
 from bot.slack.asked import Asked
 from bot.slack.errors import apology, apology_on_error, quietly
 from bot.slack.mrkdwn import slack_to_plain
 from bot.slack.services import Services
-from indexing.storage.index_tables import utcnow
+from indexing.storage import utcnow
 
 log = logging.getLogger(__name__)
 

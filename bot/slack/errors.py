@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 

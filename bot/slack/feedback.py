@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.records import question_log
-from bot.records.question_log import Database
+from bot.records import Database, question_log
 from bot.slack import blocks
 from bot.slack.audiences import NOT_HERE
 from bot.slack.client import post
@@ -36,7 +35,7 @@ from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 from connectors.access import Audience
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from bot.metrics import HANDOVERS
-from bot.records.question_log import Database
+from bot.records import Database
 from bot.slack import blocks
 from bot.slack.store import claim_handover
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-    from bot.answering.answer import Answer
+    from bot.answering import Answer
     from bot.slack.audiences import SlackAccess
     from connectors.channels import ChannelSettings
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.records.gaps import GapsReport
-from bot.records.gaps_text import candidate_outcomes, summary_lines
+from bot.records import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 

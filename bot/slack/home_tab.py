@@ -25,15 +25,13 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
-from bot.records import question_log
-from bot.records.gaps import normalised
 from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
-from bot.records.question_log import Database
+from bot.records import Database, normalised, question_log
 from bot.slack.errors import apology, apology_on_error
 from bot.slack.home_blocks import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.records import question_log
-from bot.records.question_log import Database
+from bot.records import Database, question_log
 from bot.slack.errors import apology, apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
 from bot.slack.resync_runs import summary

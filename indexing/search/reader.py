@@ -70,22 +70,22 @@ def answer_window(question: str, text: str, max_words: int = WINDOW_WORDS) -> st
     the shape of its training passages (a window around the answer sentence). A section's first
     128 word-pieces often stop before the sentence that answers."""
     from indexing.keyword.bm25 import question_text, tokens
-    from indexing.ingest.sentences import sentences, words
+    from indexing.ingest.sentences import plain_sentences, word_count
 
-    units = [s.text for s in sentences(text)]
+    units = [s.text for s in plain_sentences(text)]
     if not units:
         return text
     asked = set(tokens(question_text(question)))
     shared = [len(asked & set(tokens(u))) for u in units]
     best = max(range(len(units)), key=lambda i: (shared[i], -i))
     first = last = best
-    total = words(units[best])
+    total = word_count(units[best])
     grown = True
     while grown:  # the next sentence, then the one before, while they fit
         grown = False
         for i in (last + 1, first - 1):
-            if 0 <= i < len(units) and total + words(units[i]) <= max_words:
-                total += words(units[i])
+            if 0 <= i < len(units) and total + word_count(units[i]) <= max_words:
+                total += word_count(units[i])
                 first, last = min(first, i), max(last, i)
                 grown = True
     return " ".join(units[first : last + 1])

@@ -38,7 +38,7 @@ from sqlmodel import col, select
 
 from indexing.ingest.heading_path import HeadingPath
 from indexing.search.hits import Hit
-from indexing.search.gate import (  # noqa: F401 — is_cjk is imported from here by bot/
+from indexing.search.gate import (
     GateSignals,
     Outcome,
     QuestionTerms,

@@ -45,7 +45,7 @@ from sqlmodel import col
 from indexing.ingest.chunking import Parent
 from indexing.vectors.embedding import Embedder, embed_with_cache
 from indexing.ingest.heading_path import HeadingPath
-from indexing.ingest.sentences import in_context, sentences
+from indexing.ingest.sentences import in_context, plain_sentences
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def section_sentences(title: str, heading_path: HeadingPath, text: str, child_te
     heading = heading_path[-1] if heading_path else title
     out: dict[str, None] = {}
     for part in (text, *child_texts):
-        for sentence in sentences(part, MAX_SENTENCES):
+        for sentence in plain_sentences(part, MAX_SENTENCES):
             out.setdefault(in_context(heading, sentence.text))
     return list(out)
 
