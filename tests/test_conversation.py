@@ -25,7 +25,7 @@ from tests.support.slack_harness import (
 )
 
 from bot.slack.store import answer_to
-from bot.slack.questions import EMPTY_MENTION
+from bot.messages import EMPTY_MENTION
 
 VPN = "how do I connect to the VPN?"
 
