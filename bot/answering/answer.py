@@ -23,7 +23,7 @@ from bot import messages
 from bot.answering.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
-from bot.answering.llm import NotAChatReply, says_not_found
+from bot.answering.llm import LanguageModel, NotAChatReply, says_not_found
 from indexing.index import Index
 from indexing.ingest import HeadingPath
 from indexing.search import Hit, Outcome, retrieve
@@ -56,7 +56,7 @@ class Source:
     def __post_init__(self) -> None:
         self.heading_path = HeadingPath(self.heading_path)  # a list as well
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["heading_path"] = str(self.heading_path)
         data["updated_at"] = self.updated_at.isoformat() if self.updated_at else None
@@ -68,11 +68,11 @@ class Answer:
     question: str
     text: str
     sources: list[Source]
-    timings_ms: dict
+    timings_ms: dict[str, float]
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     llm_used: bool = False
     note: str | None = None  # e.g. "the language model did not answer; showing passages"
-    signals: dict = field(default_factory=dict)
+    signals: dict[str, float | bool | str | None] = field(default_factory=dict)  # the gate's (GateSignals.to_json)
     outcome: Outcome = Outcome.ANSWERED
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
@@ -86,7 +86,7 @@ class Answer:
         """Answered or uncertain: the JSON's and the query log's `found`, from the outcome."""
         return self.outcome.found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "outcome": self.outcome.value,
@@ -121,7 +121,8 @@ def clean_question(question: str) -> str:
 
 
 def answer_question(
-    index: Index, question: str, scopes: list[str] | None = None, llm=None, mode: str = "hybrid"
+    index: Index, question: str, scopes: list[str] | None = None, llm: LanguageModel | None = None,
+    mode: str = "hybrid",
 ) -> Answer:
     """Retrieve, gate, and answer. `llm` is a `bot.answering.llm.LLMClient` or None for extractive answers;
     `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone.
