@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
@@ -92,9 +92,9 @@ class QueryLog(SQLModel, table=True):
     note: str | None = Field(default=None, sa_column=Column(Text))
     doc_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     scores: list[float] = Field(default_factory=list, sa_column=Column(JSON))
-    sources: list[dict] = Field(default_factory=list, sa_column=Column(JSON))  # to re-render the answer
-    signals: dict = Field(default_factory=dict, sa_column=Column(JSON))  # not-found gate inputs
-    timings_ms: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))  # Source.to_json: to re-render the answer
+    signals: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # not-found gate inputs (GateSignals.to_json)
+    timings_ms: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON))
     llm_used: bool = False
     error_ref: str | None = Field(default=None, index=True)  # the reference id the user was shown
 
@@ -140,7 +140,7 @@ def log_query(
     thread_ts: str | None = None,
     message_ts: str | None = None,
     context_question: str | None = None,
-    timings_ms: dict | None = None,
+    timings_ms: dict[str, float] | None = None,
     error_ref: str | None = None,
 ) -> QueryLog:
     """One row per question; `answer` is None (and `error_ref` set) when answering failed. Every
