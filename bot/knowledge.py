@@ -20,18 +20,16 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bot.answering.answer import Answer, answer_question
+from bot.answering import Answer, answer_question
 from connectors.access import Audience
 from connectors.sources import SourceConfig
-from indexing.ingest import indexed_sources
 from indexing.index import Index
-from indexing.ingest.runner import SyncRunner
-from indexing.storage.status import IndexStatus, index_status
-from indexing.ingest.sync_records import SyncReport
+from indexing.ingest import SyncReport, SyncRunner, indexed_sources
+from indexing.storage import IndexStatus, index_status
 
 if TYPE_CHECKING:
-    from bot.records.gaps import GapsReport
-    from indexing.storage.index_tables import SyncRun
+    from bot.records import GapsReport
+    from indexing.storage import SyncRun
 
 CONTEXT_CHARS = 500  # how much of an earlier question joins a follow-up's retrieval
 OPERATOR = Audience.operator()
@@ -93,7 +91,7 @@ class KnowledgeBase:
         text = f"{follows[:CONTEXT_CHARS]} {question}" if follows else question
         llm = None if extractive else self.llm
         if llm is not None and on_text is not None:
-            from bot.answering.llm_stream import StreamingLLM
+            from bot.answering import StreamingLLM
 
             llm = StreamingLLM(llm, on_text)
         return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
@@ -129,7 +127,7 @@ class KnowledgeBase:
         """The pages with these ids that are still indexed, by id."""
         from sqlmodel import col, select
 
-        from indexing.storage.index_tables import DocumentRecord
+        from indexing.storage import DocumentRecord
 
         ids = sorted(set(doc_ids))
         if not ids:
@@ -143,7 +141,7 @@ class KnowledgeBase:
         (a title shared by several pages may come more than once)."""
         from sqlmodel import col, select
 
-        from indexing.storage.index_tables import DocumentRecord, Status
+        from indexing.storage import DocumentRecord, Status
 
         D = DocumentRecord
         with self.index.read_session() as s:
@@ -157,7 +155,7 @@ class KnowledgeBase:
         from sqlalchemy import func
         from sqlmodel import col, select
 
-        from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
+        from indexing.storage import DocumentRecord, RunResult, Status, SyncRun
 
         D, R, names = DocumentRecord, SyncRun, list(names)
         with self.index.read_session() as s:
@@ -180,7 +178,7 @@ class KnowledgeBase:
     def gaps(self, days: int = 7, *, scopes: list[str] | None = None, listing=None) -> GapsReport:
         """The gaps report of the last `days` (`bot.records.gaps`): page titles limited to `scopes` (None: all),
         questions and answers by people to what `listing` (`bot.records.gap_listing.Listing`) allows."""
-        from bot.records.gaps import gaps_report
+        from bot.records import gaps_report
 
         return gaps_report(self.index, days, scopes=scopes, listing=listing)
 

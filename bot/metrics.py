@@ -111,7 +111,7 @@ class IndexCollector:
         from sqlalchemy import func, select
         from sqlmodel import col
 
-        from indexing.storage.index_tables import DocumentRecord, SyncRun
+        from indexing.storage import DocumentRecord, SyncRun
 
         with self.index.session() as s:
             table = self.index.store.table

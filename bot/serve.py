@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.slack.digest import digest_problem, schedule_digest
-from bot.records.housekeeping import start_housekeeping
+from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
 from bot.slack.audiences import SlackAccess
@@ -157,7 +157,7 @@ def start_listening(index: Index, access: SlackAccess | None = None):
     It listens on the primary (`index.url`) even when questions read from a hot standby, which
     refuses LISTEN; a version announced before the standby has replayed it is followed until it
     has (`Bm25Index.announced`)."""
-    from indexing.storage.notify import Listener, notify_now
+    from indexing.storage import Listener, notify_now
 
     handlers = {"keyword": lambda notice: index.bm25.announced(int(notice.get("version") or 0))}
     if access is not None:
@@ -227,8 +227,8 @@ def warm_up(index: Index) -> None:
     only down is retried at the first question."""
     import threading
 
-    from indexing.vectors.embedding_service import EmbeddingDimensionError
-    from indexing.search.spelling import english_words
+    from indexing.vectors import EmbeddingDimensionError
+    from indexing.search import english_words
 
     keyword = threading.Thread(target=_load_keyword_leg, args=(index,), name="docent-keyword-warm-up")
     keyword.start()

@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from bot.settings import Settings
     from connectors.sources import SourceConfig
     from indexing.index import Index
-    from indexing.ingest.runner import SyncRunner
-    from indexing.ingest.watcher import Watcher
+    from indexing.ingest import SyncRunner, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +47,8 @@ class ConfigurationError(RuntimeError):
 
 def open_index(settings: Settings) -> Index:
     """The configured index, or a `ConfigurationError` saying why it cannot open."""
-    from indexing.storage.database import DatabaseUnavailable
     from indexing.index import Index
-    from indexing.storage.migrations import MigrationFailed
+    from indexing.storage import DatabaseUnavailable, MigrationFailed
 
     try:
         return Index(settings.index_config())
@@ -99,7 +97,7 @@ class Root:
     def runner(self) -> SyncRunner:
         """The one runner of the configured sources: the watcher, the scheduler and Slack's
         `/kb resync` share it, so its per-source lock and deletion limits hold for all three."""
-        from indexing.ingest.runner import SyncRunner
+        from indexing.ingest import SyncRunner
 
         sources = self.sources  # a mistake in the sources file is reported before the database is tried
         return SyncRunner(self.index, sources)
@@ -120,8 +118,7 @@ class Root:
         """Keep the index fresh: watch the folder sources and run the scheduled re-syncs, both
         through the shared `runner`. `add_jobs(scheduler)` adds jobs the same leader runs (the
         weekly digest, `bot.slack.digest`). Stopped by `close`: the watcher, then the scheduler."""
-        from indexing.ingest.scheduler import start_scheduler, stop_scheduler
-        from indexing.ingest.watcher import Watcher
+        from indexing.ingest import Watcher, start_scheduler, stop_scheduler
 
         runner = self.runner
         watcher = Watcher(runner, self.sources).start()

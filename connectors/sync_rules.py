@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apscheduler.triggers.base import BaseTrigger
 
 # Deletion guard defaults: a sync may not delete more than half of a source's pages when that is
 # 10 pages or more (a vanished mount or a wrong glob), nor every page of a source (any number).
@@ -69,7 +73,7 @@ class Schedule:
     text: str
     interval_seconds: int | None = None  # None: `text` is a cron expression
 
-    def trigger(self):
+    def trigger(self) -> BaseTrigger:
         """The apscheduler trigger for it."""
         if self.interval_seconds is not None:
             from apscheduler.triggers.interval import IntervalTrigger

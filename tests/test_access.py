@@ -29,9 +29,9 @@ from tests.support.slack_harness import (
     running_bot, wait_until)
 
 from bot.slack import blocks
-from bot.slack.audiences import NOT_HERE, SlackAccess, shared_with_other_organisations
+from bot.messages import NOT_HERE, SHARE_REFUSED
+from bot.slack.audiences import SlackAccess, shared_with_other_organisations
 from bot.records.question_log import document_access
-from bot.slack.feedback import SHARE_REFUSED
 from connectors.access import AccessConfig, ScopeRule, visible_scopes
 from connectors.connector import SpaceScoped, open_connector
 from connectors.sources import (

@@ -16,7 +16,8 @@ from tests.support.corpora import SAMPLE_WIKI
 from tests.support.openai_server import FakeOpenAI
 
 from bot.slack import blocks
-from bot.answering.answer import NOT_FOUND_REPLY, EmptyQuestion, answer_question
+from bot.answering.answer import EmptyQuestion, answer_question
+from bot.messages import NOT_FOUND_REPLY
 from bot.answering.llm import LLMClient
 
 REPO = Path(__file__).resolve().parents[1]

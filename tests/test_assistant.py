@@ -31,7 +31,7 @@ from bot.slack import blocks
 from bot.answering.llm import LLMClient
 from bot.answering.llm import allowed_links
 from bot.answering.llm_stream import StreamCheck
-from bot.slack.streaming import STATUS
+from bot.messages import SEARCHING
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "
          "8 weeks [1, 7], to be taken within the first year. Tell your manager at least two months before the "
@@ -112,7 +112,7 @@ def test_an_llm_answer_is_streamed_then_replaced_by_the_checked_answer(bot, slac
     calls = calls_in(slack, channel)
     methods = [c.method for c in calls]
     status = methods.index("assistant.threads.setStatus")
-    assert calls[status].params["status"] == STATUS and calls[status].params["thread_ts"] == thread
+    assert calls[status].params["status"] == SEARCHING and calls[status].params["thread_ts"] == thread
     assert status < methods.index("chat.startStream") < methods.index("chat.appendStream") < methods.index("chat.stopStream")
     assert methods[-1] == "chat.update" and "chat.postMessage" not in methods
     shown = streamed_text(calls)

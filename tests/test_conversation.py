@@ -25,7 +25,7 @@ from tests.support.slack_harness import (
 )
 
 from bot.slack.store import answer_to
-from bot.slack.questions import EMPTY_MENTION
+from bot.messages import EMPTY_MENTION
 
 VPN = "how do I connect to the VPN?"
 
@@ -191,7 +191,7 @@ def test_kb_ask_replaces_its_looking_that_up_message_with_the_answer(bot, slack)
 def test_housekeeping_forgets_answer_messages_with_the_questions(bot, slack, index):
     from sqlalchemy import text
 
-    from bot.records.housekeeping import tidy
+    from bot.housekeeping import tidy
 
     channel = new_channel()
     original, kept = mention(VPN, channel), mention(PARENTAL, channel)

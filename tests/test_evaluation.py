@@ -41,7 +41,8 @@ def test_eval_over_the_sample_wiki(index, sample_synced):
 def test_eval_with_an_llm_counts_its_not_found_as_a_refusal(index, sample_synced):
     """`kb eval --llm`: the model answers what the gate lets through, and its "not found" is scored
     as a refusal (here it says so every time)."""
-    from bot.answering.llm import NOT_FOUND_REPLY, LLMClient
+    from bot.answering.llm import LLMClient
+    from bot.messages import NOT_FOUND_REPLY
     from tests.support.openai_server import FakeOpenAI
 
     questions = load_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")

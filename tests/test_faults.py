@@ -40,7 +40,7 @@ from bot.slack import blocks
 from bot.answering.answer import Answer
 from bot.cli import app as kb_cli
 from bot.records.question_log import Feedback
-from bot.slack.errors import UNAVAILABLE, UNAVAILABLE_VOTE
+from bot.messages import UNAVAILABLE, UNAVAILABLE_VOTE
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
 from indexing.storage.database import is_unreachable

@@ -410,7 +410,7 @@ def test_housekeeping_forgets_hand_overs_and_answered_gaps_with_the_questions(in
     from sqlalchemy import text
 
     from bot.records import question_log
-    from bot.records.housekeeping import tidy
+    from bot.housekeeping import tidy
     from bot.slack.store import claim_handover, handover_in
 
     channel, now = new_channel(), datetime.now(timezone.utc)

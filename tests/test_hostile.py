@@ -614,7 +614,8 @@ GATE_FALSE_POSITIVE = pytest.mark.xfail(
 @pytest.mark.parametrize("name", [pytest.param(n, marks=GATE_FALSE_POSITIVE) if n == "prompt-injection" else n
                                   for n in HOSTILE_QUESTIONS])
 def test_hostile_questions_get_a_sensible_reply_and_never_echo_a_broadcast(index, sample_synced, name):
-    from bot.answering.answer import NOT_FOUND_REPLY, answer_question
+    from bot.answering.answer import answer_question
+    from bot.messages import NOT_FOUND_REPLY
     from bot.slack.mrkdwn import slack_to_plain
 
     question = HOSTILE_QUESTIONS[name]

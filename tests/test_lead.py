@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from bot.answering.lead import _with_context, choose_lead, question_idf, render_lead
-from indexing.ingest.sentences import paragraphs, sentences, split_sentences
+from indexing.ingest.sentences import paragraphs, plain_sentences, split_sentences
 from indexing.search.retrieval import retrieve
 
 
 def test_sentences_skip_headings_and_code_and_keep_link_text():
     text = "# Leave\n\nYou get **25 days** a year, see [the policy](x.md).\n\n```\nrm -rf /\n```\n\nAsk HR."
-    assert [s.text for s in sentences(text)] == ["You get 25 days a year, see the policy.", "Ask HR."]
+    assert [s.text for s in plain_sentences(text)] == ["You get 25 days a year, see the policy.", "Ask HR."]
 
 
 def test_abbreviations_do_not_end_a_sentence_and_cjk_full_stops_do():
@@ -24,7 +24,7 @@ def test_list_items_and_table_rows_are_units_and_rows_name_their_columns():
 
 
 def test_a_fragment_keeps_the_neighbour_it_needs():
-    found = sentences("The on-call rota is weekly. It starts Monday. Shifts are swapped in the #oncall channel. "
+    found = plain_sentences("The on-call rota is weekly. It starts Monday. Shifts are swapped in the #oncall channel. "
                       "See below:\n\n- first item here")
     texts = [s.text for s in found]
     assert [texts[j] for j in _with_context(found, 1)] == ["The on-call rota is weekly.", "It starts Monday."]

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from tests.support.openai_server import FakeOpenAI
 from tests.support.slack_harness import all_text, bot_settings, button, mention, message, new_channel, new_ts, running_bot
 
-from bot.answering.llm import LINK_REMOVED, NO_LINK, AllowedLinks, LLMClient, checked_text
+from bot.answering.llm import NO_LINK, AllowedLinks, LLMClient, checked_text
+from bot.messages import LINK_REMOVED, WITHDRAWN
 from bot.answering.llm_stream import StreamCheck
 from bot.slack import blocks
-from bot.slack.streaming import WITHDRAWN
 
 SITE = "https://wiki.acme.example"
 PAGE = f"{SITE}/quokka/feeding.md"

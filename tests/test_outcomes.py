@@ -7,7 +7,8 @@ import json
 from sqlalchemy import inspect, text
 
 from bot.records import question_log
-from bot.answering.answer import Answer, uncertain_line
+from bot.answering.answer import Answer
+from bot.messages import uncertain_line
 from indexing.storage.migrations import migrate
 
 

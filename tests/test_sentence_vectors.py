@@ -13,6 +13,7 @@ from bot.answering.lead import SentenceVectors, choose_lead, render_lead
 from connectors.markdown import MarkdownFolder
 from indexing.vectors import sentence_vectors
 from indexing.ingest.chunking import chunk_document
+from indexing.ingest.sentence_backfill import backfill
 from indexing.search.retrieval import retrieve
 from indexing.vectors.sentence_vectors import TABLE, section_sentences, stored_vectors, text_md5
 from indexing.ingest.sync import sync_documents
@@ -193,5 +194,5 @@ def test_a_page_the_backfill_finds_replaced_is_left_to_the_sync_that_replaced_it
                 record.content_hash = "a newer version"
 
     monkeypatch.setattr(sentence_vectors, "embed_sections", edit_meanwhile)
-    assert sentence_vectors.backfill(index, "sv-race") == 0
+    assert backfill(index, "sv-race") == 0
     assert _rows(index, f"sv-race:{VPN}") == []

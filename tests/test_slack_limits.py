@@ -23,7 +23,7 @@ from tests.support.slack_harness import PARENTAL, bot_settings, mention, message
 from bot.records import question_log
 from bot.slack.audiences import SlackAccess
 from bot.slack.store import DeliveryClaim
-from bot.records.housekeeping import start_housekeeping, tidy
+from bot.housekeeping import start_housekeeping, tidy
 from bot.records.question_log import Feedback, QueryLog
 from bot.settings import Settings
 from bot.slack.client import RATE_LIMIT_RETRIES, web_client

@@ -12,7 +12,7 @@ from test_answer_and_cli import _kb
 
 from bot.answering.lead import LeadSentence, _span_first, render_lead
 from indexing.config import RerankConfig
-from indexing.ingest.sentences import sentences
+from indexing.ingest.sentences import plain_sentences
 from indexing.search.hits import Hit
 from indexing.search.rerank import make_reranker
 from indexing.search.span_reader import MODEL, SpanBackend
@@ -31,7 +31,7 @@ def test_the_sentence_holding_the_span_leads_in_bold():
     hit = _hit("Leave policy", ["Annual leave"], text, [text], rerank=0.9, span="25 days")
     other = _hit("Holidays", [], "Public holidays follow each office.", ["Public holidays follow each office."])
     chosen = [LeadSentence("Public holidays follow each office.", n=2, rank=1, score=0.4)]
-    by_rank = {0: sentences(text), 1: sentences(other.text)}
+    by_rank = {0: plain_sentences(text), 1: plain_sentences(other.text)}
     lead = _span_first(chosen, [hit, other], by_rank, {hit.doc_id: 1, other.doc_id: 2})
     assert [s.text for s in lead][0].startswith("Full-time employees get 25 days")
     assert lead[0].span == "25 days" and lead[-1].text == "Public holidays follow each office."

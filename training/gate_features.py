@@ -49,7 +49,7 @@ FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGR
 def collect(corpus: str, home: Path) -> Path:
     from training.question_sets import question_sets
     from bot.answering.lead import _searched_text
-    from indexing.ingest.sentences import sentences
+    from indexing.ingest.sentences import plain_sentences
     from indexing.keyword import bm25
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
@@ -72,7 +72,8 @@ def collect(corpus: str, home: Path) -> Path:
                     mine = set(terms)
                     hits.append({"sec": sorted(set(bm25.tokens(f"{h.title} {h.heading} {h.text}")) & mine),
                                  "child": sorted(set(bm25.tokens(h.matched[0])) & mine) if h.matched else [],
-                                 "sents": [sorted(set(bm25.tokens(s.text)) & mine) for s in sentences(_searched_text(h), 40)]})
+                                 "sents": [sorted(set(bm25.tokens(s.text)) & mine)
+                                           for s in plain_sentences(_searched_text(h), 40)]})
                 matched = {}
                 if not r.signals.cjk and r.hits:
                     top = r.hits[:3]

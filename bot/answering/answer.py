@@ -19,15 +19,14 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
+from bot import messages
 from bot.answering.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, observe_rerank
 from connectors.commonmark import strip_headings
-from bot.answering.llm import NOT_FOUND_REPLY, NotAChatReply, says_not_found
-from indexing.search.gate import Outcome
-from indexing.ingest.heading_path import HeadingPath
+from bot.answering.llm import LanguageModel, NotAChatReply, says_not_found
 from indexing.index import Index
-from indexing.search.hits import Hit
-from indexing.search.retrieval import retrieve
+from indexing.ingest import HeadingPath
+from indexing.search import Hit, Outcome, retrieve
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
@@ -35,11 +34,6 @@ QUOTE_CHARS = 500
 QUOTED_PASSAGES = 2
 
 log = logging.getLogger(__name__)
-
-
-def uncertain_line(n: int) -> str:
-    """The first line of an uncertain answer: the passage may not answer it, and where to look."""
-    return f"I'm not sure this answers it — check [{n}]."
 
 
 class EmptyQuestion(ValueError):
@@ -62,7 +56,7 @@ class Source:
     def __post_init__(self) -> None:
         self.heading_path = HeadingPath(self.heading_path)  # a list as well
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["heading_path"] = str(self.heading_path)
         data["updated_at"] = self.updated_at.isoformat() if self.updated_at else None
@@ -74,11 +68,11 @@ class Answer:
     question: str
     text: str
     sources: list[Source]
-    timings_ms: dict
+    timings_ms: dict[str, float]
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     llm_used: bool = False
     note: str | None = None  # e.g. "the language model did not answer; showing passages"
-    signals: dict = field(default_factory=dict)
+    signals: dict[str, float | bool | str | None] = field(default_factory=dict)  # the gate's (GateSignals.to_json)
     outcome: Outcome = Outcome.ANSWERED
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
@@ -92,7 +86,7 @@ class Answer:
         """Answered or uncertain: the JSON's and the query log's `found`, from the outcome."""
         return self.outcome.found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "outcome": self.outcome.value,
@@ -122,12 +116,13 @@ def clean_question(question: str) -> str:
     question = " ".join((question or "")[:MAX_RAW_QUESTION_CHARS].split())  # Slack sends at most 40,000
     question = " ".join(_UNSEARCHABLE.sub(" ", question).split())
     if not question:
-        raise EmptyQuestion("the question is empty")
+        raise EmptyQuestion(messages.EMPTY_QUESTION)
     return question[:MAX_QUESTION_CHARS]
 
 
 def answer_question(
-    index: Index, question: str, scopes: list[str] | None = None, llm=None, mode: str = "hybrid"
+    index: Index, question: str, scopes: list[str] | None = None, llm: LanguageModel | None = None,
+    mode: str = "hybrid",
 ) -> Answer:
     """Retrieve, gate, and answer. `llm` is a `bot.answering.llm.LLMClient` or None for extractive answers;
     `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone.
@@ -135,7 +130,7 @@ def answer_question(
     question = clean_question(question)
     started = time.perf_counter()
     if scopes is not None and not scopes:  # nothing visible: nothing to search, no nearest pages
-        return Answer(question=question, text=NOT_FOUND_REPLY, sources=[], outcome=Outcome.NOT_FOUND,
+        return Answer(question=question, text=messages.NOT_FOUND_REPLY, sources=[], outcome=Outcome.NOT_FOUND,
                       timings_ms={"total": round((time.perf_counter() - started) * 1000, 2)})
     retrieval = retrieve(index, question, scopes=scopes, mode=mode)
     if retrieval.rerank is not None:
@@ -164,19 +159,19 @@ def answer_question(
             LLM_CALLS.labels(result="failed").inc()
             reason = _reason(exc)
             log.warning("the language model did not answer (%s); the extractive answer serves", reason)
-            answer.note = f"The language model did not answer ({reason}); showing the most relevant passages instead."
+            answer.note = messages.model_failed(reason)
         if answer.llm_used and says_not_found(answer.text):
             answer.outcome = Outcome.NOT_FOUND  # the passages were near, but the model found no answer in them
             answer.signals = {**answer.signals, "llm_not_found": True}
     if not answer.found:
-        answer.text = NOT_FOUND_REPLY + (" The nearest pages are listed below." if sources else "")
+        answer.text = messages.not_found(bool(sources))
         answer.lead = ""
         answer.answer_span = None
     elif not answer.text:
         answer.text = extractive_text(retrieval.hits, numbers, lead)
     if answer.outcome == Outcome.UNCERTAIN:
         first = lead[0].n if lead else sources[0].n
-        answer.text = uncertain_line(first) + "\n\n" + answer.text
+        answer.text = messages.uncertain_line(first) + "\n\n" + answer.text
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return answer

@@ -33,18 +33,20 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bot.answering.answer_types import asked_type, has_digits, holds
+from indexing.ingest import SHORT_WORDS, Sentence, in_context, plain_sentences, word_count
 from indexing.keyword import bm25
-from indexing.vectors.embedding import Embedder
-from indexing.search.hits import Hit
-from indexing.search.retrieval import is_cjk
-from indexing.ingest.sentences import SHORT_WORDS, Sentence, in_context, sentences
-from indexing.ingest.sentences import words as _words
-from indexing.vectors.sentence_vectors import stored_vectors
+from indexing.search import Hit, is_cjk
+from indexing.vectors import Embedder, stored_vectors
+
+if TYPE_CHECKING:
+    from indexing.index import Index
 
 SECTIONS = 5  # sentences are taken from this many top sections (the sections an answer cites, kb_top_k = 5)
 MATCHED_CHILDREN = 2  # sentences come from a section's best-matching chunks (the whole section if none)
@@ -80,7 +82,7 @@ class LeadSentence:
 
 
 def choose_lead(question: str, hits: list[Hit], numbers: dict[str, int], embedder: Embedder, idf: dict[str, float], *,
-                question_vector: list[float] | None = None, index=None) -> list[LeadSentence]:
+                question_vector: list[float] | None = None, index: Index | None = None) -> list[LeadSentence]:
     """The sentences to put first, in the order they should be read; [] when there are none.
 
     `idf` maps the question's terms (`bm25.tokens` of its keyword text) to their IDF in the
@@ -134,15 +136,15 @@ def _candidates(hits: list[Hit]) -> dict[int, list[Sentence]]:
     or holding a number."""
     out: dict[int, list[Sentence]] = {}
     for rank, hit in enumerate(hits[:SECTIONS]):
-        found = _unique(s for s in sentences(_searched_text(hit), SENTENCES_PER_SECTION)
-                        if _words(s.text) >= 3 or has_digits(s.text))
+        found = _unique(s for s in plain_sentences(_searched_text(hit), SENTENCES_PER_SECTION)
+                        if word_count(s.text) >= 3 or has_digits(s.text))
         if found:
             out[rank] = found
     return out
 
 
 def _scores(question: str, hits: list[Hit], flat: list[tuple[int, int, Sentence]], embedder: Embedder,
-            idf: dict[str, float], question_vector: list[float] | None, index) -> list[float]:
+            idf: dict[str, float], question_vector: list[float] | None, index: Index | None) -> list[float]:
     """Each candidate's score: w · cosine + (1 − w) · rare-term share + answer-type bonus − rank
     penalty; −inf for those the lexical pre-filter kept from the model."""
     total = sum(idf.values())
@@ -201,7 +203,7 @@ def _select(flat: list[tuple[int, int, Sentence]], scores: list[float],
 
 
 def _vectors(question: str, question_vector: list[float] | None, texts: list[str], parent_ids: list[str],
-             embedder: Embedder, index) -> np.ndarray:
+             embedder: Embedder, index: Index | None) -> np.ndarray:
     """The question's vector, then each text's (float32, as stored): stored at sync time where its
     section has it (one query), else embedded now through `SENTENCE_VECTORS`. Only vectors of the
     embedder that embedded the question, at its dimension, are read."""
@@ -274,7 +276,7 @@ def _repeats(text: str, shown: set[str]) -> bool:
     return False
 
 
-def _unique(found) -> list[Sentence]:
+def _unique(found: Iterable[Sentence]) -> list[Sentence]:
     """Sentences in order, each text once (neighbouring chunks overlap), renumbered."""
     out: list[Sentence] = []
     seen: set[str] = set()
@@ -290,10 +292,10 @@ def _with_context(found: list[Sentence], i: int) -> list[int]:
     sentence = found[i]
     if sentence.text.rstrip().endswith(":") and i + 1 < len(found):
         return [i, i + 1]
-    needs_before = _words(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)
+    needs_before = word_count(sentence.text) < SHORT_WORDS or _BACK_REFERENCE.match(sentence.text)
     if needs_before and i > 0 and found[i - 1].paragraph == sentence.paragraph:
         return [i - 1, i]
-    if _words(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
+    if word_count(sentence.text) < SHORT_WORDS and i + 1 < len(found) and found[i + 1].paragraph == sentence.paragraph:
         return [i, i + 1]
     return [i]
 
@@ -308,9 +310,9 @@ def render_lead(lead: list[LeadSentence]) -> str:
     return " ".join(parts)
 
 
-def question_idf(index, question: str, scopes: list[str] | None) -> dict[str, float]:
+def question_idf(index: Index, question: str, scopes: list[str] | None) -> dict[str, float]:
     """IDF in the visible wiki of each term the keyword leg searches for this question (answering
     takes it from its `Retrieval.terms`, looked up once; this is for a lead chosen on its own)."""
-    from indexing.search.gate import question_terms
+    from indexing.search import question_terms
 
     return question_terms(index, question, scopes).searched_idf()

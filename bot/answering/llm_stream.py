@@ -17,9 +17,16 @@ message updated in steps) is `bot.slack.streaming`'s business.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from indexing.search.gate import Outcome
+from indexing.search import Hit, Outcome
+
+if TYPE_CHECKING:
+    from llama_index.core.base.llms.types import ChatResponse
+
+    from bot.answering.lead import LeadSentence
+    from bot.answering.llm import AllowedLinks, LLMClient
 
 MID_LINE = "\u3000"  # put before a piece that continues a line, for the check only (never shown)
 HOLD = 600  # characters an unclosed `[…](…` or `<…` may wait for its end before it is shown as text
@@ -45,8 +52,8 @@ class StreamCheck:
     Chinese and Japanese text, which has no spaces, is cut after any of its characters. Checking
     the pieces so released gives the same text as checking the whole reply at once."""
 
-    def __init__(self, allowed) -> None:
-        self.allowed = allowed  # bot.answering.llm.AllowedLinks
+    def __init__(self, allowed: AllowedLinks) -> None:
+        self.allowed = allowed
         self._held = ""
         self._fence: str | None = None  # the code block the text released so far has left open
         self._line_start = True  # whether the text released so far ends a line
@@ -129,11 +136,12 @@ def _open_fence(text: str, fence: str | None) -> str | None:
 class StreamingLLM:
     """An `LLMClient` whose answer is streamed to `on_text` as the model writes it."""
 
-    def __init__(self, client, on_text: Callable[[str], None]) -> None:
+    def __init__(self, client: LLMClient, on_text: Callable[[str], None]) -> None:
         self.client = client
         self.on_text = on_text
 
-    def answer(self, question: str, hits, numbers: dict[str, int], lead=(), outcome: Outcome = Outcome.ANSWERED) -> str:
+    def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead: Sequence[LeadSentence] = (),
+               outcome: Outcome = Outcome.ANSWERED) -> str:
         from bot.answering.llm import MAX_ANSWER_CHARS, allowed_links, checked_reply, prompt_messages
 
         shown = StreamCheck(allowed_links(hits, numbers))  # every source given: its citations are not known yet
@@ -151,7 +159,7 @@ class StreamingLLM:
         return checked_reply("".join(written), hits, numbers)
 
 
-def finish_reason(chunk) -> str | None:
+def finish_reason(chunk: ChatResponse) -> str | None:
     """Why the model stopped ("stop", "length"…), on the stream's last chunk; None before it."""
     choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
     return getattr(choices[0], "finish_reason", None) if choices else None

@@ -8,11 +8,10 @@ from typing import Annotated
 
 import typer
 
+from bot import messages
 from bot.cli import common
 from bot.cli.common import fail
 
-NOTHING_VISIBLE = 'no access scope is visible there (a Slack Connect conversation, and shared_channels = "none")'
-UNAVAILABLE = "the knowledge base is temporarily unavailable: its database cannot be reached (try again shortly)"
 
 
 def ask(
@@ -77,7 +76,7 @@ def interactive(kb, as_json: bool = False, audience=None) -> None:
     audience = audience or Audience.operator()
     tty = sys.stdin.isatty()
     if tty:
-        typer.echo("Ask a question (Ctrl-D to quit).")
+        typer.echo(messages.ASK_PROMPT)
     while True:
         if tty:
             typer.echo("? ", nl=False)
@@ -90,8 +89,8 @@ def interactive(kb, as_json: bool = False, audience=None) -> None:
 
 def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> None:
     """One answer printed; an expected failure is one `error:` line (and the exit, if `exit_on_error`)."""
-    from bot.answering.answer import EmptyQuestion
-    from indexing.storage.database import is_unreachable
+    from bot.answering import EmptyQuestion
+    from indexing.storage import is_unreachable
 
     def error(message: str, code: int = 1) -> None:
         if exit_on_error:
@@ -100,16 +99,16 @@ def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> 
 
     try:
         if not kb.chunk_count():
-            fail("the index is empty: run `kb sync` first")
+            fail(messages.INDEX_EMPTY)
         if audience.sees_nothing:
-            return error(NOTHING_VISIBLE)
+            return error(messages.CLI_NOTHING_VISIBLE)
         answer = kb.ask(question, audience)
     except EmptyQuestion as exc:
         return error(str(exc), code=2)
     except Exception as exc:  # the database lost after start: one line; a prompt keeps going
         if not is_unreachable(exc):
             raise
-        return error(UNAVAILABLE)
+        return error(messages.CLI_UNAVAILABLE)
     if as_json:
         typer.echo(json.dumps(answer.to_json(), ensure_ascii=False, allow_nan=False))
         return
@@ -131,7 +130,7 @@ def print_answer(answer) -> None:
     from dataclasses import replace
 
     from bot.cli.plain_output import clean, raw
-    from indexing.search.gate import Outcome
+    from indexing.search import Outcome
 
     console = Console(file=raw(sys.stdout))  # Rich's own colours pass; every text it is given is cleaned
     answer = replace(answer, text=clean(answer.text), searched=answer.searched and clean(answer.searched),

@@ -26,7 +26,7 @@ def evaluate(
     use_llm: Annotated[bool, typer.Option("--llm", help="Answer with the configured LLM (KB_LLM_BASE_URL): its 'not found' counts as a refusal; --compare's other modes and --calibrate stay retrieval-only")] = False,
 ) -> None:
     """Score retrieval and the not-found gate on labelled questions (hit@k, MRR@10, P/R, latency)."""
-    from bot.quality.evaluation import load_questions, run_eval
+    from bot.quality import load_questions, run_eval
 
     settings = common.settings()
     if use_llm and not settings.kb_llm_base_url:
@@ -52,15 +52,15 @@ def evaluate(
     if compare:
         result["compare"] = {mode: r["metrics"]["overall"] for mode, r in results.items()}
         if corpus is not None:
-            from bot.quality.evaluation import naive_baseline
+            from bot.quality import naive_baseline
 
             for k in (2, 5):  # LlamaIndex's default top-2, and top-5 (the depth Docent cites, so hit@5 compares)
                 naive = naive_baseline(index.embedder, corpus, items, settings.kb_home / "naive-baseline", top_k=k)
                 result["compare"][f"naive-llamaindex-top{k}"] = naive["metrics"]["overall"]
     if calibrate:
-        from bot.quality.evaluation import calibrate as sweep
+        from bot.quality import calibrate as sweep
 
-        from bot.quality.gate_fit import fit, fit_floor, fit_rerank
+        from bot.quality import fit, fit_floor, fit_rerank
 
         result["calibration"] = sweep(result["questions"])
         rows = [{"corpus": "this set", "set": "public", "kind": r["kind"], "signals": r["signals"]} for r in result["questions"]]

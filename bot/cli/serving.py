@@ -56,7 +56,7 @@ def feedback(
     """Recent 👍/👎 votes (with reasons) and questions the knowledge base could not answer."""
     from dataclasses import asdict
 
-    from bot.records.question_log import feedback_report
+    from bot.records import feedback_report
 
     settings = common.settings()
     index = common.root(settings).index
@@ -82,7 +82,7 @@ def gaps(
 ) -> None:
     """What the wiki is missing: unanswered questions grouped by meaning, down-voted answers, stale pages,
     questions people answered."""
-    from bot.records.gaps_text import print_gaps
+    from bot.records import print_gaps
 
     if days < 1:
         fail("days must be at least 1")
@@ -119,9 +119,8 @@ def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
     """`kb gaps --drafts DIR`: a draft page per question people answered in the last `days`."""
     from datetime import timedelta
 
-    from bot.records.gap_drafts import write_drafts
-    from bot.records.gaps import answered_by_people
-    from indexing.storage.index_tables import utcnow
+    from bot.records import answered_by_people, write_drafts
+    from indexing.storage import utcnow
 
     if directory.exists() and not directory.is_dir():
         fail(f"--drafts {directory}: not a folder")

@@ -21,13 +21,22 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bot.knowledge import KnowledgeBase
 from connectors.access import Audience
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 from indexing.index import Index
 
+if TYPE_CHECKING:
+    from bot.answering import LanguageModel
+    from indexing.vectors import Embedder
+
 RANK_DEPTH = 10
+# `kb eval --json`'s records: one scored question (a row), and the scores of a set of rows; JSON values
+# of several kinds, read back from files by `gate_fit` and the training scripts.
+Row = dict[str, Any]
+Scores = dict[str, Any]
 
 
 @dataclass
@@ -58,7 +67,7 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[str] | None = None,
-             mode: str = "hybrid", llm=None, extractive: bool = False) -> dict:
+             mode: str = "hybrid", llm: LanguageModel | None = None, extractive: bool = False) -> dict[str, Any]:
     """Answer every question through `KnowledgeBase.ask` and score it; returns {"metrics", "questions"}.
 
     `scopes`: the operator's view limited to these access scopes (None: all). Extractive unless
@@ -74,7 +83,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
     audience = Audience.operator() if scopes is None else Audience.limited(scopes)
     saved_top_k = index.config.top_k
     index.config.top_k = RANK_DEPTH
-    rows: list[dict] = []
+    rows: list[Row] = []
     index.embedder.embed_query("warm-up")  # load the model before the clock starts
     if index.rerank is not None:
         index.rerank.warm()  # and the reranker's: its first load is not a question's budget
@@ -108,27 +117,27 @@ def keywords_in(keywords: list[str], text: str) -> int:
     return sum(1 for k in keywords if k.lower() in text)
 
 
-def outcome_of(row: dict) -> Outcome:
+def outcome_of(row: Row) -> Outcome:
     """A row's outcome; rows written before there were three outcomes have only `found`."""
     return Outcome.logged(row.get("outcome"), row["found"])
 
 
-def outcome_shares(rows: list[dict]) -> dict:
+def outcome_shares(rows: list[Row]) -> dict[str, float | None]:
     outcomes = [outcome_of(r) for r in rows]
     return {o.value: round(outcomes.count(o) / len(rows), 4) if rows else None for o in Outcome}
 
 
-def _coverage(rows: list[dict], field: str) -> float | None:
+def _coverage(rows: list[Row], field: str) -> float | None:
     kw = [r[field] for r in rows if r.get(field) and r[field][1]]
     return round(sum(c / n for c, n in kw) / len(kw), 4) if kw else None
 
 
-def score(rows: list[dict]) -> dict:
+def score(rows: list[Row]) -> Scores:
     """hit@1/3/5, MRR@10, keyword coverage (reply and lead), outcome shares, not-found P/R/F1 and
     latency for a set of rows."""
     answerable = [r for r in rows if r["kind"] != "not_found"]
     unanswerable = [r for r in rows if r["kind"] == "not_found"]
-    out: dict = {"questions": len(rows), "answerable": len(answerable)}
+    out: Scores = {"questions": len(rows), "answerable": len(answerable)}
     if answerable:
         ranks = [r["hit_rank"] for r in answerable]
         for k in (1, 3, 5):
@@ -171,19 +180,19 @@ def percentile(values: list[float], pct: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(pct) - 1]
 
 
-def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
+def calibrate(rows: list[Row], thresholds: list[float] | None = None) -> dict[str, Any]:
     """Sweep the gate's cosine threshold over answered eval rows (their raw signals).
 
     The threshold is chosen on one half of the questions (even positions) and reported on the
     other half too, so the figure is not fitted to the whole file. The gate does not change
     which pages are cited, so hit@k is the same at every threshold.
     """
-    from indexing.search.gate import GateSignals, is_found
+    from indexing.search import GateSignals, is_found
 
     thresholds = thresholds or [round(0.30 + 0.01 * i, 2) for i in range(51)]
     halves = {"fit": rows[0::2], "held_out": rows[1::2], "all": rows}
 
-    def prf(subset: list[dict], t: float) -> dict:
+    def prf(subset: list[Row], t: float) -> dict[str, float | int]:
         refused = [r for r in subset if not is_found(GateSignals.from_json(r["signals"]), t)]
         right = sum(1 for r in refused if r["kind"] == "not_found")
         unanswerable = sum(1 for r in subset if r["kind"] == "not_found")
@@ -193,12 +202,14 @@ def calibrate(rows: list[dict], thresholds: list[float] | None = None) -> dict:
         return {"precision": round(p, 4), "recall": round(rec, 4), "f1": round(f1, 4),
                 "wrongly_refused": len(refused) - right}
 
-    curve: list[dict] = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}} for t in thresholds]
+    curve: list[dict[str, Any]] = [{"threshold": t, **{name: prf(subset, t) for name, subset in halves.items()}}
+                                   for t in thresholds]
     best = max(curve, key=lambda c: (c["fit"]["f1"], -c["fit"]["wrongly_refused"]))
     return {"curve": curve, "best": best}
 
 
-def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir: Path, top_k: int = 2) -> dict:
+def naive_baseline(embedder: Embedder, corpus: Path, questions: list[Question], cache_dir: Path,
+                   top_k: int = 2) -> dict[str, Any]:
     """The yardstick: LlamaIndex with its defaults over the same corpus and the same model.
 
     SimpleDirectoryReader, `SentenceSplitter(1024, 20)` chunks, an in-memory `VectorStoreIndex`,
@@ -221,6 +232,10 @@ def naive_baseline(embedder, corpus: Path, questions: list[Question], cache_dir:
                    and p.name != "SOURCE.md" and not any(part.startswith(".") for part in p.relative_to(corpus).parts))
     key = hashlib.sha256("".join(f"{f}:{f.stat().st_mtime_ns}" for f in files).encode()).hexdigest()[:16]
     target = Path(cache_dir) / key
+    from indexing.vectors import TorchEmbedder
+
+    if not isinstance(embedder, TorchEmbedder):
+        raise ValueError("the naive baseline runs the bundled model under torch: set KB_EMBED_BACKEND=torch")
     model = embedder._load()
     if (target / "docstore.json").exists():
         vindex = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(target)), embed_model=model)

@@ -32,15 +32,21 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from bot.records.gap_listing import Listing
-from indexing.vectors.embedding import Embedder
-from indexing.search.gate import Outcome
+from indexing.vectors import Embedder
+from indexing.search import Outcome
 from indexing.index import Index
-from indexing.storage.index_tables import utcnow
+from indexing.storage import utcnow
+
+if TYPE_CHECKING:
+    from bot.records.question_log import Feedback, QueryLog
+    from indexing.storage import DocumentRecord
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
@@ -151,10 +157,10 @@ class GapsReport:
     synonym_candidates: list[SynonymCandidate] = field(default_factory=list)
     answered_by_people: list[AnsweredByPeople] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        return _jsonable(asdict(self))
+    def to_json(self) -> dict[str, object]:
+        return {key: _jsonable(value) for key, value in asdict(self).items()}
 
-    def answers_visible_in(self, scopes, include_private: bool = False) -> GapsReport:
+    def answers_visible_in(self, scopes: Iterable[str] | None, include_private: bool = False) -> GapsReport:
         """The report with only the answers by people `Listing` allows where `scopes` are visible."""
         from dataclasses import replace
 
@@ -206,7 +212,7 @@ def answered_by_people(index: Index, since: datetime, until: datetime) -> list[A
 # -- reading ----------------------------------------------------------------------------------
 
 
-def _questions(index: Index, since: datetime, until: datetime) -> list:
+def _questions(index: Index, since: datetime, until: datetime) -> list[QueryLog]:
     from sqlmodel import col, select
 
     from bot.records.question_log import QueryLog
@@ -216,7 +222,7 @@ def _questions(index: Index, since: datetime, until: datetime) -> list:
                            .order_by(col(QueryLog.created_at).desc())))
 
 
-def _votes(index: Index, since: datetime, until: datetime) -> list:
+def _votes(index: Index, since: datetime, until: datetime) -> list[Feedback]:
     from sqlmodel import select
 
     from bot.records.question_log import Feedback
@@ -225,10 +231,10 @@ def _votes(index: Index, since: datetime, until: datetime) -> list:
         return list(s.exec(select(Feedback).where(Feedback.updated_at >= since, Feedback.updated_at < until)))
 
 
-def _documents(index: Index) -> dict:
+def _documents(index: Index) -> dict[str, DocumentRecord]:
     from sqlmodel import select
 
-    from indexing.storage.index_tables import DocumentRecord
+    from indexing.storage import DocumentRecord
 
     with index.session() as s:
         return {d.id: d for d in s.exec(select(DocumentRecord))}
@@ -237,7 +243,7 @@ def _documents(index: Index) -> dict:
 # -- computing --------------------------------------------------------------------------------
 
 
-def _period(start: datetime, end: datetime, rows: list, votes: list) -> Period:
+def _period(start: datetime, end: datetime, rows: list[QueryLog], votes: list[Feedback]) -> Period:
     period = Period(start=start, end=end, questions=len(rows))
     for row in rows:
         if row.answer_id is None:
@@ -255,7 +261,7 @@ def _period(start: datetime, end: datetime, rows: list, votes: list) -> Period:
     return period
 
 
-def unanswered(row) -> bool:
+def unanswered(row: QueryLog) -> bool:
     return row.answer_id is not None and Outcome.logged(row.outcome, row.found) != Outcome.ANSWERED
 
 
@@ -263,9 +269,9 @@ def normalised(question: str) -> str:
     return " ".join(question.casefold().replace("?", " ").split())
 
 
-def group_unanswered(index: Index, rows: list) -> list[QuestionGroup]:
+def group_unanswered(index: Index, rows: list[QueryLog]) -> list[QuestionGroup]:
     """Unanswered questions grouped by meaning, most asked first (see the module docstring)."""
-    by_wording: dict[str, list] = defaultdict(list)
+    by_wording: dict[str, list[QueryLog]] = defaultdict(list)
     for row in [r for r in rows if unanswered(r)][:MAX_CLUSTERED]:
         by_wording[normalised(row.question)].append(row)
     wordings = sorted(by_wording, key=lambda w: (-len(by_wording[w]), w))
@@ -329,10 +335,11 @@ def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAM
     return groups
 
 
-def _down_voted(index: Index, votes: list, start: datetime, access: dict, visible, listing: Listing) -> list[DownVoted]:
+def _down_voted(index: Index, votes: list[Feedback], start: datetime, access: dict[str, DocumentRecord],
+                visible: Callable[[str], bool], listing: Listing) -> list[DownVoted]:
     from bot.records.question_log import find_answer
 
-    by_answer: dict[str, list] = defaultdict(list)
+    by_answer: dict[str, list[Feedback]] = defaultdict(list)
     for vote in votes:
         by_answer[vote.answer_id].append(vote)
     downs = {a: v for a, v in by_answer.items() if any(x.vote == "down" and x.updated_at >= start for x in v)}
@@ -350,7 +357,8 @@ def _down_voted(index: Index, votes: list, start: datetime, access: dict, visibl
     return sorted(result, key=lambda d: (-d.down, d.up, d.question))
 
 
-def _stale(rows: list, access: dict, visible, now: datetime, stale_days: int) -> list[StalePage]:
+def _stale(rows: list[QueryLog], access: dict[str, DocumentRecord], visible: Callable[[str], bool], now: datetime,
+           stale_days: int) -> list[StalePage]:
     cited = Counter(d for row in rows if row.answer_id and row.outcome in (Outcome.ANSWERED, Outcome.UNCERTAIN)
                     for d in row.doc_ids)
     pages = []
@@ -366,7 +374,7 @@ def _stale(rows: list, access: dict, visible, now: datetime, stale_days: int) ->
     return sorted(pages, key=lambda p: (-p.citations, -(p.age_days or 0), p.doc_id))
 
 
-def synonym_candidates(index: Index, rows: list, votes: list, start: datetime,
+def synonym_candidates(index: Index, rows: list[QueryLog], votes: list[Feedback], start: datetime,
                        scopes: list[str] | None = None) -> list[SynonymCandidate]:
     """Words of the failed questions (not found, uncertain, or voted 👎 since `start`) that no
     page in `scopes` uses, counted by the keyword leg's stem ("vacation" and "vacations" are one
@@ -389,8 +397,8 @@ def synonym_candidates(index: Index, rows: list, votes: list, start: datetime,
     keys = synonyms.keys() if synonyms else set()
     used = index.bm25.doc_freq(set(stem_of.values()), scopes)
     unused = {w: stem for w, stem in stem_of.items() if not used[stem] and stem not in keys}
-    asked: dict[str, list] = defaultdict(list)  # stem → failed rows holding it, most recent first
-    spellings: dict[str, Counter] = defaultdict(Counter)
+    asked: dict[str, list[QueryLog]] = defaultdict(list)  # stem → failed rows holding it, most recent first
+    spellings: dict[str, Counter[str]] = defaultdict(Counter)
     for row, words_typed in zip(failed, typed):
         stems = {}
         for word in words_typed:
@@ -414,13 +422,13 @@ def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
     """Typo repair's English word list, and its `COMMON_WORDS` most frequent words."""
     from spellchecker import SpellChecker
 
-    from indexing.search.spelling import english_words
+    from indexing.search import english_words
 
     frequency = SpellChecker(language="en").word_frequency.dictionary
     return english_words(), frozenset(sorted(frequency, key=lambda w: (-frequency[w], w))[:COMMON_WORDS])
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):

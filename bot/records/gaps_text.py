@@ -3,6 +3,8 @@ Home share (`summary_lines`, `candidate_outcomes`). The report itself is `bot.re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.records.gaps import GapsReport, SynonymCandidate, gaps_report
 from indexing.index import Index
 
@@ -69,7 +71,7 @@ def candidate_outcomes(candidate: SynonymCandidate) -> str:
     return ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
-def print_gaps(index: Index, days: int, as_json: bool, echo=print) -> None:
+def print_gaps(index: Index, days: int, as_json: bool, echo: Callable[[str], object] = print) -> None:
     """`kb gaps`: the report as text or JSON (the CLI's one call into this module)."""
     import json
 

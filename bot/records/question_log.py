@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint, func, or_
 from sqlalchemy import Index as SqlIndex
@@ -34,11 +34,10 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from bot.answering.answer import Answer, Source
-from indexing.storage.database import affected
-from indexing.search.gate import Outcome
-from indexing.ingest.heading_path import HeadingPath
-from indexing.storage.index_tables import timestamptz, utcnow
+from bot.answering import Answer, Source
+from indexing.ingest import HeadingPath
+from indexing.search import Outcome
+from indexing.storage import affected, timestamptz, utcnow
 
 UP, DOWN = "up", "down"
 
@@ -93,9 +92,9 @@ class QueryLog(SQLModel, table=True):
     note: str | None = Field(default=None, sa_column=Column(Text))
     doc_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     scores: list[float] = Field(default_factory=list, sa_column=Column(JSON))
-    sources: list[dict] = Field(default_factory=list, sa_column=Column(JSON))  # to re-render the answer
-    signals: dict = Field(default_factory=dict, sa_column=Column(JSON))  # not-found gate inputs
-    timings_ms: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    sources: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))  # Source.to_json: to re-render the answer
+    signals: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # not-found gate inputs (GateSignals.to_json)
+    timings_ms: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON))
     llm_used: bool = False
     error_ref: str | None = Field(default=None, index=True)  # the reference id the user was shown
 
@@ -141,7 +140,7 @@ def log_query(
     thread_ts: str | None = None,
     message_ts: str | None = None,
     context_question: str | None = None,
-    timings_ms: dict | None = None,
+    timings_ms: dict[str, float] | None = None,
     error_ref: str | None = None,
 ) -> QueryLog:
     """One row per question; `answer` is None (and `error_ref` set) when answering failed. Every
@@ -198,7 +197,7 @@ def answer_from_log(row: QueryLog) -> Answer:
 
 def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     """The current access scope of each of these documents that is still indexed."""
-    from indexing.storage.index_tables import DocumentRecord
+    from indexing.storage import DocumentRecord
 
     if not doc_ids:
         return {}
@@ -380,7 +379,7 @@ def answered_gaps(index: Database, since: datetime, until: datetime) -> list[Ans
 
 
 def prune_answered_gaps(index: Database, before: datetime) -> int:
-    """Forget gaps added before `before` (`bot.records.housekeeping`, with the query log's retention)."""
+    """Forget gaps added before `before` (`bot.housekeeping`, with the query log's retention)."""
     from sqlalchemy import delete
 
     with index.session() as s:

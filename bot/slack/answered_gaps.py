@@ -32,13 +32,13 @@ from datetime import datetime, timezone
 
 from slack_sdk import WebClient
 
-from bot.records import question_log
+from bot import messages
 from bot.metrics import GAPS_ADDED
+from bot.records import AnsweredGap, ChannelKind, question_log
 from bot.slack.question_detector import is_question
-from bot.records.question_log import AnsweredGap, ChannelKind
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
-from bot.slack.errors import UNAVAILABLE, apology, apology_on_error
+from bot.slack.errors import apology_on_error
 from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
 from bot.slack.services import Services
@@ -114,11 +114,9 @@ def reads_as_answer(plain: str) -> bool:
 def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
     """The ephemeral offer to one of the two people, in the thread."""
     if user == offer.answered_by:
-        line = ("Thanks for answering! The wiki had no answer to this. Add the question and your answer to the "
-                "wiki's gaps, so a wiki owner can write it up?")
+        line = messages.GAP_OFFER_TO_ANSWERER
     else:
-        line = (f"<@{offer.answered_by}> answered your question. If that answers it, add it to the wiki's gaps, "
-                "so a wiki owner can write it up?")
+        line = messages.gap_offer_to_asker(offer.answered_by)
     question = neutralise(escape(" ".join(offer.question.split())[:300]))
     message_blocks: list[dict] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": line}},
@@ -139,26 +137,26 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
     def tell(text: str, replace: bool = False) -> None:
         respond(text=text, response_type="ephemeral", replace_original=replace)
 
-    with apology_on_error(f"adding the gap of {channel}/{thread}", lambda ref: tell(apology(ref)),
-                          lambda: tell(UNAVAILABLE)):
+    with apology_on_error(f"adding the gap of {channel}/{thread}", lambda ref: tell(messages.apology(ref)),
+                          lambda: tell(messages.UNAVAILABLE)):
         db = services.db
         handover = store.handover_in(db, channel, thread) if channel and thread else None
         if handover is None or not handover.offered:
-            tell("Sorry, I can no longer find this thread's answer.")
+            tell(messages.GAP_GONE)
             return
         if user not in (handover.asker, handover.answered_by):
-            tell("Only the person who asked and the person who answered can add this to the wiki's gaps.")
+            tell(messages.GAP_NOT_YOURS)
             return
         existing = question_log.answered_gap(db, channel, thread)
         if existing is not None:
-            tell(f"Already in the wiki's gaps (added by <@{existing.added_by}>).", replace=True)
+            tell(messages.gap_added_by(existing.added_by), replace=True)
             return
         # The channel's own scopes, before `[channels.X] sources` narrowing: an HR channel searching
         # only public pages still sees HR's, and its people's words belong there.
         audience = services.access.audience(channel, user, is_dm=False, narrow=False)
         kind = services.access.kind_of(channel)
         if audience.kind == SHARED or audience.sees_nothing or kind == ChannelKind.SHARED:
-            tell("Answers in this channel are not added to the wiki's gaps.", replace=True)
+            tell(messages.GAP_NOT_HERE, replace=True)
             return
         gap = AnsweredGap(channel_id=channel, thread_ts=thread, question=handover.question,
                           answer=handover.answer_text, answered_by=handover.answered_by, asked_by=handover.asker,
@@ -167,11 +165,10 @@ def add_gap(services: Services, client: WebClient, respond, user: str, channel: 
                           answered_at=slack_time(handover.answer_ts), added_by=user)
         added = question_log.add_answered_gap(db, gap)
         if added is None:
-            tell("Already in the wiki's gaps.", replace=True)
+            tell(messages.GAP_ALREADY_ADDED, replace=True)
             return
         GAPS_ADDED.inc()
-        tell("✅ Added to the wiki's gaps: the wiki owners see it in `kb gaps` and the weekly digest, with a draft "
-             "page to edit.", replace=True)
+        tell(messages.GAP_ADDED, replace=True)
 
 
 def permalink(client: WebClient, channel: str, ts: str) -> str:

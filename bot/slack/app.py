@@ -39,7 +39,7 @@ from bot.slack.services import Services
 from bot.slack.store import Deduper
 from bot.slack.workers import Workers
 from indexing.index import Index
-from indexing.ingest.runner import SyncRunner
+from indexing.ingest import SyncRunner
 
 log = logging.getLogger(__name__)
 

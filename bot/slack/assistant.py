@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 
+from bot import messages
 from bot.slack.home_tab import example_questions, visible_in_dm
 from bot.slack.services import Services
 
 log = logging.getLogger(__name__)
 
 MAX_PROMPTS = 4  # Slack shows at most four
-TITLE = "Ask the wiki — for example:"
 TITLE_CHARS = 75  # a prompt's title as Slack shows it
 
 
@@ -44,7 +44,8 @@ def start_thread(services: Services, client, thread: dict) -> None:
         return
     try:
         prompts = suggested_prompts(services, user)
-        client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=ts, title=TITLE, prompts=prompts)
+        client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=ts, title=messages.PROMPTS_TITLE,
+                                                     prompts=prompts)
     except Exception:
         log.exception("could not suggest prompts in the assistant thread %s/%s", channel, ts)
 
@@ -57,7 +58,7 @@ def suggested_prompts(services: Services, user: str) -> list[dict[str, str]]:
         for title in dict.fromkeys(services.kb.page_titles(visible, MAX_PROMPTS * 3)):
             if len(prompts) >= MAX_PROMPTS:
                 break
-            prompts.append({"title": _clip(f"About {title}"), "message": f"What does the wiki say about {title}?"})
+            prompts.append({"title": _clip(f"About {title}"), "message": messages.prompt_about(title)})
     return prompts
 
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.records.question_log import ChannelKind
+from bot.records import ChannelKind
 from connectors.channels import ChannelsConfig
 from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
 from connectors.document import PUBLIC
@@ -51,8 +51,6 @@ log = logging.getLogger(__name__)
 CACHE_SECONDS = 60.0  # how long a channel's shared flag and a group's members are trusted
 FAILURE_SECONDS = 10.0  # how long a failed lookup is remembered before it is tried again
 
-NOT_HERE = ("I don't answer questions in conversations shared with other organisations (Slack Connect). "
-            "Ask me in one of your organisation's own channels, or in a direct message.")
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.answering.answer import Answer, Source
+from bot import messages
+from bot.answering import Answer, Source
 from bot.slack.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 SECTION_CHARS = 3000  # Slack: section text
 MAX_BLOCKS = 50  # Slack: blocks per message
@@ -158,7 +159,7 @@ def feedback_actions(answer_id: str, share: bool = False) -> Block:
 
 
 def votes_block(votes: dict[str, int]) -> Block:
-    return _context([f"Feedback recorded: 👍 {votes.get('up', 0)} · 👎 {votes.get('down', 0)} — thank you"],
+    return _context([messages.votes_recorded(votes.get("up", 0), votes.get("down", 0))],
                     block_id=VOTES_BLOCK)
 
 
@@ -334,7 +335,7 @@ def _more(sources: list[Source]) -> str | None:
     first = sources[0]
     title = _clip(first.title or first.path, LABEL_CHARS)
     where = link(first.url, title) if _linkable(first.url) else f"*{neutralise(escape(title))}*"
-    return f"_…answer shortened: read the rest in {where}_"
+    return messages.answer_shortened(where)
 
 
 def _linkable(url: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot import messages
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def show_channel(services: Services, ack, command: dict, respond, text: str) -> None:
     if command["user_id"] not in services.settings.admin_users:
-        ack(text="Sorry, `/kb channel` is for Docent admins only.", response_type="ephemeral")
+        ack(text=messages.CHANNEL_ADMINS_ONLY, response_type="ephemeral")
         return
     ack(text=channel_text(services.channels.get(command.get("channel_id"))), response_type="ephemeral")
 

@@ -11,28 +11,18 @@ from __future__ import annotations
 
 import time
 
+from bot import messages
 from bot.records import question_log
 from bot.knowledge import sync_counts
 from bot.slack import blocks
-from bot.slack.audiences import NOT_HERE
-from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
+from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
 from bot.slack.resync_command import resync
 from bot.slack.services import Services
-from indexing.storage.status import IndexStatus
+from indexing.storage import IndexStatus
 
 COMMAND = "/kb"
-
-HELP = """*Docent* answers questions from the company wiki, with links to the pages it used.
-• Mention me with a question, e.g. `@Docent how many vacation days do I get?` — I reply in the thread, and answer follow-ups in that thread without another mention.
-• Send me a direct message.
-• `/kb ask <question>` — a private answer, with a button to share it in the channel.
-• `/kb status` — what is indexed, and when it was last synced.
-• `/kb resync [source] [--allow-deletes]` — re-read the wiki now (admins only; a sync that would delete most of a source deletes nothing unless `--allow-deletes`).
-• `/kb channel` — how I behave in this channel: answer mentions or every question, who I hand over to (admins only).
-• `/kb help` — this message.
-Every answer has 👍 / 👎 buttons: the wiki owners read them, and the questions I could not answer."""
 
 
 def register(app, services: Services) -> None:
@@ -42,22 +32,22 @@ def register(app, services: Services) -> None:
         name, _, rest = (command.get("text") or "").strip().partition(" ")
         subcommand = SUBCOMMANDS.get(name.lower())
         if subcommand is None:
-            ack(text=f"I don't know `/kb {neutralise(escape(name.lower()[:40]))}`.\n\n{HELP}", response_type="ephemeral")
+            ack(text=messages.unknown_subcommand(neutralise(escape(name.lower()[:40]))), response_type="ephemeral")
             return
         subcommand(services, ack, command, respond, rest.strip())
 
 
 def help_(services: Services, ack, command: dict, respond, text: str) -> None:
-    ack(text=HELP, response_type="ephemeral")
+    ack(text=messages.HELP, response_type="ephemeral")
 
 
 def ask(services: Services, ack, command: dict, respond, text: str) -> None:
     """A private answer through the response URL, with a "Share in channel" button."""
     question = slack_to_plain(text)
     if not question:
-        ack(text="Usage: `/kb ask <question>`, e.g. `/kb ask how do I expense a taxi?`", response_type="ephemeral")
+        ack(text=messages.ASK_USAGE, response_type="ephemeral")
         return
-    ack(text="🔎 Looking that up…", response_type="ephemeral")
+    ack(text=messages.LOOKING_IT_UP, response_type="ephemeral")
     services.answers.submit(answer_privately, services, command, respond, question, time.perf_counter())
 
 
@@ -69,15 +59,15 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
 
     def apologise(ref: str) -> None:
         quietly(question_log.log_query, db, question=question or "(empty)", error_ref=ref, **details)
-        respond(text=apology(ref), response_type="ephemeral", replace_original=True)
+        respond(text=messages.apology(ref), response_type="ephemeral", replace_original=True)
 
     def unavailable() -> None:
-        respond(text=UNAVAILABLE, response_type="ephemeral", replace_original=True)
+        respond(text=messages.UNAVAILABLE, response_type="ephemeral", replace_original=True)
 
     with apology_on_error("/kb ask", apologise, unavailable):
         audience = services.access.audience(channel, user)
         if audience.sees_nothing:
-            respond(text=NOT_HERE, response_type="ephemeral", replace_original=True)
+            respond(text=messages.NOT_HERE, response_type="ephemeral", replace_original=True)
             return
         details["channel_kind"] = services.access.kind_of(channel)
         answer = services.kb.ask(question, audience)
@@ -98,7 +88,7 @@ def status(services: Services, ack, command: dict, respond, text: str) -> None:
 
 
 def show_status(services: Services, command: dict, respond) -> None:
-    with apology_on_error("/kb status", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
+    with apology_on_error("/kb status", lambda ref: respond(text=messages.apology(ref), response_type="ephemeral")):
         audience = services.access.audience(command.get("channel_id"), command.get("user_id"))
         text = status_text(services.kb.status(audience), visible_here=True)
         respond(text=neutralise(text), blocks=blocks.text_blocks(text), response_type="ephemeral")

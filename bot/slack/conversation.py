@@ -22,14 +22,14 @@ import re
 import time
 from datetime import timedelta
 
-from bot.records import question_log
-from bot.records.question_log import Database
+from bot import messages
+from bot.records import Database, question_log
 from bot.slack import blocks, store
 from bot.slack.asked import Asked
-from bot.slack.errors import apology, apology_on_error, quietly
+from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import slack_to_plain
 from bot.slack.services import Services
-from indexing.storage.index_tables import utcnow
+from indexing.storage import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,8 @@ def on_edited(services: Services, client, event: dict, bot_user: str | None) -> 
                   context_thread=message.get("thread_ts"), is_dm=row.surface == "dm", team=message.get("team"))
 
     def apologise(ref: str) -> None:
-        client.chat_update(channel=channel, ts=row.answer_ts, text=apology(ref), blocks=blocks.text_blocks(apology(ref)))
+        client.chat_update(channel=channel, ts=row.answer_ts, text=messages.apology(ref),
+                           blocks=blocks.text_blocks(messages.apology(ref)))
 
     with apology_on_error(f"answering the edit of {channel}/{message['ts']}", apologise):
         question = question_in_context(client, asked, slack_to_plain(asked.text, bot_user))

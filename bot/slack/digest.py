@@ -82,7 +82,7 @@ def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = D
     """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
     from bot.slack.audiences import SlackAccess
 
-    from bot.records.gap_listing import Listing
+    from bot.records import Listing
 
     access = SlackAccess(settings.access_config(), client)
     audience = access.audience(channel, None)

@@ -3,7 +3,8 @@
 Every listener acknowledges first and does the slow work after; any failure past that point is
 logged with a short reference id and the user is shown an apology carrying it — except a lost
 database, which is not a bug: the user is told the knowledge base is temporarily unavailable, and
-the next question after the database returns is answered (the connection pool reconnects).
+the next question after the database returns is answered (the connection pool reconnects). What
+the user reads is in `bot.messages` (`apology`, `UNAVAILABLE`).
 """
 
 from __future__ import annotations
@@ -13,24 +14,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 
-UNAVAILABLE = ("⚠️ The knowledge base is temporarily unavailable (its database cannot be reached). "
-               "Please try again in a minute.")
-UNAVAILABLE_VOTE = ("⚠️ The knowledge base is temporarily unavailable (its database cannot be reached), so your "
-                    "vote was not recorded. Please try again in a minute.")
 
 
 def reference_id() -> str:
     """A short id the user can quote and the log line carries."""
     return uuid.uuid4().hex[:8]
-
-
-def apology(ref: str) -> str:
-    return (f"Sorry — something went wrong on my side and I could not answer this. Please try again in a "
-            f"minute; if it keeps happening, tell the Docent admins the reference `{ref}`.")
 
 
 @contextmanager

@@ -25,23 +25,19 @@ from dataclasses import dataclass, field
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.records import question_log
-from bot.records.question_log import Database
+from bot import messages
+from bot.records import Database, question_log
 from bot.slack import blocks
-from bot.slack.audiences import NOT_HERE
 from bot.slack.client import post
-from bot.slack.errors import (UNAVAILABLE, UNAVAILABLE_VOTE, apology, apology_on_error, first_line, quietly,
-                              reference_id)
+from bot.slack.errors import apology_on_error, first_line, quietly, reference_id
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 from connectors.access import Audience
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 
-SHARE_REFUSED = ("I can't share this answer here: it uses pages that are not visible in this conversation. "
-                 "It stays visible only to you.")
 TALLY_ROUNDS = 3  # how often a vote re-reads the tally after showing it, so the message ends on the latest
 
 
@@ -113,8 +109,8 @@ def vote(services: Services, click: Click, client: WebClient, respond, choice: s
         except Exception:
             log.warning("could not open the 👎 form for %s", click.answer_id, exc_info=True)
     with apology_on_error("recording a vote", lambda ref: respond(
-            text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
-            text=UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
+            text=messages.apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
+            text=messages.UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
         votes = question_log.record_vote(services.db, click.answer_id, click.user, choice)
         show_votes(services.db, click, votes, client, respond)
     if choice == question_log.DOWN:
@@ -154,7 +150,7 @@ def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respo
         return
     row = question_log.find_answer(db, click.answer_id)
     if row is None:
-        respond(text="Thanks — your vote was recorded.", response_type="ephemeral", replace_original=False)
+        respond(text=messages.VOTE_RECORDED, response_type="ephemeral", replace_original=False)
         return
     answer = question_log.answer_from_log(row)
     respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True, votes=votes),
@@ -167,17 +163,17 @@ def share(services: Services, click: Click, client: WebClient, respond) -> None:
     user, answer_id, channel = click.user, click.answer_id, click.channel
     db = services.db
     with apology_on_error("sharing an answer", lambda ref: respond(
-            text=apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
-            text=UNAVAILABLE, response_type="ephemeral", replace_original=False)):
+            text=messages.apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
+            text=messages.UNAVAILABLE, response_type="ephemeral", replace_original=False)):
         row = question_log.find_answer(db, answer_id)
         if row is None:
-            respond(text="Sorry, I can no longer find this answer to share it — please ask again.",
+            respond(text=messages.SHARE_GONE,
                     response_type="ephemeral", replace_original=False)
             return
         audience = services.access.audience(channel, user)
         if audience.sees_nothing or not shareable(db, row.doc_ids, audience):
             log.info("refused to share answer %s in %s: it uses pages not visible there", answer_id, channel)
-            respond(text=NOT_HERE if audience.sees_nothing else SHARE_REFUSED, response_type="ephemeral",
+            respond(text=messages.NOT_HERE if audience.sees_nothing else messages.SHARE_REFUSED, response_type="ephemeral",
                     replace_original=False)
             return
         answer = question_log.answer_from_log(row)
@@ -215,13 +211,13 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
         if is_unreachable(exc):
             log.warning("could not store a 👎 reason for %s: the database cannot be reached: %s", reason.answer_id,
                         first_line(exc))
-            why = "the knowledge base is temporarily unavailable. Please send it again in a minute"
+            why = messages.NOTE_UNAVAILABLE
         else:
             log.exception("could not store a 👎 reason for %s [ref %s]", reason.answer_id, ref)
-            why = f"something went wrong on my side (reference `{ref}`)"
-    message = f"Sorry — your 👎 note could not be saved: {why}."
+            why = messages.note_failed(ref)
+    message = messages.note_not_saved(why)
     if reason.text:
-        message += "\nWhat you wrote:\n" + "\n".join(f"> {escape(line)}" for line in reason.text.splitlines())
+        message += f"\n{messages.WHAT_YOU_WROTE}\n" + "\n".join(f"> {escape(line)}" for line in reason.text.splitlines())
     try:
         post(client, reason.user, None, message)
     except Exception:

@@ -22,15 +22,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from bot import messages
 from bot.metrics import HANDOVERS
-from bot.records.question_log import Database
+from bot.records import Database
 from bot.slack import blocks
 from bot.slack.store import claim_handover
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-    from bot.answering.answer import Answer
+    from bot.answering import Answer
     from bot.slack.audiences import SlackAccess
     from connectors.channels import ChannelSettings
 
@@ -59,10 +60,7 @@ def hand_over(db: Database, client: WebClient, settings: ChannelSettings, thread
         log.info("no hand-over in %s/%s: %s", settings.channel, thread_ts,
                  "this thread already had one" if outcome == "already" else f"the cap of {per_hour} an hour is reached")
         return False
-    if voted_down:
-        line = f"That answer didn't help — {settings.escalation_mentions()} can you help?"
-    else:
-        line = f"I couldn't find this in the wiki — {settings.escalation_mentions()} can you help?"
+    line = messages.handover(settings.escalation_mentions(), voted_down)
     message_blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
     nearest = [] if voted_down else answer.sources[:NEAREST]
     if nearest:

@@ -36,7 +36,7 @@ from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
 from connectors.access import SHARED
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient

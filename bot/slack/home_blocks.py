@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.records.gaps import GapsReport
-from bot.records.gaps_text import candidate_outcomes, summary_lines
+from bot import messages
+from bot.records import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 
@@ -31,11 +31,6 @@ ACTION_RESYNC = "docent_home_resync"
 ACTION_REFRESH = "docent_home_refresh"
 OUTCOME = {"answered": "✅ answered", "uncertain": "🤔 not sure", "not_found": "❓ not found", "failed": "⚠️ failed"}
 
-HOW_TO_ASK = ("*Ask me anything the wiki covers.*\n"
-              "• Mention me in a channel: `@Docent how many vacation days do I get?` — I answer in the thread.\n"
-              "• Send me a direct message, or open me from the ✨ AI apps button.\n"
-              "• `/kb ask <question>` answers privately, with a button to share it.\n"
-              "Every answer cites its pages; 👍 / 👎 tell the wiki owners what worked.")
 
 
 
@@ -73,7 +68,7 @@ class HomeData:
 
 def home_view(data: HomeData) -> dict:
     """The `views.publish` view for this user."""
-    blocks: list[Block] = [_header("Docent — answers from the wiki"), _section(HOW_TO_ASK)]
+    blocks: list[Block] = [_header("Docent — answers from the wiki"), _section(messages.HOW_TO_ASK)]
     if data.note:
         blocks.append(_context(data.note))
     if data.examples:

@@ -25,15 +25,14 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
-from bot.records import question_log
-from bot.records.gaps import normalised
+from bot import messages
 from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
-from bot.records.question_log import Database
-from bot.slack.errors import apology, apology_on_error
+from bot.records import Database, normalised, question_log
+from bot.slack.errors import apology_on_error
 from bot.slack.home_blocks import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
-from indexing.search.gate import Outcome
+from indexing.search import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +69,7 @@ def publish_home(services: Services, client, user: str, note: str | None = None)
     except Exception:
         log.exception("could not build the App Home for %s", user)
         view = home_view(HomeData(user=user, is_admin=False, examples=[], mine=[],
-                                  note="⚠️ Some of this page could not be loaded right now; try again in a minute."))
+                                  note=messages.HOME_NOT_LOADED))
     try:
         client.views_publish(user_id=user, view=view)
     except Exception:
@@ -149,7 +148,7 @@ def run_line(run) -> str:
 def start_resync(services: Services, client, user: str, name: str) -> None:
     """`resync_from_home` on the answers pool: a failure is logged with a reference id and shown
     on the Home tab, never lost with the pool's future."""
-    note = lambda ref: publish_home(services, client, user, note=apology(ref))  # noqa: E731
+    note = lambda ref: publish_home(services, client, user, note=messages.apology(ref))  # noqa: E731
     with apology_on_error(f"the App Home resync of {name[:80]!r}", note):
         resync_from_home(services, client, user, name)
 
@@ -162,7 +161,7 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
                                  result="refused: not in KB_ADMIN_USERS (App Home)")
         return
     if name not in services.resyncs.names:
-        publish_home(services, client, user, note=f"There is no source `{name[:80]}` any more.")
+        publish_home(services, client, user, note=messages.home_source_gone(name[:80]))
         return
     action_id = question_log.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
 
@@ -176,10 +175,10 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
         else:
             result = summary(report)
         question_log.finish_admin_action(db, action_id, result)
-        publish_home(services, client, user, note=f"Resync of `{name}`: {result}")
+        publish_home(services, client, user, note=messages.home_resync_done(name, result))
 
     if services.resyncs.start(name, lambda done, total: None, finished):
-        publish_home(services, client, user, note=f"🔄 Resync of `{name}` started…")
+        publish_home(services, client, user, note=messages.home_resync_started(name))
     else:
         question_log.finish_admin_action(db, action_id, "refused: already running")
         publish_home(services, client, user, note=f"A resync of `{name}` is already running.")

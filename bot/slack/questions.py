@@ -24,18 +24,18 @@ import time
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot import messages
 from bot.records import question_log
 from bot.slack import blocks, store
-from bot.slack.audiences import NOT_HERE
 from bot.slack.asked import Asked, asked_from
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.handover import hand_over
-from bot.slack.errors import UNAVAILABLE, apology, apology_on_error, quietly
+from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
-from indexing.storage.database import is_unreachable
+from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ _SMALL_TALK = re.compile(
     r"^(thanks?( you| a lot)?|thank you|thx|ty|ok(ay)?|great|cool|nice|got it|perfect|awesome|"
     r"👍|🙏|:\+1:|:pray:|:thumbsup:)[\s!.]*$", re.IGNORECASE,
 )
-EMPTY_MENTION = "Hi! Ask me a question about the wiki, e.g. `how many vacation days do I get?` — or try `/kb help`."
 
 
 def register(app, services: Services) -> None:
@@ -135,20 +134,20 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
     def apologise(ref: str) -> None:
         quietly(question_log.log_query, services.db, question=question or asked.text or "(empty)", error_ref=ref,
                 **details)
-        post(client, channel, reply_thread, apology(ref))
+        post(client, channel, reply_thread, messages.apology(ref))
 
     def unavailable() -> None:  # no query log row: it lives in the database that is gone
-        post(client, channel, reply_thread, UNAVAILABLE)
+        post(client, channel, reply_thread, messages.UNAVAILABLE)
 
     with apology_on_error(f"answering {asked.surface} {channel}/{ts}", apologise, unavailable):
         question = question_in_context(client, asked, slack_to_plain(asked.text, asked.bot_user))
         if not question:
-            post(client, channel, reply_thread, EMPTY_MENTION)
+            post(client, channel, reply_thread, messages.EMPTY_MENTION)
             return
         audience = services.access.audience(channel, asked.user, is_dm=asked.is_dm, said_shared=asked.said_shared)
         if audience.sees_nothing:
             log.info("not answering %s %s/%s: no access scope is visible there", asked.surface, channel, ts)
-            post(client, channel, reply_thread, NOT_HERE)
+            post(client, channel, reply_thread, messages.NOT_HERE)
             return
         details["channel_kind"] = services.access.kind_of(channel, is_dm=asked.is_dm, said_shared=asked.said_shared,
                                                           channel_type=asked.channel_type)

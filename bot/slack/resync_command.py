@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from bot.records import question_log
-from bot.records.question_log import Database
-from bot.slack.errors import apology, apology_on_error, quietly, reference_id
+from bot import messages
+from bot.records import Database, question_log
+from bot.slack.errors import apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
@@ -27,54 +27,49 @@ def resync(services: Services, ack, command: dict, respond, text: str) -> None:
     source = " ".join(w for w in words if w != "--allow-deletes")
     db = services.db
     if user not in services.settings.admin_users:
-        ack(text="Sorry, `/kb resync` is for Docent admins only. Ask one of them, or a wiki owner, to run it.",
-            response_type="ephemeral")
+        ack(text=messages.RESYNC_ADMINS_ONLY, response_type="ephemeral")
         _record_admin(db, user, source, allowed=False, result="refused: not in KB_ADMIN_USERS")
         return
     configured = services.resyncs.names
     names = ", ".join(f"`{escape(n)}`" for n in configured)
     name = source or (configured[0] if len(configured) == 1 else "")
     if not name:
-        ack(text=f"Which source? `/kb resync <source>`, with one of: {names}.", response_type="ephemeral")
+        ack(text=messages.which_source(names), response_type="ephemeral")
         return
     if name not in configured:
-        ack(text=f"There is no source `{neutralise(escape(name[:80]))}`. Known sources: {names}.", response_type="ephemeral")
+        ack(text=messages.no_such_source(neutralise(escape(name[:80])), names), response_type="ephemeral")
         _record_admin(db, user, name, allowed=True, result="refused: unknown source")
         return
-    ack(text=f"🔄 Starting a resync of `{escape(name)}`" + (" (deletions allowed)" if allow_deletes else "") + "…",
-        response_type="ephemeral")
+    ack(text=messages.resync_starting(escape(name), allow_deletes), response_type="ephemeral")
     action_id = _record_admin(db, user, name + (" --allow-deletes" if allow_deletes else ""),
                               allowed=True, result="started")
 
     def progress(done: int, total: int) -> None:
-        respond(text=f"🔄 Resync of `{escape(name)}`: {done} of {total} documents so far…", response_type="ephemeral",
+        respond(text=messages.resync_progress(escape(name), done, total), response_type="ephemeral",
                 replace_original=False)
 
     def finished(report, error) -> None:
         if report is None and error is None:
             result = "refused: another sync of this source was running"
-            respond(text=f"Another sync of `{escape(name)}` is running right now (the watcher, the schedule or "
-                         f"another admin); its changes will be indexed when it ends.",
-                    response_type="ephemeral", replace_original=False)
+            respond(text=messages.resync_busy(escape(name)), response_type="ephemeral", replace_original=False)
         elif error is None and report.refused:
             result = f"refused: {report.refused}"
-            respond(text=f"⚠️ The resync of `{escape(name)}` deleted nothing: {neutralise(escape(report.refused))}. "
-                         f"If those pages are meant to go, run `/kb resync {escape(name)} --allow-deletes`.",
+            respond(text=messages.resync_refused(escape(name), neutralise(escape(report.refused))),
                     response_type="ephemeral", replace_original=False)
         elif error is not None:
             ref = reference_id()
             log.error("resync of %s failed [ref %s]: %s", name, ref, error)
             result = f"failed [ref {ref}]: {type(error).__name__}: {error}"
-            respond(text=f"❌ The resync of `{escape(name)}` failed. {apology(ref)}", response_type="ephemeral",
+            respond(text=messages.resync_failed(escape(name), ref), response_type="ephemeral",
                     replace_original=False)
         else:
             result = summary(report)
-            respond(text=f"✅ Resync finished — {neutralise(escape(result))}", response_type="ephemeral",
+            respond(text=messages.resync_finished(neutralise(escape(result))), response_type="ephemeral",
                     replace_original=False)
         if action_id is not None:
             quietly(question_log.finish_admin_action, db, action_id, result)
 
-    with apology_on_error("/kb resync", lambda ref: respond(text=apology(ref), response_type="ephemeral")):
+    with apology_on_error("/kb resync", lambda ref: respond(text=messages.apology(ref), response_type="ephemeral")):
         if not services.resyncs.start(name, progress, finished, allow_deletes=allow_deletes):
             respond(text=f"A resync of `{escape(name)}` is already running; you will see its summary when it ends.",
                     response_type="ephemeral", replace_original=False)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from bot.knowledge import KnowledgeBase, sync_counts
 from bot.slack.errors import quietly
 from connectors.connector import open_connector
-from indexing.ingest.sync_records import SyncReport
+from indexing.ingest import SyncReport
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from bot.knowledge import KnowledgeBase
-from bot.records.question_log import Database
+from bot.records import Database
 from bot.settings import Settings
 from bot.slack.audiences import SlackAccess
 from bot.slack.resync_runs import Resyncs

@@ -20,7 +20,7 @@ message. Every answer Docent posts in reply to a message is remembered (`remembe
 the question's channel and ts, so that an edited question is answered again in the same message
 and a deleted question takes its answer with it (`bot.slack.conversation`), and a reply under a
 DM answer finds the question it follows. Rows are kept as long as the query log keeps questions
-(`prune_answers`, run by `bot.records.housekeeping`).
+(`prune_answers`, run by `bot.housekeeping`).
 
 **Hand-overs** (`handovers`, `HandoverRecord`; `claim_handover`):
 at most one per thread and at most `KB_HANDOVERS_PER_HOUR` per channel in any rolling hour,
@@ -42,9 +42,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from bot.records.question_log import Database
-from indexing.storage.database import affected
-from indexing.storage.index_tables import timestamptz, utcnow
+from bot.records import Database
+from indexing.storage import affected, timestamptz, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +91,7 @@ class Deduper:
             return True
 
     def prune(self, keep: timedelta = KEEP, now: datetime | None = None) -> int:
-        """Forget claims older than `keep`; returns how many (run daily by `bot.records.housekeeping`)."""
+        """Forget claims older than `keep`; returns how many (run daily by `bot.housekeeping`)."""
         try:
             with Session(self.engine) as s:
                 result = s.execute(delete(DeliveryClaim).where(col(DeliveryClaim.seen_at) < (now or utcnow()) - keep))
@@ -136,7 +135,7 @@ def remember_answer(db: Database, channel: str, question_ts: str, answer_ts: str
             s.execute(statement)
             s.commit()
     except Exception as exc:
-        from indexing.storage.database import is_unreachable
+        from indexing.storage import is_unreachable
 
         if is_unreachable(exc):
             log.warning("could not remember answer %s for %s/%s: the database cannot be reached", answer_ts,
@@ -153,7 +152,7 @@ def answer_to(db: Database, channel: str, question_ts: str) -> AnswerMessage | N
 
 def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | None:
     """The question whose answer is the message `channel`/`answer_ts` (a reply under a DM answer)."""
-    from bot.records.question_log import QueryLog
+    from bot.records import QueryLog
 
     with db.session() as s:
         row = s.exec(select(AnswerMessage).where(AnswerMessage.channel_id == channel,
@@ -173,7 +172,7 @@ def forget_answer(db: Database, channel: str, question_ts: str) -> None:
 
 
 def prune_answers(db: Database, before: datetime) -> int:
-    """Forget answers older than the query log keeps questions (`bot.records.housekeeping`)."""
+    """Forget answers older than the query log keeps questions (`bot.housekeeping`)."""
     with db.session() as s:
         gone = affected(s.execute(delete(AnswerMessage).where(col(AnswerMessage.created_at) < before)))
         s.commit()
@@ -261,6 +260,6 @@ def claim_gap_offer(db: Database, channel: str, thread_ts: str, answered_by: str
 
 def prune_handovers(db: Database, before: datetime) -> int:
     """Forget hand-overs made before `before` — their questions and people's answers are personal
-    data, kept as long as the query log keeps questions (`bot.records.housekeeping`)."""
+    data, kept as long as the query log keeps questions (`bot.housekeeping`)."""
     with db.engine.begin() as conn:
         return affected(conn.execute(delete(HandoverRecord).where(col(HandoverRecord.created_at) < before)))

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from slack_sdk.errors import SlackApiError
 
+from bot import messages
 from bot.slack.client import post
 from bot.slack.mrkdwn import escape, neutralise, to_mrkdwn
 
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATUS = "Searching the wiki…"
-PLACEHOLDER = "🔎 Searching the wiki…"
-WITHDRAWN = "_(This answer was withdrawn: see the message below.)_"  # a partial answer that could not be deleted
 STREAM_BUFFER = 120  # characters buffered before a chat.appendStream (slack_sdk's ChatStream)
 UPDATE_SECONDS = 1.0  # chat.update is rate-limited (~50 a minute): at most one a second per answer
 # A method this workspace or conversation does not offer: fall back to the next way.
@@ -74,7 +72,7 @@ class AnswerDelivery:
         self._stream: ChatStream | None = None
         self._last_update = 0.0
         if status_thread:
-            set_status(client, channel, status_thread, STATUS)
+            set_status(client, channel, status_thread, messages.SEARCHING)
 
     # -- while the answer is written --------------------------------------------------------
 
@@ -182,7 +180,8 @@ class AnswerDelivery:
         except Exception as exc:
             log.info("could not delete the partial answer in %s: %s", self.channel, exc)
         try:
-            self.client.chat_update(channel=self.channel, ts=self.ts, text=WITHDRAWN, blocks=_text_blocks(WITHDRAWN))
+            self.client.chat_update(channel=self.channel, ts=self.ts, text=messages.WITHDRAWN,
+                                    blocks=_text_blocks(messages.WITHDRAWN))
         except Exception as exc:
             log.warning("could not take back the partial answer %s in %s: %s", self.ts, self.channel, exc)
         self.ts = None
@@ -214,9 +213,9 @@ def _text_blocks(markdown: str) -> list[dict]:
     """The answer so far as the final answer renders it (Markdown → mrkdwn, everything else escaped)."""
     from bot.slack.blocks import text_blocks
 
-    return text_blocks(to_mrkdwn(markdown) or PLACEHOLDER)
+    return text_blocks(to_mrkdwn(markdown) or messages.SEARCHING_PLACEHOLDER)
 
 
 def _plain(markdown: str) -> str:
     """The notification text of a message shown in steps: escaped, no pings."""
-    return neutralise(escape(" ".join(markdown.split())[:300] or PLACEHOLDER))
+    return neutralise(escape(" ".join(markdown.split())[:300] or messages.SEARCHING_PLACEHOLDER))

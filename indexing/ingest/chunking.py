@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from connectors.commonmark import parse
 from connectors.document import SourceDocument
 from indexing.ingest.heading_path import HeadingPath
+
+if TYPE_CHECKING:
+    from llama_index.core.node_parser import SentenceSplitter
 
 # Token counts use llama-index's default tokenizer (tiktoken cl100k); MiniLM's word-pieces run
 # ~1.2x that for English. Swept on four labelled sets (docs/tuning.md §6): 200 / 40 ranked best on
@@ -139,7 +144,7 @@ def _split(text: str, tokens: int, overlap: int) -> list[str]:
 
 
 @lru_cache(maxsize=8)
-def _splitter(tokens: int, overlap: int):
+def _splitter(tokens: int, overlap: int) -> SentenceSplitter:
     from llama_index.core.node_parser import SentenceSplitter
 
     return SentenceSplitter(chunk_size=tokens, chunk_overlap=overlap, paragraph_separator="\n\n")
@@ -150,7 +155,7 @@ def _count_tokens(text: str) -> int:
 
 
 @lru_cache(maxsize=1)
-def _tokenizer():
+def _tokenizer() -> Callable[[str], Sequence[object]]:
     from llama_index.core.utils import get_tokenizer
 
     return get_tokenizer()

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from connectors.sources import SourceConfig
 from indexing.storage.index_tables import DocumentRecord, SourceRecord, Status, SyncRun, utcnow
+
+if TYPE_CHECKING:
+    from indexing.index import Index
 
 ADHOC = "adhoc"  # synced with `kb sync PATH`
 CONFIG = "config"  # from the sources file or KB_WIKI
@@ -114,7 +118,7 @@ def scopes_of(session: Session, name: str) -> set[str]:
     return set(session.exec(select(DocumentRecord.access).where(DocumentRecord.source == name).distinct()))
 
 
-def forget(index, name: str) -> int:
+def forget(index: Index, name: str) -> int:
     """Remove every page of one source from every store, and its record; returns the pages removed.
 
     Under the source's sync lock, so a sync of it cannot run at the same time; each page goes in

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from connectors.changes import Changes, IndexedPage
 from connectors.connector import ChangesConnector, IncrementalConnector, open_connector
+from connectors.document import SourceDocument
 from connectors.sources import SourceConfig
 from indexing.ingest import indexed_sources
 from indexing.index import Index
@@ -149,7 +150,7 @@ class SyncRunner:
             indexed_sources.remember(s, source, kind, indexed_sources.ADHOC if source.adhoc else indexed_sources.CONFIG)
 
 
-def _raise(exc: Exception) -> Iterator:
+def _raise(exc: Exception) -> Iterator[SourceDocument]:
     """Documents that are the listing's failure: `sync_documents` records the run as aborted."""
     raise exc
     yield  # a generator: raises when the sync starts reading

@@ -8,15 +8,19 @@ leader dies, Postgres frees the lock and the next process to try becomes leader.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from connectors.sources import SourceConfig
 from indexing.storage.locks import LeaderLock
 from indexing.ingest.runner import SyncRunner
 
+if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
 log = logging.getLogger(__name__)
 
 
-def start_scheduler(runner: SyncRunner, sources: list[SourceConfig]):
+def start_scheduler(runner: SyncRunner, sources: list[SourceConfig]) -> BackgroundScheduler:
     """Start a background scheduler with one job per source that has a schedule; returns it."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -34,7 +38,7 @@ def start_scheduler(runner: SyncRunner, sources: list[SourceConfig]):
     return scheduler
 
 
-def stop_scheduler(scheduler) -> None:
+def stop_scheduler(scheduler: BackgroundScheduler) -> None:
     scheduler.shutdown(wait=True)
     scheduler.docent_leader.release()
 

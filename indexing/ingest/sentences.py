@@ -116,7 +116,7 @@ def split_sentences(paragraph: str) -> list[str]:
     return [p for p in pieces if p]
 
 
-def sentences(markdown: str, limit: int = 80) -> list[Sentence]:
+def plain_sentences(markdown: str, limit: int = 80) -> list[Sentence]:
     """The first `limit` sentences of a section, each knowing its paragraph."""
     out: list[Sentence] = []
     for p, paragraph in enumerate(paragraphs(markdown)):
@@ -127,7 +127,7 @@ def sentences(markdown: str, limit: int = 80) -> list[Sentence]:
     return out
 
 
-def words(text: str) -> int:
+def word_count(text: str) -> int:
     """Words, counting each CJK character as one (a Chinese sentence has no spaces)."""
     cjk = sum(1 for c in text if "\u3400" <= c <= "\u9fff")
     return len(text.split()) + cjk // 2
@@ -142,6 +142,6 @@ def in_context(heading: str | None, text: str) -> str:
     together with the heading that says what it is about (it is still shown as written).
     Applied to every sentence, headings would drown the sentences' own words: measured worse
     (docs/tuning.md §9). `heading`: the section's last heading, else its page's title."""
-    if HEADING_CONTEXT and heading and words(text) < SHORT_WORDS:
+    if HEADING_CONTEXT and heading and word_count(text) < SHORT_WORDS:
         return f"{heading}: {text}"
     return text

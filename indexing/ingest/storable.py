@@ -36,7 +36,7 @@ def _clean_text(text: str) -> str:
     return _NUL_OR_SURROGATE.sub(lambda m: "" if m.group(0) == "\x00" else "\ufffd", text)
 
 
-def _clean_value(value):
+def _clean_value(value: object) -> object:
     if isinstance(value, str):
         return _clean_text(value) if _NUL_OR_SURROGATE.search(value) else value
     if isinstance(value, dict):

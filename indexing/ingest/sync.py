@@ -54,6 +54,7 @@ from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from connectors.sources import DeletionLimit
 from indexing.vectors import sentence_vectors
 from indexing.ingest.chunking import CHUNKING_VERSION, Parent, chunk_document
+from indexing.ingest.sentence_backfill import backfill
 from indexing.vectors.embedding import embed_with_cache
 from indexing.index import Index
 from indexing.storage.memory import release_free_memory
@@ -317,7 +318,7 @@ def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
 
 
 def _embed(index: Index, pending: list[_ChunkedDocument],
-           report: SyncReport) -> list[tuple[_ChunkedDocument, list, list[sentence_vectors.SectionSentences]]]:
+           report: SyncReport) -> list[tuple[_ChunkedDocument, list[list[float]], list[sentence_vectors.SectionSentences]]]:
     """Each pending document with its children's vectors and its sections' sentences with theirs,
     embedded together (cache first).
 
@@ -352,7 +353,7 @@ def _backfill_sentences(index: Index, source: str, report: SyncReport) -> None:
     existed): a one-off on the first full sync. Never fails the sync: the lead embeds what is
     missing at question time, as it did before."""
     try:
-        report.sentences += sentence_vectors.backfill(index, source)
+        report.sentences += backfill(index, source)
     except Exception as exc:
         log.warning("could not backfill the lead's sentence vectors of %s (%s: %s); answers embed them when asked",
                     source, type(exc).__name__, exc, exc_info=True)

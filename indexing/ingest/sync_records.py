@@ -10,12 +10,13 @@ import logging
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from connectors.sync_rules import DELETE_WINDOW_SECONDS
 from indexing.index import Index
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, utcnow
+from indexing.storage.store import ChunkStore
 
 __all__ = ["FAILED_BATCH", "LOGGED_FAILURES", "Failures", "SyncReport", "count_deletions", "finish_run", "mark_failed",
            "recent_deletions", "upsert_record"]
@@ -50,9 +51,9 @@ class SyncReport:
 
 
 def upsert_record(
-    s, doc: SourceDocument, *, status: Status, chunk_count: int | None = None, content_hash: str = "",
+    s: Session, doc: SourceDocument, *, status: Status, chunk_count: int | None = None, content_hash: str = "",
     error: str | None = None, keep_version: bool = False, record: DocumentRecord | None = None,
-    store=None, report: SyncReport | None = None,
+    store: ChunkStore | None = None, report: SyncReport | None = None,
 ) -> None:
     """Write a document's registry row. `keep_version` leaves hash and chunk count as they were
     (the indexed version keeps serving) — but not its access scope: if the page's scope changed,
@@ -73,6 +74,8 @@ def upsert_record(
             # Both legs filter on the chunks' scope: relabel them now. The store logs it as a keyword
             # change, published once the batch is written (`Failures.flush`) or at the sync's end
             # (skips); until a process has caught up, retrieval checks every hit against this row.
+            if store is None:
+                raise TypeError("upsert_record: relabelling the version still serving needs the chunk store")
             store.set_access(s, doc.doc_id, doc.access)
             log.warning("%s: access scope %s -> %s applied to the version still serving", doc.doc_id,
                         record.access, doc.access)

@@ -30,7 +30,7 @@ from connectors.sources import SourceConfig
 from indexing.ingest.runner import SyncRunner
 
 if TYPE_CHECKING:  # for the annotation only: watchdog itself is imported in start()
-    from watchdog.events import FileSystemEventHandler
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers.api import BaseObserver
 
 log = logging.getLogger(__name__)
@@ -173,13 +173,13 @@ class _Handler:
         # None: a connector that reads its folder whole
         self.wants = connector.wants if isinstance(connector, IncrementalConnector) else None
 
-    def dispatch(self, event) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         try:
             self.on_any_event(event)
         finally:
             self.watcher._handled()  # after the change is noted: `wait_idle` then waits for its sync
 
-    def on_any_event(self, event) -> None:
+    def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
         if event.is_directory:
@@ -198,7 +198,7 @@ class _Handler:
             elif self.wants(rel):
                 self.watcher.note(self.source, rel)
 
-    def _relative(self, raw) -> str | None:
+    def _relative(self, raw: str | bytes) -> str | None:
         if not raw:
             return None
         path = Path(raw.decode() if isinstance(raw, bytes) else raw)

@@ -36,6 +36,7 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -46,6 +47,9 @@ from indexing.keyword.follower import Follower
 from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 from indexing.storage.memory import release_free_memory
 from indexing.storage.store import ChunkHit, ChunkStore, KeywordChunk
+
+if TYPE_CHECKING:
+    import Stemmer
 
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets itself to DEBUG
@@ -81,7 +85,7 @@ _WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w]+")
 def analyze(text: str) -> str:
     """Text with every CJK run replaced by its characters and its overlapping character bigrams."""
 
-    def characters_and_bigrams(match: re.Match) -> str:
+    def characters_and_bigrams(match: re.Match[str]) -> str:
         run = match.group(0)
         bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
         return " " + " ".join([*run, *bigrams]) + " "
@@ -104,23 +108,24 @@ def tokens(text: str) -> list[str]:
 
 
 def _terms(analyzed: str) -> list[str]:
-    return _bm25s_tokenize([analyzed], return_ids=False)[0]
+    return _bm25s_tokenize([analyzed])[0]
 
 
 def tokens_of_each(texts: list[str]) -> list[list[str]]:
     """`tokens` of each text, in one bm25s call: it costs ~0.3 ms per call whatever the text, so
     many short texts (a page's chunks, an answer's candidate sentences) go through together."""
-    return _bm25s_tokenize([analyze(t) for t in texts], return_ids=False) if texts else []
+    return _bm25s_tokenize([analyze(t) for t in texts]) if texts else []
 
 
-def _bm25s_tokenize(analyzed: list[str], *, return_ids: bool):
+def _bm25s_tokenize(analyzed: list[str]) -> list[list[str]]:
     """The one place the index's tokenizer settings are spelled out (questions and chunks alike)."""
     import bm25s
 
-    return bm25s.tokenize(
+    terms: list[list[str]] = bm25s.tokenize(
         analyzed, token_pattern=TOKEN_PATTERN, stopwords="en", stemmer=_stemmer(),
-        return_ids=return_ids, show_progress=False,
+        return_ids=False, show_progress=False,
     )
+    return terms
 
 
 def chunk_search_text(text: str, title: str | None, heading_path: str | None, path: str | None) -> str:
@@ -137,7 +142,7 @@ def path_words(path: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
+def _stemmer() -> Stemmer.Stemmer:
     import Stemmer
 
     return Stemmer.Stemmer("english")

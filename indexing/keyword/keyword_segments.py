@@ -348,7 +348,10 @@ def _combine(segments: list[Segment], width: int) -> Segment:
     # byte order of UTF-8 is code point order: the order of the ids as Python strings
     order = np.argsort(node_ids, kind="stable")
     tf = sparse.vstack([tf for tf, _, _ in parts], format="csr", dtype=np.float32)
-    column = lambda name: np.concatenate([getattr(s, name)[keep] for _, s, keep in parts])[order]  # noqa: E731
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([getattr(s, name)[keep] for _, s, keep in parts])[order]
+
     return Segment(sparse.csc_matrix(tf[order]), column("lengths"), node_ids[order], column("parent_ids"),
                    column("docs"), column("access"), np.ones(len(order), dtype=bool))
 

@@ -69,8 +69,9 @@ def changed_documents(session: Session, after: int, upto: int) -> list[str]:
 
 
 def changes_since(session: Session, after: int) -> int:
-    return session.execute(text("SELECT count(DISTINCT doc_id) FROM keyword_changes WHERE generation > :a"),
-                           {"a": after}).scalar_one()
+    count: int = session.execute(text("SELECT count(DISTINCT doc_id) FROM keyword_changes WHERE generation > :a"),
+                                 {"a": after}).scalar_one()
+    return count
 
 
 def latest_base(session: Session, upto: int, terms_version: str) -> Base | None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from indexing.keyword import bm25 as bm25_module
 from indexing.search.cjk_coverage import cjk_coverage
 
 if TYPE_CHECKING:
+    from indexing.config import IndexConfig
     from indexing.keyword.bm25 import Bm25Index
     from indexing.search.hits import Hit
     from indexing.storage.store import ChunkHit
@@ -66,11 +68,11 @@ class GateSignals:
     rerank_best: float | None = None  # the rerank stage's best score (indexing.search.rerank; None: off or fell back)
     rerank_outcome: str | None = None  # ok, error or timeout (None: no rerank stage)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, float | bool | str | None]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> GateSignals:
+    def from_json(cls, data: Mapping[str, Any]) -> GateSignals:
         """From `to_json()`'s dict (query log, `kb eval --json`); unknown keys ignored, missing
         ones at their defaults, so older logs still load."""
         names = {f.name for f in fields(cls)}
@@ -213,7 +215,7 @@ class RerankGate:
         return reader_gate_score(signals, self.weight) < self.thresholds[1] or signals.rerank_best < self.floor
 
 
-def gate_outcome(signals: GateSignals, cfg, rerank: RerankGate | None = None) -> Outcome:
+def gate_outcome(signals: GateSignals, cfg: IndexConfig, rerank: RerankGate | None = None) -> Outcome:
     """Answered, uncertain or not found, from the signals and the configured thresholds
     (fitted leave-one-corpus-out by `benchmarks/gate_calibration.py`). With a `rerank` gate that
     cuts (a fitted cross-encoder) and a rerank score, that score is cut instead, in every

@@ -32,14 +32,17 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from indexing.vectors.onnx_embedding import padded_batch
 
 if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
     from indexing.search.hits import Hit
+    from indexing.vectors.onnx_embedding import OnnxSession
 
 MODEL = Path(__file__).parents[1] / "models" / "reader-int8.onnx"
 MAX_LENGTH = 128  # question + section window, in word-pieces (the training length)
@@ -70,22 +73,22 @@ def answer_window(question: str, text: str, max_words: int = WINDOW_WORDS) -> st
     the shape of its training passages (a window around the answer sentence). A section's first
     128 word-pieces often stop before the sentence that answers."""
     from indexing.keyword.bm25 import question_text, tokens
-    from indexing.ingest.sentences import sentences, words
+    from indexing.ingest.sentences import plain_sentences, word_count
 
-    units = [s.text for s in sentences(text)]
+    units = [s.text for s in plain_sentences(text)]
     if not units:
         return text
     asked = set(tokens(question_text(question)))
     shared = [len(asked & set(tokens(u))) for u in units]
     best = max(range(len(units)), key=lambda i: (shared[i], -i))
     first = last = best
-    total = words(units[best])
+    total = word_count(units[best])
     grown = True
     while grown:  # the next sentence, then the one before, while they fit
         grown = False
         for i in (last + 1, first - 1):
-            if 0 <= i < len(units) and total + words(units[i]) <= max_words:
-                total += words(units[i])
+            if 0 <= i < len(units) and total + word_count(units[i]) <= max_words:
+                total += word_count(units[i])
                 first, last = min(first, i), max(last, i)
                 grown = True
     return " ".join(units[first : last + 1])
@@ -105,9 +108,7 @@ class OnnxReader:
     def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = Path(path)
         self.threads = threads
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._plain: Any = None  # the same tokenizer without truncation, to measure the question
+        self._loaded: tuple[OnnxSession, Tokenizer, Tokenizer] | None = None
         self._lock = threading.Lock()
         if not self.path.is_file():
             raise FileNotFoundError(f"the reader model {self.path} is missing")
@@ -120,8 +121,8 @@ class OnnxReader:
         """The model's raw scores."""
         if not texts:
             return []
-        session, tokenizer = self.load()
-        query = clip_question(self._plain, query)
+        session, tokenizer, plain = self.load()
+        query = clip_question(plain, query)
         encodings = tokenizer.encode_batch([(query, t) for t in texts])
         out = np.zeros(len(texts), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
@@ -130,24 +131,26 @@ class OnnxReader:
             out[batch] = session.run(None, padded_batch([encodings[i] for i in batch]))[0][:, 0]
         return [float(x) for x in out]
 
-    def load(self):
+    def load(self) -> tuple[OnnxSession, Tokenizer, Tokenizer]:
+        """The session, the pair tokenizer, and the same tokenizer without truncation (to measure
+        the question)."""
         with self._lock:
-            if self._session is None:
+            if self._loaded is None:
                 from tokenizers import Tokenizer
 
                 from indexing.vectors.onnx_embedding import bundled_model_path, cpu_session
 
-                self._session = cpu_session(self.path, self.threads)
+                session = cpu_session(self.path, self.threads)
                 tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
                 tokenizer.no_padding()
-                self._plain = Tokenizer.from_str(tokenizer.to_str())
-                self._plain.no_truncation()
+                plain = Tokenizer.from_str(tokenizer.to_str())
+                plain.no_truncation()
                 tokenizer.enable_truncation(MAX_LENGTH, strategy="only_second")
-                self._tokenizer = tokenizer
-            return self._session, self._tokenizer
+                self._loaded = session, tokenizer, plain
+            return self._loaded
 
 
-def clip_question(tokenizer, question: str) -> str:
+def clip_question(tokenizer: Tokenizer, question: str) -> str:
     """The question's first `MAX_QUESTION` word-pieces, cut where that word-piece ends."""
     encoding = tokenizer.encode(question, add_special_tokens=False)
     if len(encoding.ids) <= MAX_QUESTION:

@@ -52,6 +52,8 @@ from indexing.search.rerank_base import Reranker, RerankTimeout, deadline, scori
 from indexing.search.span_reader import Span
 
 if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
     from indexing.search.gate import GateSignals
     from indexing.search.hits import Hit
 
@@ -120,10 +122,10 @@ class CrossEncoderReranker:
         self.batch = batch
         self.max_length = max_length
         self.name = f"cross-encoder:{Path(path).name}"
-        self._model = None
+        self._model: CrossEncoder | None = None
         self._lock = threading.Lock()
 
-    def load(self):
+    def load(self) -> CrossEncoder:
         with self._lock:
             if self._model is None:
                 import indexing.vectors.embedding  # noqa: F401 — sets OMP_WAIT_POLICY before torch loads
@@ -228,7 +230,7 @@ class RerankStage:
             if len(results) != len(head):
                 raise ValueError(f"{len(results)} scores for {len(head)} sections")
             spans = [r for r in results if isinstance(r, Span)]
-            scores = [s.confidence for s in spans] if spans else [float(r) for r in results]
+            scores = [s.confidence for s in spans] or [float(r) for r in results if not isinstance(r, Span)]
             if not all(math.isfinite(s) for s in scores):  # NaN would order nothing and break the log's JSON
                 raise ValueError("a score that is not a finite number")
         except Exception as exc:
@@ -268,7 +270,7 @@ def _score_until(reranker: Reranker, question: str, texts: list[str], due: float
         return list(read(question, texts)) if read is not None else list(reranker.score(question, texts))
 
 
-def _wait(future: Future, due: float) -> list:
+def _wait(future: Future[list[float] | list[Span]], due: float) -> list[float] | list[Span]:
     try:
         return future.result(timeout=max(0.0, due - time.monotonic()))
     except FutureTimeout:

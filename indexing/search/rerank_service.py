@@ -26,10 +26,14 @@ from __future__ import annotations
 
 import threading
 import math
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from indexing.search.rerank_base import RerankTimeout, deadline
 from indexing.vectors.service_calls import ServiceError, ServiceTimeout, http_client, post_json
+
+if TYPE_CHECKING:
+    import httpx
 
 FORMATS = ("tei", "cohere")
 _WRONG_FORMAT = frozenset({400, 404, 405, 422})  # the body's shape was refused: the other format may fit
@@ -56,7 +60,7 @@ class ServiceReranker:
         self.backoff = backoff
         self.format = None if wire_format == "auto" else wire_format  # learnt from the first reply when auto
         self.name = f"service:{model or urlsplit(url).netloc}"
-        self._client = None
+        self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
     def score(self, query: str, texts: list[str]) -> list[float]:
@@ -69,7 +73,7 @@ class ServiceReranker:
         if self._client is not None:
             self._client.close()
 
-    def _http(self):
+    def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
                 self._client = http_client(self.api_key, self.timeout, self.workers)
@@ -93,13 +97,13 @@ class ServiceReranker:
             return scores
         raise AssertionError("unreachable")
 
-    def _body(self, wire: str, query: str, texts: list[str]) -> dict:
+    def _body(self, wire: str, query: str, texts: list[str]) -> dict[str, object]:
         if wire == "tei":
             return {"query": query, "texts": texts, **({"model": self.model} if self.model else {})}
         return {"model": self.model, "query": query, "documents": texts, "top_n": len(texts)}
 
 
-def _scores(response, expected: int, url: str) -> list[float]:
+def _scores(response: httpx.Response, expected: int, url: str) -> list[float]:
     """Scores in the order the texts were sent, from either format (both list results by `index`,
     best first, not in the order sent); anything but one finite score per text is refused."""
     try:

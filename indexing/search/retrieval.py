@@ -38,7 +38,7 @@ from sqlmodel import col, select
 
 from indexing.ingest.heading_path import HeadingPath
 from indexing.search.hits import Hit
-from indexing.search.gate import (  # noqa: F401 — is_cjk is imported from here by bot/
+from indexing.search.gate import (
     GateSignals,
     Outcome,
     QuestionTerms,
@@ -63,7 +63,7 @@ class Retrieval:
     hits: list[Hit]
     signals: GateSignals = field(default_factory=GateSignals)  # the gate's raw inputs
     terms: QuestionTerms = field(default_factory=QuestionTerms)  # the question's terms and their IDF here
-    timings_ms: dict = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
     outcome: Outcome = Outcome.ANSWERED  # uncertain: the wiki may have it
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.search.spelling`)
     # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
@@ -147,7 +147,7 @@ def retrieve(
                      expansion=expansion, rerank=run)
 
 
-def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict, dict]:
+def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) -> tuple[dict[str, float], dict[str, list[str]]]:
     """Score fusion at the parent level: α · best cosine + (1 − α)/2 · best BM25 / top BM25.
 
     A parent the vector leg did not return gets the lowest cosine that leg did return (its true
@@ -168,7 +168,7 @@ def score_parents(dense: list[ChunkHit], keyword: list[ChunkHit], alpha: float) 
     return scores, _children_by_parent(child, dense, keyword)
 
 
-def rrf_parents(dense: list[ChunkHit], keyword: list[ChunkHit], k: int) -> tuple[dict, dict]:
+def rrf_parents(dense: list[ChunkHit], keyword: list[ChunkHit], k: int) -> tuple[dict[str, float], dict[str, list[str]]]:
     """Reciprocal-rank fusion of children (Σ 1 / (k + rank)); a parent scores as its best child.
 
     Kept as the `hybrid-rrf` mode so `kb eval --compare` measures score fusion against it.

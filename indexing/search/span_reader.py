@@ -22,14 +22,17 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from indexing.vectors.onnx_embedding import padded_batch
 
 if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
+
     from indexing.search.hits import Hit
+    from indexing.vectors.onnx_embedding import OnnxSession
 
 MODEL = Path(__file__).parents[1] / "models" / "span-reader-int8.onnx"
 TOP_N = 5  # the fused top sections read: the sections an answer cites
@@ -71,8 +74,7 @@ class SpanReader:
     def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = Path(path)
         self.threads = threads
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._loaded: tuple[OnnxSession, Tokenizer] | None = None
         self._lock = threading.Lock()
         if not self.path.is_file():
             raise FileNotFoundError(f"the span reader model {self.path} is missing")
@@ -83,7 +85,7 @@ class SpanReader:
             return []
         session, tokenizer = self.load()
         question = self._clip(tokenizer, question)
-        windows: list[tuple[int, Any]] = []  # (passage index, encoding)
+        windows: list[tuple[int, Encoding]] = []  # (passage index, encoding)
         for k, text in enumerate(passages):
             first = tokenizer.encode(question, text or " ")
             windows += [(k, e) for e in [first, *first.overflowing][:MAX_WINDOWS]]
@@ -102,28 +104,28 @@ class SpanReader:
         return [s.score for s in self.read(question, passages)]
 
     @staticmethod
-    def _clip(tokenizer, question: str) -> str:
+    def _clip(tokenizer: Tokenizer, question: str) -> str:
         encoding = tokenizer.encode(question, add_special_tokens=False)
         if len(encoding.ids) <= MAX_QUESTION:
             return question
         return question[: encoding.offsets[MAX_QUESTION - 1][1]]
 
-    def load(self):
+    def load(self) -> tuple[OnnxSession, Tokenizer]:
         with self._lock:
-            if self._session is None:
+            if self._loaded is None:
                 from tokenizers import Tokenizer
 
                 from indexing.vectors.onnx_embedding import bundled_model_path, cpu_session
 
-                self._session = cpu_session(self.path, self.threads)
+                session = cpu_session(self.path, self.threads)
                 tokenizer = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
                 tokenizer.no_padding()
                 tokenizer.enable_truncation(MAX_LENGTH, strategy="only_second", stride=STRIDE)
-                self._tokenizer = tokenizer
-            return self._session, self._tokenizer
+                self._loaded = session, tokenizer
+            return self._loaded
 
 
-def _best_span(encoding, start_logits: np.ndarray, end_logits: np.ndarray, passage: str) -> Span:
+def _best_span(encoding: Encoding, start_logits: np.ndarray, end_logits: np.ndarray, passage: str) -> Span:
     """The highest start + end over the passage's word-pieces (end after start, at most
     `MAX_ANSWER` apart), against [CLS]'s start + end (no answer)."""
     n = len(encoding.ids)

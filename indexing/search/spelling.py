@@ -122,7 +122,7 @@ def repair_question(index: Index, question: str, scopes: list[str] | None, compo
         return joined
     corrections: list[tuple[str, str]] = list(joined.corrections)
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         original = match.group(0)
         repaired = choices.get(original.lower())
         if repaired is None:
@@ -172,7 +172,7 @@ def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> R
     corrections: list[tuple[str, str]] = []
     decided: dict[str, bool] = {}  # lower-cased "a-b" → written whole: each asked once, at most COMPOUND_WORDS
 
-    def join(match: re.Match) -> str:
+    def join(match: re.Match[str]) -> str:
         a, b = match.group(1), match.group(2)
         whole = a + b
         key = match.group(0).lower()

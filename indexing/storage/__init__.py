@@ -1,2 +1,23 @@
 """Postgres as the one truth: the connection, the schema and its migrations, the document and
 chunk tables and their store (pgvector), locks, cross-process notices, sync runs' status."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from indexing.faces import load
+
+if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
+    from indexing.storage.database import DatabaseUnavailable, affected, is_unreachable
+    from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, timestamptz, utcnow
+    from indexing.storage.migrations import MigrationFailed
+    from indexing.storage.notify import Listener, notify_now
+    from indexing.storage.status import IndexStatus, index_status
+
+__all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "Listener", "MigrationFailed", "RunResult",
+           "Status", "SyncRun", "affected", "index_status", "is_unreachable", "notify_now", "timestamptz",
+           "utcnow"]
+
+
+def __getattr__(name: str) -> object:
+    return load(__name__, name)

@@ -19,6 +19,7 @@ import os
 import socket
 from datetime import datetime, timezone
 from enum import Enum
+from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, LargeBinary, Text
 from sqlmodel import Field, SQLModel
@@ -32,7 +33,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def timestamptz(**kwargs) -> Column:
+def timestamptz(**kwargs: Any) -> Column[datetime]:
     """A timestamptz column: times are stored with their zone and read back aware."""
     return Column(DateTime(timezone=True), **kwargs)
 
@@ -118,7 +119,7 @@ class SourceRecord(SQLModel, table=True):
     kind: str = ""
     location: str = ""
     origin: str = "config"
-    settings: dict = Field(default_factory=dict, sa_column=Column(JSON))  # include, exclude, access, ...
+    settings: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # include, exclude, access, ...
     first_synced_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
     last_synced_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
 

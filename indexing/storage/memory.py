@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1)
-def _libc():
+def _libc() -> ctypes.CDLL | None:
     """glibc, or None where there is no `malloc_trim` (macOS, musl): then this is a no-op."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

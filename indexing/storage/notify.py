@@ -14,30 +14,34 @@ import logging
 import select
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
-from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.orm import Session
 
 from indexing.storage.index_tables import RUNNER_ID
+
+if TYPE_CHECKING:
+    from psycopg2.extensions import connection
 
 log = logging.getLogger(__name__)
 CHANNEL = "docent_index"
 RECONNECT_SECONDS = 2.0
 
 
-def notify(session_or_conn, kind: str, **fields) -> None:
+def notify(session_or_conn: Session | Connection, kind: str, **fields: object) -> None:
     """Send a notice in the caller's transaction (delivered at its commit)."""
     payload = json.dumps({"kind": kind, "from": RUNNER_ID, **fields}, ensure_ascii=False)
     session_or_conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
 
 
-def notify_now(engine: Engine, kind: str, **fields) -> None:
+def notify_now(engine: Engine, kind: str, **fields: object) -> None:
     with engine.begin() as conn:
         notify(conn, kind, **fields)
 
 
-Handler = Callable[[dict], None]
+Handler = Callable[[dict[str, Any]], None]  # a notice, as its JSON object
 
 
 class Listener:
@@ -61,12 +65,12 @@ class Listener:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def _connect(self):
+    def _connect(self) -> connection:
         import psycopg2
 
         args = self.url.translate_connect_args(username="user", database="dbname")
         query: dict[str, Any] = dict(self.url.query)
-        conn = psycopg2.connect(**args, **query, connect_timeout=5)
+        conn: connection = psycopg2.connect(**args, **query, connect_timeout=5)
         conn.autocommit = True
         conn.cursor().execute(f"LISTEN {CHANNEL}")
         return conn
@@ -112,7 +116,7 @@ class Listener:
             self._call(handler, notice)
 
     @staticmethod
-    def _call(fn, *args) -> None:
+    def _call(fn: Callable[..., None], *args: object) -> None:
         try:
             fn(*args)
         except Exception:

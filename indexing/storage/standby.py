@@ -64,7 +64,7 @@ class ReadServer:
         behind = "" if self.behind_bytes is None else f", {self.behind_bytes} bytes of WAL behind the primary"
         return f"{self.location} (hot standby{behind})"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"location": self.location, "standby": self.standby, "in_recovery": self.in_recovery,
                 "behind_bytes": self.behind_bytes}
 

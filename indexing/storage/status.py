@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from sqlalchemy.orm import Session
 from sqlmodel import col, func, select
 
 from indexing.storage import index_tables
@@ -24,7 +25,7 @@ class KeywordState:
     changed_since_base: int  # pages changed after that base (a cold start re-reads just these)
 
 
-def keyword_state(session) -> KeywordState:
+def keyword_state(session: Session) -> KeywordState:
     base = keyword_versions.latest_base_generation(session, TERMS_VERSION)
     return KeywordState(
         published=keyword_versions.published(session),
@@ -65,7 +66,7 @@ class IndexStatus:
             skipped=[(doc_id, why) for doc_id, why in self.skipped if doc_id.split(":", 1)[0] in names],
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """As `kb status --json` prints it."""
         return {
             "documents": self.documents,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import URL, Engine
@@ -24,6 +25,9 @@ from indexing.storage.database import affected
 from indexing.vectors.embedding import EMBED_DIM
 from indexing.storage.index_tables import GENERATION_KEY, ParentSection
 
+if TYPE_CHECKING:
+    from llama_index.vector_stores.postgres import PGVectorStore
+
 TABLE = "docent_chunks"  # PGVectorStore prefixes it: data_docent_chunks
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 100, "hnsw_dist_method": "vector_cosine_ops"}
 
@@ -34,7 +38,7 @@ class ChunkHit:
 
     node_id: str
     score: float
-    metadata: dict
+    metadata: dict[str, Any]  # the chunk's metadata in the vector store (JSON)
 
 
 @dataclass
@@ -51,7 +55,7 @@ class KeywordChunk:
     path: str | None
 
 
-def _vector_store(engine: Engine, url: URL, *, setup: bool):
+def _vector_store(engine: Engine, url: URL, *, setup: bool) -> PGVectorStore:
     """LlamaIndex's PGVectorStore on `engine`: `setup` creates its table and HNSW index (on the
     primary); without it the store only connects (on a standby, which refuses every CREATE)."""
     from sqlalchemy.ext.asyncio import create_async_engine
@@ -227,7 +231,7 @@ class ChunkStore:
         """
         from sqlalchemy import text
 
-        generation = session.execute(text(
+        generation: int = session.execute(text(
             "INSERT INTO index_state (key, value) VALUES (:k, '1') ON CONFLICT (key) "
             "DO UPDATE SET value = (index_state.value::bigint + 1)::text RETURNING value::bigint"
         ), {"k": GENERATION_KEY}).scalar_one()
@@ -265,17 +269,6 @@ class ChunkStore:
         # A filtered HNSW scan in relaxed order (database.connect) can return neighbours slightly
         # out of order; the gate reads the first hit as the vector leg's top page.
         return sorted(hits, key=lambda h: h.score, reverse=True)
-
-    def keyword_rows(self, session: Session):
-        """Every child as BM25 needs it, in a stable order, without its text (only the text's md5):
-        (node_id, text_md5, doc_id, parent_id, access, title, heading_path, path)."""
-        meta = self.table.metadata_
-        return session.execute(
-            select(
-                self.table.node_id, func.md5(self.table.text).label("text_md5"),
-                *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
-            ).order_by(self.table.node_id)
-        ).all()
 
     def keyword_chunks(self, session: Session, doc_ids: list[str] | None = None) -> list[KeywordChunk]:
         """The children of these documents (None: of all) with what the keyword leg indexes."""

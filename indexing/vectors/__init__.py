@@ -1,2 +1,19 @@
 """Turning text into vectors: the bundled model under torch or ONNX Runtime, an OpenAI-compatible
 embedding service, and the sentence vectors the answer's lead is chosen with."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from indexing.faces import load
+
+if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
+    from indexing.vectors.embedding import Embedder, TorchEmbedder
+    from indexing.vectors.embedding_service import EmbeddingDimensionError
+    from indexing.vectors.sentence_vectors import stored_vectors
+
+__all__ = ["Embedder", "EmbeddingDimensionError", "TorchEmbedder", "stored_vectors"]
+
+
+def __getattr__(name: str) -> object:
+    return load(__name__, name)

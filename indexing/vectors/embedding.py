@@ -109,7 +109,7 @@ class TorchEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self._load().get_query_embedding(text)
 
-    def _load(self):
+    def _load(self) -> HuggingFaceEmbedding:
         with self._lock:
             if self._model is None:
                 from llama_index.embeddings.huggingface import HuggingFaceEmbedding
@@ -125,7 +125,7 @@ class TorchEmbedder:
             return self._model
 
 
-def _by_length(model, texts: list[str]) -> list[int]:
+def _by_length(model: HuggingFaceEmbedding, texts: list[str]) -> list[int]:
     """Indexes of `texts`, shortest first in the model's own word-pieces (characters if the
     tokenizer cannot be reached: a poor proxy for code and URLs, but never wrong)."""
     try:

