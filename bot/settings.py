@@ -18,7 +18,7 @@ from connectors.sources import SourceConfig, load_access, load_sources, load_syn
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:
-    from indexing.search.synonyms import Synonyms
+    from indexing.search import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,7 +160,7 @@ class Settings(BaseSettings):
         """The LLM client for `KB_LLM_BASE_URL` (`bot.answering.llm.LLMClient`), or None: extractive answers."""
         if not self.kb_llm_base_url:
             return None
-        from bot.answering.llm import LLMClient
+        from bot.answering import LLMClient
 
         return LLMClient(self.kb_llm_base_url, self.kb_llm_model, secret(self.kb_llm_api_key) or "not-needed",
                          self.kb_llm_timeout)
@@ -182,7 +182,7 @@ class Settings(BaseSettings):
         """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
         analysed for the keyword leg (`indexing.search.synonyms.Synonyms`); none for `KB_WIKI`.
         A bad entry raises `SourcesError` naming the file, the table and the key."""
-        from indexing.search.synonyms import Synonyms
+        from indexing.search import Synonyms
 
         if self.kb_sources is None and self.kb_wiki is not None:
             return Synonyms()

@@ -8,6 +8,7 @@ using it exits. With `DATABASE_URL`, that server is used. Same code path either 
 from __future__ import annotations
 
 import logging
+from typing import Any
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -208,7 +209,7 @@ def redacted(message: str, url: URL) -> str:
     return message
 
 
-def affected(result: Result) -> int:
+def affected(result: Result[Any]) -> int:
     """How many rows an INSERT / UPDATE / DELETE touched. `Session.execute` is typed as returning a
     `Result`; for a DML statement it is a `CursorResult`, which is what knows the count."""
     assert isinstance(result, CursorResult)
