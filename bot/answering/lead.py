@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from cachetools import LRUCache
 
 from bot.answering.answer_types import asked_type, has_digits, holds
 from indexing.ingest import SHORT_WORDS, Sentence, in_context, plain_sentences, word_count
@@ -227,7 +227,7 @@ class SentenceVectors:
 
     def __init__(self, size: int = CACHED_SENTENCES) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._items: LRUCache[tuple[str, str], np.ndarray] = LRUCache(maxsize=size)
         self._lock = threading.Lock()
 
     def vectors(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
@@ -235,17 +235,15 @@ class SentenceVectors:
         with self._lock:
             for text in texts:
                 key = (embedder.name, text)
-                if key in self._items:
-                    self._items.move_to_end(key)
-                    found[text] = self._items[key]
+                vector = self._items.get(key)  # a hit is the most recently used now
+                if vector is not None:
+                    found[text] = vector
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             fresh = np.asarray(embedder.embed_unindexed(missing), dtype=np.float32)
             with self._lock:
                 for text, vector in zip(missing, fresh):
-                    found[text] = self._items[(embedder.name, text)] = vector
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
+                    found[text] = self._items[(embedder.name, text)] = vector  # the least recently used out
         return np.stack([found[t] for t in texts])
 
 

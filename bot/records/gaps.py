@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from cachetools import LRUCache
 
 from bot.records.gap_listing import Listing
 from indexing.vectors import Embedder
@@ -288,7 +290,7 @@ def group_unanswered(index: Index, rows: list[QueryLog]) -> list[QuestionGroup]:
     return sorted(groups, key=lambda g: (-g.count, -g.askers, g.example))
 
 
-_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_vectors: LRUCache[tuple[str, str], list[float]] = LRUCache(maxsize=VECTORS_KEPT)
 _vectors_lock = threading.Lock()
 
 
@@ -301,14 +303,8 @@ def question_vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     fresh = dict(zip(missing, embedder.embed_unindexed(missing))) if missing else {}
     with _vectors_lock:
         for text, vector in fresh.items():
-            _vectors[(name, text)] = vector
-        out = [fresh.get(t) or _vectors[(name, t)] for t in texts]
-        for t in texts:
-            if (name, t) in _vectors:
-                _vectors.move_to_end((name, t))
-        while len(_vectors) > VECTORS_KEPT:
-            _vectors.popitem(last=False)
-    return out
+            _vectors[(name, text)] = vector  # the least recently used out
+        return [fresh.get(t) or _vectors[(name, t)] for t in texts]  # read: the most recently used
 
 
 def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAME_QUESTION) -> list[list[str]]:

@@ -10,8 +10,9 @@ both with `db`; it never reaches into the index or runs SQL itself.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from cachetools import LRUCache
 
 from bot.knowledge import KnowledgeBase
 from bot.records import Database
@@ -35,15 +36,13 @@ class RecentThreads:
 
     def __init__(self, limit: int = RECENT_THREADS) -> None:
         self.limit = limit
-        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._threads: LRUCache[tuple[str, str], None] = LRUCache(maxsize=limit)
         self._lock = threading.Lock()
 
     def add(self, channel: str, thread_ts: str) -> None:
         with self._lock:
-            self._threads[(channel, thread_ts)] = None
-            self._threads.move_to_end((channel, thread_ts))
-            if len(self._threads) > self.limit:
-                self._threads.popitem(last=False)
+            self._threads.pop((channel, thread_ts), None)  # seen again: the most recently used
+            self._threads[(channel, thread_ts)] = None  # the least recently used out
 
     def __contains__(self, key: tuple[str, str]) -> bool:
         with self._lock:

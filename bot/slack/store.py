@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from cachetools import FIFOCache
 
 from sqlalchemy import Column, Index, Text, delete, func, text, update
 from sqlalchemy.dialects.postgresql import insert
@@ -69,16 +70,14 @@ class Deduper:
 
     def __init__(self, db: Database) -> None:
         self.engine = db.engine
-        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent: FIFOCache[str, None] = FIFOCache(maxsize=MEMORY_KEYS)
         self._lock = threading.Lock()
 
     def claim(self, key: str) -> bool:
         with self._lock:  # the cheap check first: most duplicates hit the same process
             if key in self._recent:
                 return False
-            self._recent[key] = None
-            if len(self._recent) > MEMORY_KEYS:
-                self._recent.popitem(last=False)
+            self._recent[key] = None  # the oldest key out
         try:
             with Session(self.engine) as s:
                 inserted = s.execute(insert(DeliveryClaim).values(key=key, seen_at=utcnow())
