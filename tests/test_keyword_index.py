@@ -25,7 +25,7 @@ def _sync(index, root, source):
 def _search_texts(index) -> list[tuple[str, str, str]]:
     """(node_id, access, what BM25 indexes) of every child, in the index's row order."""
     with index.session() as s:
-        rows = index.store.keyword_chunks(s)
+        rows = [chunk for batch in index.store.keyword_chunk_batches(s, 10_000) for chunk in batch]
     return [(r.node_id, r.access, analyze(chunk_search_text(r.text, r.title, r.heading_path, r.path))) for r in rows]
 
 

@@ -259,7 +259,7 @@ class KeywordIndex:
 
     # -- saving -------------------------------------------------------------------------------
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytearray:
         """The index as one blob (merged first): what a replica loads instead of tokenising.
 
         An 8-byte header length, a JSON header (names, and where each array lies), then each
@@ -279,10 +279,10 @@ class KeywordIndex:
         out = bytearray(start + offset)
         out[:8] = len(header).to_bytes(8, "little")
         out[8 : 8 + len(header)] = header
-        for name, array in arrays.items():
+        for name, array in arrays.items():  # each array copied once, straight into the blob
             at = start + layout[name][2]
-            out[at : at + array.nbytes] = np.ascontiguousarray(array).tobytes()
-        return bytes(out)
+            np.frombuffer(out, np.uint8, array.nbytes, at)[:] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        return out
 
     @classmethod
     def from_bytes(cls, blob: bytes | bytearray) -> KeywordIndex:

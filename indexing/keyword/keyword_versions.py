@@ -126,7 +126,7 @@ def publish(engine: Engine) -> tuple[int, bool]:
         return current, True
 
 
-def save_base(engine: Engine, generation_: int, terms_version: str, chunks: int, payload: bytes,
+def save_base(engine: Engine, generation_: int, terms_version: str, chunks: int, payload: bytes | bytearray,
               part_bytes: int = PART_BYTES) -> bool:
     """Save a base at a published generation (never one older than the newest saved), in parts of
     at most `part_bytes`, then drop what no reader can need any more: every base but the two

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -270,31 +270,27 @@ class ChunkStore:
         # out of order; the gate reads the first hit as the vector leg's top page.
         return sorted(hits, key=lambda h: h.score, reverse=True)
 
-    def keyword_chunks(self, session: Session, doc_ids: list[str] | None = None) -> list[KeywordChunk]:
-        """The children of these documents (None: of all) with what the keyword leg indexes."""
+    def _keyword_select(self) -> Select[Any]:
+        """The children with what the keyword leg indexes, in node-id order (a fresh build's order)."""
         meta = self.table.metadata_
-        query = select(
+        return select(
             self.table.node_id, self.table.text,
             *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
-        )
-        if doc_ids is None:
-            return [KeywordChunk(**row._mapping) for row in session.execute(query.order_by(self.table.node_id))]
+        ).order_by(self.table.node_id)
+
+    def keyword_chunks(self, session: Session, doc_ids: list[str]) -> list[KeywordChunk]:
+        """The children of these documents with what the keyword leg indexes."""
         found: list[KeywordChunk] = []
         for start in range(0, len(doc_ids), 1000):
             batch = doc_ids[start : start + 1000]
             found += [KeywordChunk(**row._mapping) for row in session.execute(
-                query.where(meta["ref_doc_id"].astext.in_(batch)).order_by(self.table.node_id))]
+                self._keyword_select().where(self.table.metadata_["ref_doc_id"].astext.in_(batch)))]
         return found
 
     def keyword_chunk_batches(self, session: Session, size: int) -> Iterator[list[KeywordChunk]]:
-        """Every child with what the keyword leg indexes, in node-id order, `size` at a time, read
-        through a server-side cursor: a million chunks' texts are never in memory together."""
-        meta = self.table.metadata_
-        query = select(
-            self.table.node_id, self.table.text,
-            *(meta[key].astext.label(key) for key in ("doc_id", "parent_id", "access", "title", "heading_path", "path")),
-        ).order_by(self.table.node_id).execution_options(yield_per=size)
-        for rows in session.execute(query).partitions(size):
+        """Every child with what the keyword leg indexes, `size` at a time, read through a
+        server-side cursor: a million chunks' texts are never in memory together."""
+        for rows in session.execute(self._keyword_select().execution_options(yield_per=size)).partitions(size):
             yield [KeywordChunk(**row._mapping) for row in rows]
 
     def texts(self, session: Session, node_ids: list[str]) -> dict[str, str]:
