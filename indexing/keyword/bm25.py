@@ -231,8 +231,9 @@ class Bm25Index:
     @property
     def behind(self) -> bool:
         """Whether a version was announced that the server this process reads from has not
-        replayed yet (it is being followed)."""
-        return self._follower.behind
+        replayed yet (it is being followed). Against the version held in memory, whoever caught
+        up — the follower or a question — not the follower's own record of it, which lags its step."""
+        return (self.version or 0) < self._follower.wanted
 
     def close(self) -> None:
         """Stop following (the process is stopping)."""

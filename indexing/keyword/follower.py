@@ -46,10 +46,10 @@ class Follower:
             self._changed.notify()
 
     @property
-    def behind(self) -> bool:
-        """Whether a version was announced that is not held yet."""
+    def wanted(self) -> int:
+        """The newest version asked for (0: none)."""
         with self._changed:
-            return self._held < self._wanted
+            return self._wanted
 
     def stop(self) -> None:
         with self._changed:
