@@ -24,6 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from indexing.storage.binary_copy import copy_column_into
 from indexing.storage.locks import advisory_lock
 from indexing.storage.notify import notify
 from indexing.storage.index_tables import GENERATION_KEY, RUNNER_ID
@@ -76,24 +77,24 @@ def changes_since(session: Session, after: int) -> int:
 
 def latest_base(session: Session, upto: int, terms_version: str) -> Base | None:
     row = session.execute(text(
-        "SELECT generation, payload FROM keyword_bases WHERE generation <= :u AND terms_version = :t "
+        "SELECT generation FROM keyword_bases WHERE generation <= :u AND terms_version = :t "
         "AND generation >= :floor ORDER BY generation DESC LIMIT 1"
     ), {"u": upto, "t": terms_version, "floor": log_floor(session)}).first()
     if row is None:
         return None
-    generation = row.generation
-    # Read part by part into one buffer: the whole base is held once, plus one part in flight.
-    sizes = session.execute(text("SELECT part, length(payload) FROM keyword_base_parts WHERE generation = :g "
-                                 "ORDER BY part"), {"g": row.generation}).all()
-    payload = bytearray(len(row.payload) + sum(size for _, size in sizes))
-    payload[: len(row.payload)] = row.payload
-    at = len(row.payload)
-    row = None  # the first part's memory back before the next is read
-    for part, size in sizes:
-        payload[at : at + size] = session.execute(
-            text("SELECT payload FROM keyword_base_parts WHERE generation = :g AND part = :p"),
-            {"g": generation, "p": part}).scalar_one()
-        at += size
+    generation = int(row.generation)
+    # The first part (in keyword_bases) and the rest, in order, written into one buffer as they
+    # arrive over a binary COPY: the base is held once, and never as hex text (binary_copy).
+    sizes = session.execute(text(
+        "SELECT length(payload) FROM keyword_bases WHERE generation = :g "
+        "UNION ALL SELECT length(payload) FROM keyword_base_parts WHERE generation = :g"), {"g": generation}).scalars()
+    payload = bytearray(sum(sizes))
+    written = copy_column_into(session, (
+        f"SELECT payload FROM (SELECT 0 AS part, payload FROM keyword_bases WHERE generation = {generation} "
+        f"UNION ALL SELECT part, payload FROM keyword_base_parts WHERE generation = {generation}) AS base ORDER BY part"
+    ), payload)
+    if written != len(payload):
+        raise RuntimeError(f"keyword base {generation}: read {written:,} of its {len(payload):,} bytes")
     return Base(generation, payload)
 
 
