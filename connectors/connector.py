@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from connectors.access import WILDCARD
+from sources.access import WILDCARD
 from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, UNKNOWN_SCOPE, SourceDocument, Unreadable
-from connectors.sources import CONFLUENCE_KINDS, SourceConfig, SourcesError
+from sources.file import CONFLUENCE_KINDS, SourceConfig, SourcesError
 
 if TYPE_CHECKING:
     from connectors.markdown import Listing

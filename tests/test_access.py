@@ -32,9 +32,9 @@ from bot.slack import blocks
 from bot.messages import NOT_HERE, SHARE_REFUSED
 from bot.slack.audiences import SlackAccess, shared_with_other_organisations
 from bot.records.question_log import document_access
-from connectors.access import AccessConfig, ScopeRule, visible_scopes
+from sources.access import AccessConfig, ScopeRule, visible_scopes
 from connectors.connector import SpaceScoped, open_connector
-from connectors.sources import (
+from sources.file import (
     SourceConfig,
     SourcesError,
     load_access,

@@ -619,7 +619,7 @@ def test_xml_pages_with_view_restrictions_are_skipped_never_published_under_thei
     one access scope or per space; an Edit restriction (who may change a page) restricts no reader."""
     from connectors.connector import open_connector
     from connectors.document import RESTRICTED
-    from connectors.sources import SourceConfig
+    from sources.file import SourceConfig
 
     export = tmp_path / "xml"
     shutil.copytree(XML_FIXTURE, export)

@@ -17,7 +17,7 @@ import yaml
 
 from bot.serve import HEALTH_PATH, LIVE_PATH, web_app
 from bot.settings import Settings
-from connectors.sources import read_sources_file
+from sources.file import read_sources_file
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 BIN = Path(sys.executable).parent

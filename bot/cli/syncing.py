@@ -53,7 +53,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     and with the settings it was last synced with unless options say otherwise."""
     import dataclasses
 
-    from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
+    from sources.file import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
     from indexing.ingest import indexed_sources
 
     configured = root.sources
@@ -131,7 +131,7 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
 
     from connectors.connector import open_connector
     from bot.knowledge import sync_counts
-    from connectors.sources import SourcesError
+    from sources.file import SourcesError
 
     from bot.cli.plain_output import clean, raw
 

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from connectors.changes import Changes, IndexedPage
 from connectors.connector import ChangesConnector, IncrementalConnector, open_connector
 from connectors.document import SourceDocument
-from connectors.sources import SourceConfig
+from sources.file import SourceConfig
 from indexing.ingest import indexed_sources
 from indexing.index import Index
 from indexing.storage.locks import advisory_lock

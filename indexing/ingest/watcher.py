@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from typing import TYPE_CHECKING, cast
 
-from connectors.sources import SourceConfig
+from sources.file import SourceConfig
 from indexing.ingest.runner import SyncRunner
 
 if TYPE_CHECKING:  # for the annotation only: watchdog itself is imported in start()

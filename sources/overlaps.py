@@ -1,7 +1,7 @@
 """Where two sources overlap (one location inside another's, read under two access scopes), and
 the name `kb sync PATH` gives a location.
 
-Split out of `connectors.sources` (which re-exports `overlap`): a remote source (Confluence over
+Split out of `sources.file` (which re-exports `overlap`): a remote source (Confluence over
 REST) has no location on disk, so it never overlaps a folder or an export.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from connectors.sync_rules import SourcesError
+from sources.sync_rules import SourcesError
 
 
 class PlacedSource(Protocol):
-    """What the overlap check reads of a source (`connectors.sources.SourceConfig`). A protocol,
-    not that class, because `connectors.sources` reads this module."""
+    """What the overlap check reads of a source (`sources.file.SourceConfig`). A protocol,
+    not that class, because `sources.file` reads this module."""
 
     @property
     def name(self) -> str: ...

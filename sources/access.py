@@ -3,7 +3,7 @@ into the access scopes retrieval may search.
 
 Every document carries an access scope (its source's `access`, or for Confluence its space's).
 The sources file says where each scope is visible (`[scopes.NAME]`, parsed in
-`connectors.sources`):
+`sources.file`):
 
 - `channels`: Slack channel ids where the scope is visible to everyone in the channel
   (`"*"`: every channel of the workspace);

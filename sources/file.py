@@ -21,7 +21,7 @@
     location = "exports/all-spaces.zip"
     access = { HR = "hr-private", "*" = "public" }   # Confluence: per space key ("*": other spaces)
 
-    [scopes.hr-private]               # where a scope is visible (see connectors.access)
+    [scopes.hr-private]               # where a scope is visible (see sources.access)
     channels = ["C0HRTEAM1"]          # everyone in these channels ("*": every channel)
     users = ["U0ALICE01"]             # direct messages with Docent: these users ("*": every member)
     usergroups = ["S0HRSTAFF"]        # ... and the members of these user groups
@@ -42,8 +42,8 @@ at start with the file, the table and the key; so do two sources whose locations
 inside the other, or the same) with different access, unless one sets `allow_overlap = true`.
 A `kind = "confluence"` source is read over REST from a `url` instead of a `location`; its
 settings (spaces, cql, credentials' environment variables, restrictions) are checked by
-`connectors.remote_sources`. Globs follow gitignore rules (`connectors.globs`);
-schedules and deletion limits are parsed by `connectors.sync_rules`.
+`sources.remote`. Globs follow gitignore rules (`connectors.globs`);
+schedules and deletion limits are parsed by `sources.sync_rules`.
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from connectors.channels import ChannelsConfig, parse_channels
-from connectors.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
+from sources.channels import ChannelsConfig, parse_channels
+from sources.access import SHARED_CHOICES, SHARED_PUBLIC, WILDCARD, AccessConfig, ScopeRule
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
-from connectors.remote_sources import ConfluenceRemote, parse_remote
-from connectors.source_overlaps import adhoc_name, check_overlaps, overlap
-from connectors.sync_rules import (
+from sources.remote import ConfluenceRemote, parse_remote
+from sources.overlaps import adhoc_name, check_overlaps, overlap
+from sources.sync_rules import (
     MAX_DELETE_EXPECTED,
     DeletionLimit,
     Schedule,
@@ -148,7 +148,7 @@ class SourcesFile:
     sources: list[SourceConfig]
     access: AccessConfig
     synonyms: dict[str, list[str]] = field(default_factory=dict)  # the asker's word → the wiki's words
-    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (sources.channels)
 
 
 # -- the file's shape, checked by pydantic (types, unknown keys); meaning is checked below --------
@@ -170,7 +170,7 @@ class _SourceTable(_Table):
     schedule: str | None = None
     max_delete: int | str | None = None
     allow_overlap: bool = False
-    # kind = "confluence" (connectors.remote_sources)
+    # kind = "confluence" (sources.remote)
     url: str | None = None
     spaces: list[str] | None = None
     cql: str | None = None

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from connectors.sync_rules import SourcesError
+from sources.sync_rules import SourcesError
 
 EXPORT_KINDS = ("confluence-html", "confluence-xml")  # may set `attachments` too (connectors.export_attachments)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

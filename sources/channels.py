@@ -6,13 +6,13 @@
     sources = ["handbook"]       # optional: answer only from these sources
 
 `sources` only ever narrows what a channel's answers may draw on: the channel's audience keeps
-the scopes it sees (`connectors.access`) *and* those the named sources carry, never more.
+the scopes it sees (`sources.access`) *and* those the named sources carry, never more.
 Retrieval filters by access scope, so narrowing to a source is exact only when no other source
 shares one of its scopes; a `sources` list that cannot be honoured exactly (another source
 carries the same scope) or that names a scope the channel cannot see stops Docent at start,
 rather than quietly answering from more (or nothing) — give the source an access scope of its own.
 
-Checked with the rest of the sources file (`connectors.sources.read_sources_file`): an unknown
+Checked with the rest of the sources file (`sources.file.read_sources_file`): an unknown
 key, a channel id that is not one, an unknown source name or a malformed escalation id stops
 Docent with the file, the table and the key.
 """
@@ -26,13 +26,13 @@ from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from connectors.access import AccessConfig, Audience, visible_scopes
-from connectors.sync_rules import SourcesError
+from sources.access import AccessConfig, Audience, visible_scopes
+from sources.sync_rules import SourcesError
 
 
 class NamedSource(Protocol):
-    """What the channel rules read of a source (`connectors.sources.SourceConfig`): its name and
-    scopes. A protocol, not that class, because `connectors.sources` reads this module."""
+    """What the channel rules read of a source (`sources.file.SourceConfig`): its name and
+    scopes. A protocol, not that class, because `sources.file` reads this module."""
 
     @property
     def name(self) -> str: ...

@@ -1,0 +1,1 @@
+"""The sources file's model: which wikis Docent reads, how, and who sees what."""
