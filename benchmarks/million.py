@@ -257,7 +257,7 @@ def sizes(index) -> list[tuple[str, str]]:
 def answers(index, questions: list[dict], repeat: int) -> list[tuple[str, str]]:
     """Every eval question asked with and without the built-in reader, alternating, scope public."""
     from bot.knowledge import KnowledgeBase
-    from sources.access import Audience
+    from sources import Audience
 
     kb, audience, reader = KnowledgeBase(index), Audience.limited(["public"]), index.rerank
     totals: dict[str, list[float]] = {"reader": [], "no reader": []}

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bot.answering import Answer, answer_question
-from sources.access import Audience
-from sources.file import SourceConfig
+from sources import Audience, SourceConfig
 from indexing.index import Index
 from indexing.ingest import SyncReport, SyncRunner, indexed_sources
 from indexing.storage import IndexStatus, index_status

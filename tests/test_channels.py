@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sources.access import CHANNEL, Audience
-from sources.file import read_sources_file
-from sources.sync_rules import SourcesError
+from sources import CHANNEL, Audience, SourcesError, read_sources_file
 
 HEAD = """
 [[source]]

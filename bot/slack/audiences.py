@@ -42,8 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.records import ChannelKind
-from sources.channels import ChannelsConfig
-from sources.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
+from sources import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, ChannelsConfig, audience_for
 from connectors.document import PUBLIC
 
 log = logging.getLogger(__name__)

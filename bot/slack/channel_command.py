@@ -12,7 +12,7 @@ from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 
 if TYPE_CHECKING:
-    from sources.channels import ChannelSettings
+    from sources import ChannelSettings
 
 
 def show_channel(services: Services, ack, command: dict, respond, text: str) -> None:

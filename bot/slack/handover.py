@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from bot.answering import Answer
     from bot.slack.audiences import SlackAccess
-    from sources.channels import ChannelSettings
+    from sources import ChannelSettings
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
-from sources.access import SHARED
+from sources import SHARED
 from indexing.search import Outcome
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from bot.slack.audiences import SlackAccess
 from bot.slack.resync_runs import Resyncs
 from bot.slack.store import Deduper
 from bot.slack.workers import CountingPool
-from sources.channels import ChannelsConfig
+from sources import ChannelsConfig
 
 RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
 
