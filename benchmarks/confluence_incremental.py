@@ -29,7 +29,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "tests"))
     from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 
-    from connectors.sources import read_sources_file
+    from sources import read_sources_file
     from indexing.ingest.runner import SyncRunner
 
     os.environ["BENCH_CONFLUENCE_EMAIL"], os.environ["BENCH_CONFLUENCE_TOKEN"] = EMAIL, TOKEN

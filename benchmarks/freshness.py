@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
 
-    from connectors.sources import SourceConfig
+    from sources import SourceConfig
     from indexing.search.retrieval import retrieve
     from indexing.ingest.runner import SyncRunner
     from indexing.ingest.watcher import Watcher

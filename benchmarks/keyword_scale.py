@@ -207,7 +207,7 @@ def one_size(size: int, args, questions: list[str], corpus) -> dict:
 
 def end_to_end(index, home: Path, rounds: int) -> list[float]:
     """Saved page → found by another reader's keyword leg, with the watcher and the real model."""
-    from connectors.sources import SourceConfig
+    from sources import SourceConfig
     from indexing.keyword.bm25 import Bm25Index
     from indexing.ingest.runner import SyncRunner
     from indexing.ingest.watcher import Watcher

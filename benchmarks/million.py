@@ -257,7 +257,7 @@ def sizes(index) -> list[tuple[str, str]]:
 def answers(index, questions: list[dict], repeat: int) -> list[tuple[str, str]]:
     """Every eval question asked with and without the built-in reader, alternating, scope public."""
     from bot.knowledge import KnowledgeBase
-    from connectors.access import Audience
+    from sources import Audience
 
     kb, audience, reader = KnowledgeBase(index), Audience.limited(["public"]), index.rerank
     totals: dict[str, list[float]] = {"reader": [], "no reader": []}
@@ -400,7 +400,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from bot.knowledge import KnowledgeBase
-from connectors.access import Audience
+from sources.access import Audience
 from indexing.config import IndexConfig
 from indexing.index import Index
 index = Index(IndexConfig(home=Path(sys.argv[1])))

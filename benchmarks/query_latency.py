@@ -51,7 +51,7 @@ def main() -> None:
     stored_vectors = bot.answering.lead.stored_vectors
 
     from bot.knowledge import KnowledgeBase
-    from connectors.access import Audience
+    from sources import Audience
     from connectors.markdown import MarkdownFolder
     from indexing.ingest.sync import sync_documents
 

@@ -411,7 +411,7 @@ def main() -> None:
     run_started = time.perf_counter()
 
     from bot.knowledge import KnowledgeBase
-    from connectors.access import Audience
+    from sources import Audience
     from indexing.vectors.embedding import TorchEmbedder
 
     questions = eval_questions()

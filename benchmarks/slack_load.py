@@ -86,7 +86,7 @@ class Churn(threading.Thread):
 
 def churn_source(workdir: Path):
     """A temporary copy of the Clef handbook (or of the sample wiki) as a Markdown source."""
-    from connectors.sources import SourceConfig
+    from sources import SourceConfig
 
     clef = SHARED / "clef-handbook"
     origin = clef if clef.is_dir() else REPO / "sample-wiki"

@@ -51,7 +51,7 @@ def questions(corpus: str) -> list[dict]:
 
 def measure(corpus: str, home: Path) -> dict:
     from bot.settings import SAMPLE_SOURCES
-    from connectors.sources import load_synonyms
+    from sources import load_synonyms
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.search.retrieval import retrieve

@@ -1,7 +1,7 @@
 """KnowledgeBase: the one surface for asking — `sync`, `ask`, `status`, `sources`, `forget`.
 
 The `kb` command line, the Slack app, `kb eval` and the benchmarks call this class, not the
-index's parts: the question of *who* reads an answer is an `Audience` (`connectors.access`),
+index's parts: the question of *who* reads an answer is an `Audience` (`sources.access`),
 decided once by the caller and passed in, and everything below filters on it. What else the
 Slack app shows of the wiki comes from here too, already narrowed to what it needs: `pages`
 (titles and scopes of cited pages), `page_titles` (the assistant's prompts), `source_pages`
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bot.answering import Answer, answer_question
-from connectors.access import Audience
-from connectors.sources import SourceConfig
+from sources import Audience, SourceConfig
 from indexing.index import Index
 from indexing.ingest import SyncReport, SyncRunner, indexed_sources
 from indexing.storage import IndexStatus, index_status

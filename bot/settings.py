@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.access import AccessConfig
-from connectors.channels import ChannelsConfig
-from connectors.sources import SourceConfig, load_access, load_sources, load_synonyms, read_sources_file
+from sources import AccessConfig, ChannelsConfig, SourceConfig, load_access, load_sources, load_synonyms, read_sources_file
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:

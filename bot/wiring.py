@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.knowledge import KnowledgeBase
     from bot.settings import Settings
-    from connectors.sources import SourceConfig
+    from sources import SourceConfig
     from indexing.index import Index
     from indexing.ingest import SyncRunner, Watcher
 
@@ -57,7 +57,7 @@ def open_index(settings: Settings) -> Index:
 
 
 def _from_sources_file(read: Callable[[], Any]) -> Any:
-    from connectors.sources import SourcesError
+    from sources import SourcesError
 
     try:
         return read()

@@ -1,1 +1,1 @@
-"""Connectors: each source kind turned into `SourceDocument`s, the sources file, and the access rule."""
+"""Connectors: each source kind turned into `SourceDocument`s, told its own settings (the sources file is `sources`'s)."""

@@ -24,7 +24,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from connectors.remote_sources import ConfluenceRemote, Credentials
+from connectors.confluence_config import ConfluenceRemote, Credentials
 
 log = logging.getLogger(__name__)
 

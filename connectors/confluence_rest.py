@@ -38,15 +38,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from connectors.access import WILDCARD
 from connectors.attachments import FileLimits, FileRefused, NoText, convert, wanted
 from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, PageError
 from connectors.confluence_common import Deadline, page_url
+from connectors.confluence_config import ConfluenceRemote
 from connectors.confluence_storage import storage_to_markdown
 from connectors.confluence_v2 import pages_with_bodies
 from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, SourceDocument, Unreadable
-from connectors.remote_sources import ConfluenceRemote
+from connectors.space_access import WILDCARD
 
 log = logging.getLogger(__name__)
 

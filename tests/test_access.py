@@ -32,15 +32,18 @@ from bot.slack import blocks
 from bot.messages import NOT_HERE, SHARE_REFUSED
 from bot.slack.audiences import SlackAccess, shared_with_other_organisations
 from bot.records.question_log import document_access
-from connectors.access import AccessConfig, ScopeRule, visible_scopes
-from connectors.connector import SpaceScoped, open_connector
-from connectors.sources import (
+from sources import (
+    AccessConfig,
+    ScopeRule,
     SourceConfig,
     SourcesError,
     load_access,
     load_sources,
+    open_connector,
     read_sources_file,
+    visible_scopes,
 )
+from connectors.space_access import SpaceScoped
 from indexing.ingest import indexed_sources
 from indexing.ingest.runner import SyncRunner
 

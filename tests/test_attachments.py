@@ -14,7 +14,7 @@ from sqlmodel import select
 from tests.support import office_files
 from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 from connectors.attachments import FileLimits, FileRefused, NoText, convert
-from connectors.sources import read_sources_file
+from sources import read_sources_file
 from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, ParentSection, Status
 from indexing.search.retrieval import retrieve

@@ -1,4 +1,4 @@
-"""`[channels.C…]` in the sources file (`connectors.channels`): parsed and checked at start with
+"""`[channels.C…]` in the sources file (`sources.channels`): parsed and checked at start with
 the rest of the file, and `sources` only ever narrows a channel's scopes."""
 
 from __future__ import annotations
@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.access import CHANNEL, Audience
-from connectors.sources import read_sources_file
-from connectors.sync_rules import SourcesError
+from sources import CHANNEL, Audience, SourcesError, read_sources_file
 
 HEAD = """
 [[source]]

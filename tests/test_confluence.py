@@ -617,9 +617,8 @@ def test_xml_pages_with_view_restrictions_are_skipped_never_published_under_thei
     """A ContentPermissionSet of type View (as real exports write it) on Runbooks (201) restricts it
     and its child Overview (202): both SKIPPED with the reason, under no audience's scope — with
     one access scope or per space; an Edit restriction (who may change a page) restricts no reader."""
-    from connectors.connector import open_connector
+    from sources import SourceConfig, open_connector
     from connectors.document import RESTRICTED
-    from connectors.sources import SourceConfig
 
     export = tmp_path / "xml"
     shutil.copytree(XML_FIXTURE, export)

@@ -17,8 +17,8 @@ from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
 from connectors.confluence_api import ApiSettings, ConfluenceUnavailable
 from connectors.confluence_rest import RESTRICTED, ConfluenceRest
 from connectors.confluence_xml import ConfluenceXmlExport
-from connectors.connector import ChangesConnector, open_connector
-from connectors.sources import SourcesError, read_sources_file
+from connectors.connector import ChangesConnector
+from sources import SourcesError, open_connector, read_sources_file
 from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
 from indexing.search.retrieval import retrieve

@@ -31,7 +31,7 @@ from tests.support.slack_harness import (
 from bot.slack import blocks
 from bot.cli import app as kb_cli
 from bot.messages import SHARE_REFUSED
-from connectors.sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
+from sources import DeletionLimit, SourceConfig, SourcesError, load_sources, read_sources_file
 from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
 from indexing.search.retrieval import retrieve

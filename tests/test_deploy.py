@@ -17,7 +17,7 @@ import yaml
 
 from bot.serve import HEALTH_PATH, LIVE_PATH, web_app
 from bot.settings import Settings
-from connectors.sources import read_sources_file
+from sources import read_sources_file
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 BIN = Path(sys.executable).parent
@@ -43,7 +43,7 @@ def test_the_image_runs_kb_serve_as_a_non_root_user_with_a_health_check_and_cpu_
     assert "download.pytorch.org/whl/cpu torch==" in text
     assert "USER 10001:10001" in text and 'CMD ["kb", "serve", "--host", "0.0.0.0", "--port", "3000"]' in text
     assert f"http://127.0.0.1:3000{HEALTH_PATH}" in text and "KB_HOME=/data" in text
-    for name in ("bot/", "connectors/", "indexing/", "sample-wiki/", "pyproject.toml"):
+    for name in ("bot/", "connectors/", "indexing/", "sources/", "sample-wiki/", "pyproject.toml"):
         assert f"COPY {name}" in text or f" {name}" in text
 
 

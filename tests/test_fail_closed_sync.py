@@ -38,9 +38,8 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from bot.cli import app as kb_cli
-from connectors.connector import open_connector
+from sources import DeletionLimit, SourceConfig, SourcesError, open_connector, read_sources_file
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
-from connectors.sources import DeletionLimit, SourceConfig, SourcesError, read_sources_file
 from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
 from indexing.search.retrieval import retrieve

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from connectors.sources import SourceConfig, SourcesError, load_sources, parse_schedule
+from sources import SourceConfig, SourcesError, load_sources, parse_schedule
 from indexing.storage.index_tables import DocumentRecord, ParentSection, Status, SyncRun
 from indexing.search.retrieval import retrieve
 from indexing.ingest.runner import SyncRunner

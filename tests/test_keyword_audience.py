@@ -22,7 +22,7 @@ from bot.knowledge import KnowledgeBase
 from bot.slack.blocks import answer_blocks
 from tests.support.corpora import SAMPLE_WIKI
 from tests.support.databases import scratch_database
-from connectors.access import AccessConfig, ScopeRule, audience_for
+from sources import AccessConfig, ScopeRule, audience_for
 from connectors.markdown import MarkdownFolder
 from indexing.ingest import indexed_sources
 from indexing.keyword import keyword_versions

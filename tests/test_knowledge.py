@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from sqlalchemy import event
 
 from bot.knowledge import KnowledgeBase
-from connectors.access import CHANNEL, Audience
+from sources import CHANNEL, Audience
 
 READS = ("SELECT", "WITH", "SET", "SHOW", "BEGIN", "COMMIT", "ROLLBACK")
 
@@ -58,7 +58,7 @@ def test_an_audience_that_sees_nothing_gets_no_pages_and_no_counts(index, sample
 
 
 def test_audience_for_names_its_kind_and_keeps_who_asked():
-    from connectors.access import DIRECT, SHARED, SHARED_NONE, AccessConfig, ScopeRule, audience_for
+    from sources import DIRECT, SHARED, SHARED_NONE, AccessConfig, ScopeRule, audience_for
 
     config = AccessConfig(scopes={"hr": ScopeRule(channels=frozenset({"C1"}), usergroups=frozenset({"S1"}))})
     channel = audience_for(config, "C1", "U9", [], is_dm=False, is_shared=False)
@@ -77,7 +77,7 @@ def test_slack_access_without_a_client_looks_nothing_up():
     """`kb ask --as-channel/--as-user` with no bot token: the same SlackAccess, offline — a
     conversation is shared only when the caller says so, and user groups grant nothing."""
     from bot.slack.audiences import SlackAccess
-    from connectors.access import AccessConfig, ScopeRule
+    from sources import AccessConfig, ScopeRule
 
     config = AccessConfig(scopes={"hr": ScopeRule(channels=frozenset({"C1"}), users=frozenset({"U1"}),
                                                   usergroups=frozenset({"S1"}))})

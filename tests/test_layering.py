@@ -1,8 +1,9 @@
-"""The floor plan holds: imports point one way (connectors ← indexing ← bot), no product module
-imports itself back through others (an import circle, counting imports made inside functions and
-those made only for type checking), bot enters a room only through its public face (the names in
-the room's `__all__`), no product module is over 450 lines, and no test imports the benchmarks
-(what tests check lives in the product, in training/ or in tests/support/).
+"""The floor plan holds: imports point one way (connectors ← sources ← indexing ← bot), no product
+module imports itself back through others (an import circle, counting imports made inside functions
+and those made only for type checking), bot enters a room only through its public face (the names in
+the room's `__all__`), indexing and bot read the sources file's model only through the face of
+`sources`, no product module is over 450 lines, and no test imports the benchmarks (what tests check
+lives in the product, in training/ or in tests/support/).
 
 Read from the source with `ast`, without importing anything, so a circle is caught even where
 Python would tolerate it at run time — but for the faces, which are also loaded once: each name is
@@ -23,7 +24,7 @@ from indexing.faces import homes
 
 from tests.support.corpora import REPO
 
-LAYERS = ("connectors", "indexing", "bot")  # each may import only those before it
+LAYERS = ("connectors", "sources", "indexing", "bot")  # each may import only those before it
 MAX_LINES = 450
 # Over the cap, with the reason and what ends it. Nothing else may join this list.
 OVER_THE_CAP: dict[str, str] = {}
@@ -31,6 +32,9 @@ OVER_THE_CAP: dict[str, str] = {}
 # import Hit`), never from the module behind it; a room of bot's is entered the same way from outside it.
 FACES = ("indexing.storage", "indexing.vectors", "indexing.keyword", "indexing.ingest", "indexing.search",
          "bot.answering", "bot.records", "bot.quality")
+# The sources file's model has a face too, its names imported with the package (nothing behind it is
+# heavy, and `kb --help` imports none of it): indexing and bot import them from `sources` only.
+SOURCES_FACE = "sources"
 # Modules of bot still reaching behind a face, with the reason and what ends it. Nothing else may join.
 BEHIND_A_FACE: dict[str, str] = {}
 
@@ -120,6 +124,10 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+def test_every_layer_is_read():
+    assert [layer for layer in LAYERS if not any(m.split(".")[0] == layer for m in MODULES)] == []
+
+
 def test_no_import_circle_in_product_code():
     assert _circles(_graph()) == []
 
@@ -158,8 +166,8 @@ def test_no_test_imports_the_benchmarks():
 
 
 def _face(module: str) -> str | None:
-    """The face a module sits behind (its room's package), if any."""
-    return next((face for face in FACES if module == face or module.startswith(face + ".")), None)
+    """The face a module sits behind (its room's package, or `sources`), if any."""
+    return next((face for face in (*FACES, SOURCES_FACE) if module == face or module.startswith(face + ".")), None)
 
 
 @cache
@@ -172,9 +180,9 @@ def _public(face: str) -> frozenset[str]:
     return frozenset()
 
 
-def _behind_faces(module: str, source: str) -> list[str]:
-    """The imports of `module` (anywhere in `source`) that reach behind another room's face: a module
-    inside the room, or a name the face does not offer."""
+def _behind_faces(module: str, source: str, faces: tuple[str, ...] = (*FACES, SOURCES_FACE)) -> list[str]:
+    """The imports of `module` (anywhere in `source`) that reach behind another room's face (one of
+    `faces`): a module inside the room, or a name the face does not offer."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -185,7 +193,7 @@ def _behind_faces(module: str, source: str) -> list[str]:
             continue
         for target, name in targets:
             face = _face(target)
-            if face is None or face == _face(module):
+            if face is None or face not in faces or face == _face(module):
                 continue
             if target != face or (name is not None and name not in _public(face)):
                 found.append(f"{module}: {target}" + (f" import {name}" if name else ""))
@@ -193,7 +201,7 @@ def _behind_faces(module: str, source: str) -> list[str]:
 
 
 def test_every_room_has_a_public_face():
-    assert [face for face in FACES if not _public(face)] == []
+    assert [face for face in (*FACES, SOURCES_FACE) if not _public(face)] == []
 
 
 def test_bot_enters_a_room_only_through_its_face():
@@ -203,6 +211,19 @@ def test_bot_enters_a_room_only_through_its_face():
         if module.startswith("bot.") and relative not in BEHIND_A_FACE:
             reaching += _behind_faces(module, path.read_text(encoding="utf-8"))
     assert reaching == []
+
+
+def test_indexing_enters_sources_only_through_its_face():
+    reaching = []
+    for module, path in MODULES.items():
+        if module.startswith("indexing."):
+            reaching += _behind_faces(module, path.read_text(encoding="utf-8"), faces=(SOURCES_FACE,))
+    assert reaching == []
+
+
+def test_the_sources_face_offers_every_name_it_lists():
+    package = importlib.import_module(SOURCES_FACE)
+    assert [name for name in package.__all__ if not hasattr(package, name)] == []
 
 
 def test_a_module_excused_from_the_faces_still_needs_it():
@@ -222,6 +243,11 @@ def test_reaching_behind_a_face_is_caught():
         "bot.slack.example: bot.answering.lead import render_lead",
     ]
     assert _behind_faces("bot.answering.answer", "from bot.answering.lead import render_lead\n") == []
+    source = "from sources import SourceConfig\nfrom sources.file import read_sources_file\nfrom sources import Hidden\n"
+    assert _behind_faces("indexing.ingest.runner", source, faces=(SOURCES_FACE,)) == [
+        "indexing.ingest.runner: sources.file import read_sources_file",
+        "indexing.ingest.runner: sources import Hidden",
+    ]
 
 
 @pytest.mark.parametrize("face", FACES)

@@ -173,7 +173,7 @@ def test_the_sqlmodel_classes_describe_the_migrated_tables(index, target):
 
     from indexing.vectors.sentence_vectors import TABLE as SENTENCE_VECTORS
 
-    for package in ("connectors", "indexing", "bot"):  # importing a module registers its table classes
+    for package in ("connectors", "sources", "indexing", "bot"):  # importing a module registers its table classes
         for path in sorted((REPO / package).rglob("*.py")):
             if "table=True" in path.read_text():
                 importlib.import_module(".".join(path.relative_to(REPO).with_suffix("").parts))

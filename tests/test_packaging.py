@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("bot", "connectors", "indexing")
+PACKAGES = ("bot", "connectors", "indexing", "sources")
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from bot.housekeeping import start_housekeeping, tidy
 from bot.records.question_log import Feedback, QueryLog
 from bot.settings import Settings
 from bot.slack.client import RATE_LIMIT_RETRIES, web_client
-from connectors.access import AccessConfig, ScopeRule
+from sources import AccessConfig, ScopeRule
 
 
 # -- retries -----------------------------------------------------------------------------------

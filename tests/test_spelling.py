@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.knowledge import KnowledgeBase
-from connectors.access import Audience
+from sources import Audience
 from connectors.markdown import MarkdownFolder
 from indexing.search.retrieval import retrieve
 from indexing.search.spelling import one_edit_away, repair_question

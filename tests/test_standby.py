@@ -37,7 +37,7 @@ from bot.metrics import exposition
 from bot.serve import StartupError, say_where_reads_go, serve, start_listening
 from bot.settings import Settings
 from bot.wiring import ConfigurationError, Root
-from connectors.access import Audience
+from sources import Audience
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
 from indexing.index import Index

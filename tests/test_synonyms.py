@@ -10,8 +10,7 @@ from dataclasses import replace
 import pytest
 
 from bot.knowledge import KnowledgeBase
-from connectors.access import Audience
-from connectors.sources import SourcesError, read_sources_file
+from sources import Audience, SourcesError, read_sources_file
 from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 from indexing.search.retrieval import retrieve
 from indexing.search.synonyms import EXPANSION_WEIGHT, Synonyms

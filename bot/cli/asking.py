@@ -48,13 +48,12 @@ def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
     from Slack, as in the bot; without it nothing is looked up — only user ids count, and --shared
     says whether the conversation is a Slack Connect one.
     """
-    from connectors.access import Audience
+    from sources import Audience, SourcesError
 
     if channel is None and user is None and not shared:
         return Audience.operator()
     from bot.settings import secret
     from bot.slack.audiences import SlackAccess
-    from connectors.sources import SourcesError
 
     try:
         config = settings.access_config()
@@ -71,7 +70,7 @@ def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
 
 def interactive(kb, as_json: bool = False, audience=None) -> None:
     """Questions read line by line from stdin, each answered by `kb` (a prompt on a terminal)."""
-    from connectors.access import Audience
+    from sources import Audience
 
     audience = audience or Audience.operator()
     tty = sys.stdin.isatty()

@@ -37,7 +37,7 @@ def evaluate(
         fail(str(exc))
     root = common.root(settings)
     if corpus is not None:
-        from connectors.sources import SourceConfig
+        from sources import SourceConfig
 
         run_sync(root, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
                                      adhoc=True)])

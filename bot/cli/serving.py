@@ -103,7 +103,7 @@ def gaps(
 def drafts_folder(given: str, sources) -> Path:
     """The folder `--drafts` names; never "" (which reads as the working directory) and never in a
     configured source's folder, where the next sync would index the drafts."""
-    from connectors.sources import overlap
+    from sources import overlap
 
     if not given.strip():
         fail("--drafts needs a folder: an empty value would write drafts into the working directory")

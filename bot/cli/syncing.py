@@ -53,7 +53,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     and with the settings it was last synced with unless options say otherwise."""
     import dataclasses
 
-    from connectors.sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
+    from sources import KINDS, SourceConfig, adhoc_name, check_source_name, overlap
     from indexing.ingest import indexed_sources
 
     configured = root.sources
@@ -129,9 +129,8 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
     from rich.markup import escape  # names, paths and reasons are text, never markup
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from connectors.connector import open_connector
+    from sources import SourcesError, open_connector
     from bot.knowledge import sync_counts
-    from connectors.sources import SourcesError
 
     from bot.cli.plain_output import clean, raw
 

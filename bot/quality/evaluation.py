@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.knowledge import KnowledgeBase
-from connectors.access import Audience
+from sources import Audience
 from indexing.search import Outcome
 from indexing.index import Index
 

@@ -42,7 +42,7 @@ from bot.slack.errors import apology_on_error
 from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
 from bot.slack.services import Services
-from connectors.access import SHARED
+from sources import SHARED
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Audiences in Slack: the pure rule of `connectors.access.audience_for`, fed with what only Slack
+"""Audiences in Slack: the pure rule of `sources.access.audience_for`, fed with what only Slack
 knows, each looked up with the bot token and cached for a short time (`CACHE_SECONDS`):
 
 - whether a conversation is shared with another organisation (Slack Connect): `conversations.info`
@@ -42,8 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.records import ChannelKind
-from connectors.channels import ChannelsConfig
-from connectors.access import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, audience_for
+from sources import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, ChannelsConfig, audience_for
 from connectors.document import PUBLIC
 
 log = logging.getLogger(__name__)

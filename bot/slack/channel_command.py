@@ -1,5 +1,5 @@
 """`/kb channel` (admins): how Docent behaves in the channel it is typed in — its `[channels.C…]`
-settings from the sources file (`connectors.channels`), or that it has none and answers only
+settings from the sources file (`sources.channels`), or that it has none and answers only
 when mentioned. Ephemeral, and only for admins (`KB_ADMIN_USERS`, as `/kb resync`): the list of
 people Docent hands questions over to is not everyone's business."""
 
@@ -12,7 +12,7 @@ from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
 
 if TYPE_CHECKING:
-    from connectors.channels import ChannelSettings
+    from sources import ChannelSettings
 
 
 def show_channel(services: Services, ack, command: dict, respond, text: str) -> None:

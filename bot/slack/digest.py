@@ -37,7 +37,7 @@ class DigestRun:
 
 def digest_problem(settings) -> str | None:
     """What is wrong with the digest settings, in one line (checked when `kb serve` starts), or None."""
-    from connectors.sources import SourcesError, parse_schedule
+    from sources import SourcesError, parse_schedule
 
     if not settings.kb_digest_channel:
         return None
@@ -53,7 +53,7 @@ def digest_problem(settings) -> str | None:
 def schedule_digest(scheduler, settings, kb: KnowledgeBase, client) -> bool:
     """Add the weekly job to `scheduler` (started by `indexing.ingest.scheduler.start_scheduler`, whose
     leader lock it shares); False when no digest channel is configured."""
-    from connectors.sources import parse_schedule
+    from sources import parse_schedule
 
     channel = settings.kb_digest_channel
     if not channel:

@@ -33,7 +33,7 @@ from bot.slack.errors import apology_on_error, first_line, quietly, reference_id
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
-from connectors.access import Audience
+from sources import Audience
 from indexing.storage import is_unreachable
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Hand-over: when the wiki has no answer in a channel with `escalate` (`connectors.channels`),
+"""Hand-over: when the wiki has no answer in a channel with `escalate` (`sources.channels`),
 Docent asks the people named there, once, in the question's thread:
 
     I couldn't find this in the wiki — <!subteam^S0PEOPLE1> can you help?
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from bot.answering import Answer
     from bot.slack.audiences import SlackAccess
-    from connectors.channels import ChannelSettings
+    from sources import ChannelSettings
 
 log = logging.getLogger(__name__)
 

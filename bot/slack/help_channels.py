@@ -1,4 +1,4 @@
-"""Help channels (`respond = "questions"` in `[channels.C…]`, `connectors.channels`): a top-level
+"""Help channels (`respond = "questions"` in `[channels.C…]`, `sources.channels`): a top-level
 question posted there is answered without a mention — but only when the wiki answers it.
 
 - Which messages: a person's new top-level message (not a bot's, not an edit, not a reply in a
@@ -35,7 +35,7 @@ from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
-from connectors.access import SHARED
+from sources import SHARED
 from indexing.search import Outcome
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from bot.knowledge import KnowledgeBase, sync_counts
 from bot.slack.errors import quietly
-from connectors.connector import open_connector
+from sources import open_connector
 from indexing.ingest import SyncReport
 
 log = logging.getLogger(__name__)

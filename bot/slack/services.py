@@ -21,7 +21,7 @@ from bot.slack.audiences import SlackAccess
 from bot.slack.resync_runs import Resyncs
 from bot.slack.store import Deduper
 from bot.slack.workers import CountingPool
-from connectors.channels import ChannelsConfig
+from sources import ChannelsConfig
 
 RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
 
@@ -64,4 +64,4 @@ class Services:
     resyncs: Resyncs
     answers: CountingPool
     threads: RecentThreads = field(default_factory=RecentThreads)
-    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (connectors.channels)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (sources.channels)

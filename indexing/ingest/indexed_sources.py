@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from connectors.sources import SourceConfig
+from sources import SourceConfig
 from indexing.storage.index_tables import DocumentRecord, SourceRecord, Status, SyncRun, utcnow
 
 if TYPE_CHECKING:

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 
 from connectors.changes import Changes, IndexedPage
-from connectors.connector import ChangesConnector, IncrementalConnector, open_connector
+from connectors.connector import ChangesConnector, IncrementalConnector
+from sources import SourceConfig, open_connector
 from connectors.document import SourceDocument
-from connectors.sources import SourceConfig
 from indexing.ingest import indexed_sources
 from indexing.index import Index
 from indexing.storage.locks import advisory_lock

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from connectors.sources import SourceConfig
+from sources import SourceConfig
 from indexing.storage.locks import LeaderLock
 from indexing.ingest.runner import SyncRunner
 

@@ -51,7 +51,7 @@ from sqlalchemy import text
 from sqlmodel import col, select
 
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
-from connectors.sources import DeletionLimit
+from sources import DeletionLimit
 from indexing.vectors import sentence_vectors
 from indexing.ingest.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.ingest.sentence_backfill import backfill

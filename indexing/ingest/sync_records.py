@@ -13,7 +13,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
-from connectors.sync_rules import DELETE_WINDOW_SECONDS
+from sources import DELETE_WINDOW_SECONDS
 from indexing.index import Index
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, utcnow
 from indexing.storage.store import ChunkStore

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from typing import TYPE_CHECKING, cast
 
-from connectors.sources import SourceConfig
+from sources import SourceConfig
 from indexing.ingest.runner import SyncRunner
 
 if TYPE_CHECKING:  # for the annotation only: watchdog itself is imported in start()
@@ -164,7 +164,8 @@ class _Handler:
     load watchdog with this module."""
 
     def __init__(self, watcher: Watcher, source: SourceConfig) -> None:
-        from connectors.connector import IncrementalConnector, open_connector
+        from connectors.connector import IncrementalConnector
+        from sources import open_connector
 
         self.watcher = watcher
         self.source = source

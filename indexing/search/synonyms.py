@@ -3,7 +3,7 @@
 A wiki says "annual leave"; people ask about "vacation" or "PTO". The embedding model bridges
 some of that, the keyword leg none of it: a word no page uses matches nothing. The wiki's owners
 know their vocabulary, so the sources file's `[synonyms]` table says it
-(`vacation = ["annual leave", "paid time off", "PTO"]`, parsed by `connectors.sources`):
+(`vacation = ["annual leave", "paid time off", "PTO"]`, parsed by `sources.synonyms`):
 
 - **One way**: a question holding the key (the asker's word) is also searched for the phrases
   (the wiki's words); a question holding "PTO" is not expanded to "vacation" unless "PTO" is a
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from connectors.sync_rules import SourcesError
+from sources import SourcesError
 from indexing.keyword import bm25 as bm25_module
 
 EXPANSION_WEIGHT = 0.5  # an added term's BM25 weight against a question term's 1 (docs/tuning.md, "Synonyms")
@@ -106,7 +106,7 @@ class Synonyms:
 
     @classmethod
     def from_table(cls, table: dict[str, list[str]], where: str = "[synonyms]") -> Synonyms:
-        """Analyse `connectors.sources.parse_synonyms`'s table; an entry the keyword leg cannot
+        """Analyse `sources.synonyms.parse_synonyms`'s table; an entry the keyword leg cannot
         use (a key of stop words only, two keys that are one word to it) is a `SourcesError`
         naming it, so Docent stops at start instead of silently ignoring it."""
         if not table:

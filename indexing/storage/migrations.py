@@ -10,7 +10,7 @@ migrations describe the same columns. The one exception is PGVectorStore's own c
 (`data_docent_chunks`), which LlamaIndex creates and shapes (`indexing.storage.store`).
 
 The migrations are SQL, not SQLModel metadata, so that indexing can make the bot's tables without
-importing bot (imports point connectors ← indexing ← bot), and so that a migration says exactly
+importing bot (imports point connectors ← sources ← indexing ← bot), and so that a migration says exactly
 what it does to a database that already has rows.
 
 How it runs

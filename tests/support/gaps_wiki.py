@@ -49,7 +49,7 @@ def sources_file(folder: Path) -> Path:
 @contextmanager
 def isolated_index(index, folder: Path):
     """An Index on a scratch database with the wiki synced (through the real runner); yields (index, sources file)."""
-    from connectors.sources import load_sources
+    from sources import load_sources
     from indexing.ingest.runner import SyncRunner
 
     path = sources_file(folder)

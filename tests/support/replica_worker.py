@@ -81,7 +81,7 @@ def main() -> None:
 
     from bot.slack.audiences import SlackAccess
     from bot.serve import start_listening
-    from connectors.access import AccessConfig
+    from sources import AccessConfig
     from connectors.markdown import MarkdownFolder
     from indexing.keyword import keyword_versions
     from indexing.config import IndexConfig

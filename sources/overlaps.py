@@ -1,8 +1,9 @@
 """Where two sources overlap (one location inside another's, read under two access scopes), and
 the name `kb sync PATH` gives a location.
 
-Split out of `connectors.sources` (which re-exports `overlap`): a remote source (Confluence over
-REST) has no location on disk, so it never overlaps a folder or an export.
+Checked when the sources file is read (`sources.file`); `overlap` and `adhoc_name` serve
+`kb sync PATH` too. A remote source (Confluence over REST) has no location on disk, so it never
+overlaps a folder or an export.
 """
 
 from __future__ import annotations
@@ -11,29 +12,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
-from connectors.sync_rules import SourcesError
-
-
-class PlacedSource(Protocol):
-    """What the overlap check reads of a source (`connectors.sources.SourceConfig`). A protocol,
-    not that class, because `connectors.sources` reads this module."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def location(self) -> Path: ...
-
-    @property
-    def access(self) -> str | dict[str, str]: ...
-
-    @property
-    def allow_overlap(self) -> bool: ...
-
-    @property
-    def remote(self) -> object | None: ...
+from sources.errors import SourcesError
+from sources.source import SourceConfig
 
 
 def overlap(a: Path, b: Path) -> str | None:
@@ -58,7 +39,7 @@ def _real(location: Path) -> Path:
         return Path(location).expanduser().absolute()
 
 
-def check_overlaps(sources: Sequence[PlacedSource], where: str) -> None:
+def check_overlaps(sources: Sequence[SourceConfig], where: str) -> None:
     """Two sources reading the same files under different access would index each page twice,
     once under each scope: a public wiki folder holding the restricted `hr/` folder of another
     source publishes HR's pages. Such overlaps stop Docent at start, unless one of the two sets

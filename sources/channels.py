@@ -6,13 +6,13 @@
     sources = ["handbook"]       # optional: answer only from these sources
 
 `sources` only ever narrows what a channel's answers may draw on: the channel's audience keeps
-the scopes it sees (`connectors.access`) *and* those the named sources carry, never more.
+the scopes it sees (`sources.access`) *and* those the named sources carry, never more.
 Retrieval filters by access scope, so narrowing to a source is exact only when no other source
 shares one of its scopes; a `sources` list that cannot be honoured exactly (another source
 carries the same scope) or that names a scope the channel cannot see stops Docent at start,
 rather than quietly answering from more (or nothing) — give the source an access scope of its own.
 
-Checked with the rest of the sources file (`connectors.sources.read_sources_file`): an unknown
+Checked with the rest of the sources file (`sources.file.read_sources_file`): an unknown
 key, a channel id that is not one, an unknown source name or a malformed escalation id stops
 Docent with the file, the table and the key.
 """
@@ -22,23 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from connectors.access import AccessConfig, Audience, visible_scopes
-from connectors.sync_rules import SourcesError
-
-
-class NamedSource(Protocol):
-    """What the channel rules read of a source (`connectors.sources.SourceConfig`): its name and
-    scopes. A protocol, not that class, because `connectors.sources` reads this module."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def scopes(self) -> set[str]: ...
+from sources.access import AccessConfig, Audience, visible_scopes
+from sources.errors import SourcesError, checked_table
+from sources.source import SourceConfig
 
 
 MENTION: Final = "mention"
@@ -103,7 +93,7 @@ _EXPECTED = {
 }
 
 
-def parse_channels(data: dict, where: str, sources: Sequence[NamedSource], access: AccessConfig) -> ChannelsConfig:
+def parse_channels(data: dict[str, Any], where: str, sources: Sequence[SourceConfig], access: AccessConfig) -> ChannelsConfig:
     """The `channels` tables of a parsed sources file, checked against its sources and scopes."""
     tables = data.get("channels") or {}
     if not isinstance(tables, dict):
@@ -115,12 +105,8 @@ def parse_channels(data: dict, where: str, sources: Sequence[NamedSource], acces
         if not isinstance(channel, str) or not _CHANNEL_ID.match(channel):
             raise SourcesError(f"{here}: {channel!r} is not a Slack channel id such as C0123ABCD (not a #name; "
                                f"direct messages take no channel settings)")
-        if not isinstance(table, dict):
-            raise SourcesError(f"{here}: expected a table with respond, escalate and/or sources")
-        try:
-            settings = _ChannelTable.model_validate(table)
-        except ValidationError as exc:
-            raise _shape_error(exc, here) from None
+        settings = checked_table(_ChannelTable, table, here, "a table with respond, escalate and/or sources",
+                                 lambda key, _value: _EXPECTED.get(key, "as documented"))
         for who in settings.escalate:
             if not _ESCALATE_ID.match(who):
                 raise SourcesError(f"{here}: escalate: {who!r} is not a Slack user-group id (S…) or user id (U…) "
@@ -130,8 +116,8 @@ def parse_channels(data: dict, where: str, sources: Sequence[NamedSource], acces
     return ChannelsConfig(parsed)
 
 
-def _narrowing(names: list[str] | None, by_name: Mapping[str, NamedSource], access: AccessConfig, channel: str,
-               where: str) -> dict:
+def _narrowing(names: list[str] | None, by_name: Mapping[str, SourceConfig], access: AccessConfig, channel: str,
+               where: str) -> dict[str, Any]:
     """`sources` and the scopes they carry, refused where narrowing by scope could not be exact."""
     if names is None:
         return {}
@@ -153,12 +139,3 @@ def _narrowing(names: list[str] | None, by_name: Mapping[str, NamedSource], acce
         raise SourcesError(f"{where}: sources: the access scope {hidden[0]!r} is not visible in {channel} "
                            f"(add {channel} to [scopes.{hidden[0]}] channels); sources only narrows a channel's scopes")
     return {"sources": tuple(names), "source_scopes": scopes}
-
-
-def _shape_error(exc: ValidationError, where: str) -> SourcesError:
-    errors = exc.errors()
-    extra = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
-    if extra:
-        return SourcesError(f"{where}: unknown setting(s) {', '.join(extra)} (expected {', '.join(_EXPECTED)})")
-    key = str(errors[0]["loc"][0])
-    return SourcesError(f"{where}: {key} must be {_EXPECTED.get(key, 'as documented')}")

@@ -2,8 +2,8 @@
 into the access scopes retrieval may search.
 
 Every document carries an access scope (its source's `access`, or for Confluence its space's).
-The sources file says where each scope is visible (`[scopes.NAME]`, parsed in
-`connectors.sources`):
+The sources file says where each scope is visible (`[scopes.NAME]`, parsed by
+`sources.scopes`):
 
 - `channels`: Slack channel ids where the scope is visible to everyone in the channel
   (`"*"`: every channel of the workspace);
@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from connectors.document import PUBLIC
+from connectors.space_access import WILDCARD
 
-WILDCARD = "*"
 SHARED_PUBLIC = "public"  # Slack Connect channels see the public scope only (the default)
 SHARED_NONE = "none"  # Slack Connect channels get no answers at all
 SHARED_CHOICES = (SHARED_PUBLIC, SHARED_NONE)
@@ -117,7 +117,7 @@ class Audience:
         return cls(kind=OPERATOR)
 
     @classmethod
-    def limited(cls, scopes) -> Audience:
+    def limited(cls, scopes: Iterable[str]) -> Audience:
         """The operator's view of these scopes only (`kb eval --scope`, benchmarks)."""
         return cls(kind=OPERATOR, scopes=tuple(scopes))
 

@@ -14,13 +14,17 @@
     retries = 5                                 # per request: 429 (after Retry-After), 5xx, dropped connections
 
 The file names the *environment variables* that hold the secrets, never the secrets: a sources
-file is checked in and shown in reviews, and `kb sources` prints settings. A variable that is
-unset is a `SourcesError` naming the variable, not its value.
+file is checked in and shown in reviews, and `kb sources` prints settings. They are read when a
+sync first needs them (`EnvironmentCredentials`); a variable that is unset is a `SourcesError`
+naming the variable, not its value.
 
 `restrictions` says which scope a page with read restrictions may be published under: a page
 readable only by the group `hr-staff` (or by several, one of them `hr-staff`) goes to
 `hr-private`. A restricted page that no entry covers is not indexed at all (SKIPPED with the
 reason, `connectors.confluence_rest`): the sources file cannot see who else may read it.
+
+`parse_remote` turns the table into the connector's own settings,
+`connectors.confluence_config.ConfluenceRemote`.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlparse
 
-from connectors.sync_rules import SourcesError
+from connectors.confluence_config import ConfluenceRemote, Credentials
+from sources.errors import SourcesError
 
 EXPORT_KINDS = ("confluence-html", "confluence-xml")  # may set `attachments` too (connectors.export_attachments)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -39,53 +45,46 @@ _PRINCIPAL = re.compile(r"^(user|group):\S.{0,254}$")
 _SPACE_KEY = re.compile(r"^~?[A-Za-z0-9_-]{1,255}$")
 
 
+class SourceTable(Protocol):
+    """What `parse_remote` reads of a `[[source]]` table, already shape-checked by pydantic
+    (`sources.source`, which imports this module)."""
+
+    location: str | None
+    include: list[str]
+    exclude: list[str]
+    url: str | None
+    spaces: list[str] | None
+    cql: str | None
+    email_env: str | None
+    token_env: str | None
+    restrictions: dict[str, str] | None
+    attachments: bool | None
+    timeout: int | float | None
+    retries: int | None
+
+
 @dataclass(frozen=True)
-class Credentials:
-    """What the client logs in with; `repr` never shows the secret."""
+class EnvironmentCredentials:
+    """A REST source's `credentials` (`connectors.confluence_config.ConfluenceRemote`): read from the
+    environment variables the sources file names when the connector first needs them (a sync), so
+    the file can be read without them; `repr` shows the variables' names, never their values."""
 
-    token: str = field(repr=False)
-    email: str | None = None  # Cloud (basic auth with an API token); None: Data Center bearer token
-
-
-@dataclass(frozen=True)
-class ConfluenceRemote:
-    """Where a Confluence REST source lives and which of its pages it reads."""
-
-    url: str  # the site's base, e.g. https://acme.atlassian.net/wiki
+    url: str
     token_env: str
     email_env: str | None = None  # set: Cloud; unset: Data Center (personal access token)
-    spaces: tuple[str, ...] = ()
-    cql: str | None = None
-    restrictions: Mapping[str, str] = field(default_factory=dict)  # "group:NAME" / "user:ID" → scope
-    attachments: bool = True
-    timeout: float = 30.0
-    retries: int = 5
 
-    @property
-    def cloud(self) -> bool:
-        return self.email_env is not None
-
-    def credentials(self, environ: Mapping[str, str] | None = None) -> Credentials:
+    def __call__(self, environ: Mapping[str, str] | None = None) -> Credentials:
         """The secrets from the environment; a missing one is an error naming the variable."""
         environ = os.environ if environ is None else environ
         missing = [name for name in (self.email_env, self.token_env) if name and not environ.get(name, "").strip()]
         if missing:
             raise SourcesError(f"Confluence at {self.url}: environment variable(s) {', '.join(missing)} not set "
-                               f"({'email and API token' if self.cloud else 'personal access token'})")
+                               f"({'email and API token' if self.email_env is not None else 'personal access token'})")
         email = environ[self.email_env].strip() if self.email_env else None
         return Credentials(token=environ[self.token_env].strip(), email=email)
 
-    def filter_cql(self) -> str:
-        """The CQL that selects this source's pages (no time condition)."""
-        parts = ["type = page"]
-        if self.spaces:
-            parts.append("space in (" + ", ".join(f'"{key}"' for key in self.spaces) + ")")
-        if self.cql:
-            parts.append(f"({self.cql})")
-        return " and ".join(parts)
 
-
-def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None:
+def parse_remote(table: SourceTable, kind: str | None, where: str) -> ConfluenceRemote | None:
     """The remote settings of a `[[source]]` table (already shape-checked by pydantic): a
     `ConfluenceRemote` for `kind = "confluence"`, None for the others (which may not use them)."""
     given = [key for key in ("url", "spaces", "cql", "email_env", "token_env", "restrictions", "attachments",
@@ -130,6 +129,7 @@ def parse_remote(table, kind: str | None, where: str) -> ConfluenceRemote | None
     retries = 5 if table.retries is None else table.retries
     if not 0 < timeout <= 600 or not 0 <= retries <= 20:
         raise SourcesError(f"{where}: timeout must be 1–600 seconds and retries 0–20")
-    return ConfluenceRemote(url=url, timeout=timeout, retries=retries, token_env=table.token_env,
-                            email_env=table.email_env, spaces=spaces, cql=cql, restrictions=restrictions,
+    return ConfluenceRemote(url=url, credentials=EnvironmentCredentials(url, table.token_env, table.email_env),
+                            cloud=table.email_env is not None, timeout=timeout, retries=retries, spaces=spaces,
+                            cql=cql, restrictions=restrictions,
                             attachments=True if table.attachments is None else table.attachments)

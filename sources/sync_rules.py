@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sources.errors import SourcesError
+
 if TYPE_CHECKING:
     from apscheduler.triggers.base import BaseTrigger
 
@@ -22,10 +24,6 @@ DELETE_FLOOR = 10
 # and a slow `rm -rf` or a mirror tool flushing as it goes must not empty a source 9 pages at a time.
 DELETE_WINDOW_SECONDS = 3600
 MAX_DELETE_EXPECTED = "a number of pages (e.g. 25) or a share such as \"50%\""
-
-
-class SourcesError(ValueError):
-    """The sources file is missing, unreadable or wrong; the message says where."""
 
 
 @dataclass(frozen=True)
