@@ -400,10 +400,13 @@ import json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from bot.knowledge import KnowledgeBase
-from sources.access import Audience
+try:
+    from sources import Audience
+except ImportError:  # a checkout from before sources/ (`--code`)
+    from connectors.access import Audience
 from indexing.config import IndexConfig
 from indexing.index import Index
-index = Index(IndexConfig(home=Path(sys.argv[1])))
+index = Index(IndexConfig(home=Path(sys.argv[1]), embed_backend=sys.argv[4]))
 opened = time.perf_counter() - t0
 from bot.serve import warm_up
 warm_up(index)  # what kb serve does before it takes questions
@@ -421,7 +424,7 @@ index.close()
 """
 
 
-def replica(home: Path, questions: list[dict], rounds: int, code: Path) -> list[tuple[str, str]]:
+def replica(home: Path, questions: list[dict], rounds: int, code: Path, backend: str = "torch") -> list[tuple[str, str]]:
     """A fresh process, as `kb serve` starts: open, warm up (`bot.serve.warm_up`: the model, the
     reader and, since this issue, the keyword leg's saved base), the first answer, then every eval
     question; its memory. `code`: the
@@ -432,7 +435,7 @@ def replica(home: Path, questions: list[dict], rounds: int, code: Path) -> list[
     runs = []
     for _ in range(rounds):
         out = subprocess.run([sys.executable, "-c", REPLICA, str(home), questions[0]["question"],
-                              json.dumps([q["question"] for q in questions])],
+                              json.dumps([q["question"] for q in questions]), backend],
                              capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(code)}, cwd="/")
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     worst = lambda key: max(r[key] for r in runs)  # noqa: E731
@@ -557,7 +560,7 @@ def measure(args) -> None:
     rows: list[tuple[str, str]] = [(k, f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
                                    for k, v in progress.finished.items()]
     if "replica" in parts:  # first: nothing of the index is in this process yet
-        rows += replica(args.home, questions, args.rounds, args.code)
+        rows += replica(args.home, questions, args.rounds, args.code, args.embed_backend)
     embedder = TorchEmbedder()
     index = open_index(args.home, embedder, rerank="builtin")
     for part in parts:
@@ -602,6 +605,7 @@ def main() -> None:
     m.add_argument("--repeat", type=int, default=2, help="rounds over the eval questions (answers)")
     m.add_argument("--rounds", type=int, default=3, help="edits / replica starts")
     m.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values (recall)")
+    m.add_argument("--embed-backend", default="torch", help="the replica's KB_EMBED_BACKEND (replica part)")
     m.add_argument("--code", type=Path, default=Path.cwd(),
                    help="the checkout the replica part runs (e.g. an older commit's worktree, for before/after)")
     m.add_argument("--real", type=int, default=3_000, help="as given to build (resync re-makes the pages)")
