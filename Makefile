@@ -28,7 +28,7 @@ run: $(STAMP)
 TEST_WORKERS ?= auto
 
 test: lint
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # Neither `integration` (the session's index: a database and the embedding model) nor `slow`
 # (a wheel build, a subprocess, a model export, a fuzz campaign): see [tool.pytest.ini_options].
