@@ -56,3 +56,10 @@ def test_auc_is_pairwise():
     assert auc([0.1], [0.9]) == 0.0
     assert auc([0.5], [0.5]) == 0.5
     assert auc([], [0.1]) is None
+
+
+def test_span_dev_scores_a_span_by_squads_token_f1():
+    from training.span_dev import token_f1
+
+    assert token_f1("16 weeks", "up to 16 weeks") == 2 * (1.0 * 0.5) / 1.5
+    assert token_f1("", "16 weeks") == 0.0 and token_f1("Weeks, 16", "16 weeks") == 1.0
