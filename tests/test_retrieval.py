@@ -1,35 +1,16 @@
-"""Hybrid retrieval and the not-found gate on real corpora: the sample wiki, Clef, MindSpore (zh)."""
+"""Hybrid retrieval and the not-found gate on real corpora: the sample wiki and Clef (MindSpore, in
+Chinese: test_retrieval_chinese.py, a module of its own so the suite's workers can run it beside this one)."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from connectors.markdown import MarkdownFolder
 from indexing.search.retrieval import retrieve
 from indexing.ingest.sync import sync_documents
-from tests.support.corpora import CORPUS_EXCLUDES, SAMPLE_WIKI, shared_corpus
+from tests.support.corpora import SAMPLE_WIKI, eval_questions, page_rank, shared_corpus, synced_corpus
 from tests.support.databases import own_index
-
-
-def _questions(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _rank(index, question, source, expected):
-    paths = []
-    for hit in retrieve(index, question, scopes=[source], top_k=10).hits:
-        if hit.path not in paths:
-            paths.append(hit.path)
-    return next((i + 1 for i, p in enumerate(paths) if p in expected), None)
-
-
-def _synced(index, corpus, source):
-    folder = MarkdownFolder(corpus, source=source, exclude=CORPUS_EXCLUDES, access=source)
-    report = sync_documents(index, folder.documents(), source)
-    assert report.failed == 0, report.errors
-    return corpus
 
 
 def test_hits_carry_citations_and_raw_signals(index, sample_synced):
@@ -43,18 +24,19 @@ def test_hits_carry_citations_and_raw_signals(index, sample_synced):
 
 
 def test_sample_questions_find_their_page_in_top_5(index, sample_synced):
-    questions = [q for q in _questions(SAMPLE_WIKI / "QUESTIONS.jsonl") if q["kind"] != "not_found"]
-    misses = [q["question"] for q in questions if not (_rank(index, q["question"], "sample", q["expected_sources"]) or 99) <= 5]
+    questions = [q for q in eval_questions(SAMPLE_WIKI / "QUESTIONS.jsonl") if q["kind"] != "not_found"]
+    misses = [q["question"] for q in questions
+              if not (page_rank(index, q["question"], "sample", q["expected_sources"]) or 99) <= 5]
     assert misses == []
 
 
 def test_chinese_question_finds_the_chinese_page(index, sample_synced):
-    assert _rank(index, "报销需要什么发票？多久能到账", "sample", ["zh/报销流程.md"]) == 1
-    assert _rank(index, "年假可以结转到明年吗", "sample", ["zh/年假制度.md"]) == 1
+    assert page_rank(index, "报销需要什么发票？多久能到账", "sample", ["zh/报销流程.md"]) == 1
+    assert page_rank(index, "年假可以结转到明年吗", "sample", ["zh/年假制度.md"]) == 1
 
 
 def test_unanswerable_questions_are_not_answered_confidently_and_answerable_ones_pass(index, sample_synced):
-    questions = _questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
+    questions = eval_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
     outcome = {q["id"]: retrieve(index, q["question"], scopes=["sample"]).outcome for q in questions}
     # The gate's thresholds are fitted leave-one-corpus-out (docs/tuning.md §8): it refuses almost
     # no answerable question, and answers few unanswerable ones confidently (most are "uncertain").
@@ -67,7 +49,7 @@ def test_unanswerable_questions_are_not_answered_confidently_and_answerable_ones
 
 @pytest.fixture(scope="module")
 def corpora(index, tmp_path_factory):
-    """An index of its own for the shared corpora (Clef, MindSpore): their ranks and the gate's
+    """An index of its own for the shared corpus (Clef): its ranks and the gate's
     outcomes are measured on their pages alone, whatever other modules synced into the session's
     index before or after (the vector leg's HNSW graph holds every scope's chunks). Nothing else
     syncs these corpora, so their vectors cost here what they would cost on the session's index."""
@@ -77,25 +59,17 @@ def corpora(index, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def clef(corpora):
-    return _synced(corpora, shared_corpus("clef-handbook"), "clef")
+    return synced_corpus(corpora, shared_corpus("clef-handbook"), "clef")
 
 
 def test_clef_questions_top_5_and_gate(corpora, clef):
-    questions = _questions(clef / "eval_public.jsonl")
+    questions = eval_questions(clef / "eval_public.jsonl")
     answerable = [q for q in questions if q["kind"] != "not_found"]
-    hits = [q for q in answerable if (_rank(corpora, q["question"], "clef", q["expected_sources"]) or 99) <= 5]
+    hits = [q for q in answerable if (page_rank(corpora, q["question"], "clef", q["expected_sources"]) or 99) <= 5]
     assert len(hits) >= 0.9 * len(answerable)
     unanswerable = [q for q in questions if q["kind"] == "not_found"]
     doubted = [q for q in unanswerable if retrieve(corpora, q["question"], scopes=["clef"]).outcome != "answered"]
     assert len(doubted) >= 2, "the gate should not answer most unanswerable Clef questions confidently"
-
-
-@pytest.mark.timeout(1800)  # embeds ~1,800 chunks: ~1.5 min on a quiet 2-core machine, far more when busy
-def test_mindspore_chinese_questions_top_5(corpora):
-    corpus = _synced(corpora, shared_corpus("mindspore-community-zh"), "mszh")
-    answerable = [q for q in _questions(corpus / "eval_public.jsonl") if q["kind"] != "not_found"]
-    hits = [q for q in answerable if (_rank(corpora, q["question"], "mszh", q["expected_sources"]) or 99) <= 5]
-    assert len(hits) >= 0.9 * len(answerable), f"{len(hits)}/{len(answerable)}"
 
 
 def test_keyword_leg_drops_function_words_but_keeps_meaningful_small_words():
