@@ -1,5 +1,6 @@
 """Hybrid retrieval and the not-found gate on real corpora: the sample wiki and Clef (MindSpore, in
-Chinese: test_retrieval_chinese.py, a module of its own so the suite's workers can run it beside this one)."""
+Chinese: test_chinese_retrieval.py, a module of its own so the suite's workers can run it beside this one;
+named to sort early, so `--dist loadfile` starts it first rather than leaving it for the end)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Chinese questions on a real Chinese handbook (MindSpore community, 103 pages): the right page in
 the top 5. A module of its own: it embeds ~1,800 chunks, the suite's longest test, and pytest-xdist
 places a module's tests on one worker (`--dist loadfile`), so beside test_retrieval's it kept one
-worker busy for minutes after the other had finished."""
+worker busy for minutes after the other had finished. Its name sorts early: pytest-xdist hands out
+modules in collection order, and the longest one is best started first."""
 
 from __future__ import annotations
 
