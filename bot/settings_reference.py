@@ -77,11 +77,13 @@ ROWS: tuple[Row, ...] = (
         ('how the local model runs: `torch` (sentence-transformers), `onnx` (ONNX Runtime: the model exported '
          'once into `KB_HOME/onnx/`, about 10 s at the first start; the same vectors and eval numbers as '
          'torch, so an index built with torch is kept as it is; a replica needs half the memory, ~400 MB at '
-         '10k chunks, but embeds no faster on these 2-core machines) or `onnx-int8` (weights quantised to '
+         '10k chunks, and starts in a third of the time; its embedding rate against torch measured 0.82× on a '
+         'busy 2-core machine and 2.06× on an idle one, `docs/history.md`) or `onnx-int8` (weights quantised to '
          "int8: 1.3–1.5× torch's indexing rate, vectors ~0.99 cosine to torch's, so switching re-embeds every "
          'page on the next sync; `kb eval`: hit@1 0.03–0.06 lower on three of the five public sets, one of '
-         "clef's three unanswerable questions answered). torch stays the default: neither ONNX variant won on "
-         'both speed and quality (`docs/history.md`, *Faster local embeddings?*). Ignored with '
+         "clef's three unanswerable questions answered). torch is still the default: the "
+         'choice was made on the busy-machine numbers and has not been re-made (`docs/history.md`, '
+         '*Faster local embeddings?*). Ignored with '
          '`KB_EMBED_URL`; an unknown value, or onnx without the `onnxruntime` package, stops `kb` at start '
          'with one `error:` line')),
     Row(('KB_EMBED_URL',),
