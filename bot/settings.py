@@ -77,7 +77,8 @@ class Settings(BaseSettings):
     kb_exclude: str = ""  # comma-separated globs
     kb_embed_model: str | None = None  # a local model folder; with KB_EMBED_URL, the service's model name
     # how the local model runs (indexing.vectors.onnx_embedding)
-    kb_embed_backend: Literal["torch", "onnx", "onnx-int8"] = default(IndexConfig, "embed_backend")
+    kb_embed_backend: Literal["onnx", "onnx-int8", "torch"] = default(IndexConfig, "embed_backend")
+    kb_model_cache: Path | None = None  # where the ONNX export is kept; unset: ~/.cache/docent
     kb_embed_url: str | None = None  # OpenAI-compatible embeddings, e.g. http://tei:8080/v1 or https://api.openai.com/v1
     kb_embed_api_key: SecretStr | None = None
     kb_embed_in_flight: int = default(IndexConfig, "embed_in_flight")
@@ -134,6 +135,7 @@ class Settings(BaseSettings):
             database_read_url=secret(self.database_read_url),
             embed_model=self.kb_embed_model,
             embed_backend=self.kb_embed_backend,
+            model_cache=self.kb_model_cache,
             embed_url=self.kb_embed_url,
             embed_api_key=self.kb_embed_api_key.get_secret_value() if self.kb_embed_api_key else None,
             embed_in_flight=self.kb_embed_in_flight,

@@ -74,18 +74,23 @@ ROWS: tuple[Row, ...] = (
          'CommonMark parser, with unique anchors)'),
         note='bundled all-MiniLM-L6-v2'),
     Row(('KB_EMBED_BACKEND',),
-        ('how the local model runs: `torch` (sentence-transformers), `onnx` (ONNX Runtime: the model exported '
-         'once into `KB_HOME/onnx/`, about 10 s at the first start; the same vectors and eval numbers as '
-         'torch, so an index built with torch is kept as it is; a replica needs half the memory, ~400 MB at '
-         '10k chunks, and starts in a third of the time; its embedding rate against torch measured 0.82× on a '
-         'busy 2-core machine and 2.06× on an idle one, `docs/history.md`) or `onnx-int8` (weights quantised to '
-         "int8: 1.3–1.5× torch's indexing rate, vectors ~0.99 cosine to torch's, so switching re-embeds every "
-         'page on the next sync; `kb eval`: hit@1 0.03–0.06 lower on three of the five public sets, one of '
-         "clef's three unanswerable questions answered). torch is still the default: the "
-         'choice was made on the busy-machine numbers and has not been re-made (`docs/history.md`, '
-         '*Faster local embeddings?*). Ignored with '
-         '`KB_EMBED_URL`; an unknown value, or onnx without the `onnxruntime` package, stops `kb` at start '
-         'with one `error:` line')),
+        ('how the local model runs: `onnx` (ONNX Runtime: the model exported once into `KB_MODEL_CACHE`, '
+         'about 10 s at the first start; torch\'s vectors, `kb eval` identical question by question on every '
+         'public set, so an index built with torch is kept as it is; twice torch\'s embedding rate on 2 idle '
+         'cores, 0.82× measured on a busy machine; a process that answers never imports torch: a replica at a '
+         'million chunks starts in ~4 s, not ~9, with ~940 MB, not ~1,290 — `docs/history.md`), `torch` '
+         '(sentence-transformers) or `onnx-int8` (weights quantised to int8: 1.3–1.5× torch\'s indexing rate, '
+         "vectors ~0.99 cosine to torch's, so switching re-embeds every page on the next sync; `kb eval`: hit@1 "
+         "0.03–0.06 lower on three of the five public sets, one of clef's three unanswerable questions "
+         'answered). Ignored with `KB_EMBED_URL`; an unknown value, or onnx without the `onnxruntime` package, '
+         'stops `kb` at start with one `error:` line')),
+    Row(('KB_MODEL_CACHE',),
+        ('where the ONNX export of the embedding model is kept (`onnx/<key>/`, the key a hash of the model\'s '
+         'files): shared by every `KB_HOME` of the user, made once, by the first process that needs it (others '
+         'starting together wait for it). `python -m indexing.vectors.onnx_embedding [CACHE]` makes it ahead '
+         'of time; the Docker image has it built in. A folder that cannot be written stops `kb` at the first '
+         'embedding with one `error:` line'),
+        note='the per-user cache, `$XDG_CACHE_HOME/docent`, else `~/.cache/docent`'),
     Row(('KB_EMBED_URL',),
         ('an OpenAI-compatible embedding service (`/v1/embeddings`: OpenAI, vLLM, Hugging Face TEI, Ollama), '
          'e.g. `http://tei:8080/v1`; needs `KB_EMBED_MODEL` (the name the service expects; it also keys the '

@@ -57,7 +57,8 @@ class IndexConfig:
     # A sentence-transformers folder (None: bundled all-MiniLM-L6-v2); with embed_url, the service's model name.
     embed_model: str | None = None
     embed_batch_size: int = 32
-    embed_backend: str = "torch"  # how a local model runs: torch, onnx or onnx-int8 (indexing.vectors.onnx_embedding)
+    embed_backend: str = "onnx"  # how a local model runs: onnx, onnx-int8 or torch (indexing.vectors.onnx_embedding)
+    model_cache: Path | None = None  # where the ONNX export is kept; None: per user (onnx_embedding.default_model_cache)
     embed_url: str | None = None  # an OpenAI-compatible /v1/embeddings service instead of a local model
     embed_api_key: str | None = field(default=None, repr=False)
     embed_in_flight: int = 4  # requests to the service at a time
@@ -84,6 +85,7 @@ class IndexConfig:
 
     def __post_init__(self) -> None:
         self.home = Path(self.home).expanduser()
+        self.model_cache = Path(self.model_cache).expanduser() if self.model_cache else None
         from indexing.vectors.onnx_embedding import check_backend
 
         check_backend(self.embed_backend)

@@ -25,9 +25,10 @@ def make_embedder(config: IndexConfig) -> Embedder:
         return ServiceEmbedder(config.embed_url, config.embed_model, config.embed_api_key, dimensions=EMBED_DIM,
                                batch_size=config.embed_service_batch, in_flight=config.embed_in_flight)
     if config.embed_backend != "torch":
-        from indexing.vectors.onnx_embedding import OnnxEmbedder
+        from indexing.vectors.onnx_embedding import OnnxEmbedder, default_model_cache
 
-        return OnnxEmbedder(config.home, config.embed_model, config.embed_backend == "onnx-int8", config.embed_batch_size)
+        return OnnxEmbedder(config.model_cache or default_model_cache(), config.embed_model,
+                            config.embed_backend == "onnx-int8", config.embed_batch_size)
     return TorchEmbedder(config.embed_model, config.embed_batch_size)
 
 

@@ -152,4 +152,5 @@ def test_defaults_are_written_once_and_the_test_index_runs_what_kb_serve_ships(i
         if field.name not in ("home", "database_url", "synonyms"):
             assert getattr(shipped, field.name) == getattr(plain, field.name), field.name
     assert shipped.rerank == RerankConfig() and RerankConfig().backend == "builtin"
+    assert shipped.embed_backend == "onnx" and type(index.embedder).__name__ == "OnnxEmbedder"
     assert index.rerank is not None and index.rerank.name == "builtin:reader"

