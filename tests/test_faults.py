@@ -44,7 +44,7 @@ from bot.messages import UNAVAILABLE, UNAVAILABLE_VOTE
 from connectors.markdown import MarkdownFolder
 from indexing.config import IndexConfig
 from indexing.storage.database import is_unreachable
-from indexing.vectors.embedding import TorchEmbedder
+from indexing.vectors.onnx_embedding import OnnxEmbedder
 from indexing.index import Index
 from indexing.storage.index_tables import DocumentRecord, Status
 from indexing.search.retrieval import retrieve
@@ -172,36 +172,41 @@ DRILL_PAGES = {"leave": "people/leave.md", "vpn": "it/vpn.md", "travel": "financ
 
 
 class FailingModel:
-    """The real, loaded `HuggingFaceEmbedding`, failing when a test says so: every call while
-    `down`, or any batch holding a text that contains `poison` (a page the model chokes on)."""
+    """The real, loaded ONNX Runtime session of the default backend, failing when a test says so:
+    every run while `down`, or any batch holding a text that contains `poison` (a page the model
+    chokes on: its tokens, in a row of the batch)."""
 
-    def __init__(self, model) -> None:
-        self.model = model
+    def __init__(self, session, tokenizer) -> None:
+        self.session = session
+        self.tokenizer = tokenizer
         self.down = False
         self.poison: str | None = None
 
-    def get_text_embedding_batch(self, texts: list[str], **kwargs) -> list[list[float]]:
+    def run(self, output_names, input_feed):
         if self.down:
             raise RuntimeError("the embedding model crashed: out of memory")
-        if self.poison and any(self.poison in t for t in texts):
-            raise RuntimeError("the embedding model rejected its input")
-        return self.model.get_text_embedding_batch(texts, **kwargs)
+        if self.poison:
+            marker = self.tokenizer.encode(self.poison, add_special_tokens=False).ids
+            rows = input_feed["input_ids"].tolist()
+            if any(row[i : i + len(marker)] == marker for row in rows for i in range(len(row))):
+                raise RuntimeError("the embedding model rejected its input")
+        return self.session.run(output_names, input_feed)
 
-    def get_query_embedding(self, query: str) -> list[float]:
-        return self.model.get_query_embedding(query)
+    def get_outputs(self):
+        return self.session.get_outputs()
 
 
 @pytest.fixture
 def failing_model(index) -> FailingModel:
-    return FailingModel(index.embedder._load())
+    return FailingModel(*index.embedder._load())
 
 
 @pytest.fixture
 def failing_index(index, kb_home, failing_model) -> Iterator[Index]:
     """The session's database and BM25 files, with an embedder around the failing model; one
     embedding batch per sync (everything changed is embedded together)."""
-    embedder = TorchEmbedder()
-    embedder._model = failing_model  # the third-party model object, not Docent's code
+    embedder = OnnxEmbedder(index.embedder.cache)
+    embedder._loaded = (failing_model, failing_model.tokenizer)  # the third-party session, not Docent's code
     url = index.url.render_as_string(hide_password=False)
     opened = Index(IndexConfig(home=kb_home, database_url=url, sync_batch_children=100_000), embedder=embedder)
     yield opened
