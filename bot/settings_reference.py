@@ -88,8 +88,8 @@ ROWS: tuple[Row, ...] = (
         ('where the ONNX export of the embedding model is kept (`onnx/<key>/`, the key a hash of the model\'s '
          'files): shared by every `KB_HOME` of the user, made once, by the first process that needs it (others '
          'starting together wait for it). `python -m indexing.vectors.onnx_embedding [CACHE]` makes it ahead '
-         'of time; the Docker image has it built in. A folder that cannot be written stops `kb` at the first '
-         'embedding with one `error:` line'),
+         'of time; the Docker image has it built in. A folder that can neither be written nor holds an export '
+         'stops `kb` at start with one `error:` line'),
         note='the per-user cache, `$XDG_CACHE_HOME/docent`, else `~/.cache/docent`'),
     Row(('KB_EMBED_URL',),
         ('an OpenAI-compatible embedding service (`/v1/embeddings`: OpenAI, vLLM, Hugging Face TEI, Ollama), '

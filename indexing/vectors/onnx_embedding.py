@@ -121,6 +121,7 @@ class OnnxEmbedder:
                 f"installed: pip install onnxruntime onnx (or set KB_EMBED_BACKEND=torch)")
         self.model_dir = Path(model_path) if model_path else bundled_model_path()
         self.max_length = _pipeline_max_length(self.model_dir)
+        _check_cache(self.cache)
 
     @property
     def name(self) -> str:
@@ -226,6 +227,23 @@ def export_key(model_dir: Path) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:16]
+
+
+def _check_cache(cache: Path) -> None:
+    """Refuse at start a cache that can neither be written nor holds an export: otherwise a first
+    sync fails every page with the same reason. A read-only cache with exports in it (the Docker
+    image's) passes; `exported_model` still says so if this model's file is not among them."""
+    folder = cache / "onnx"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problem = str(exc)
+    else:
+        if os.access(folder, os.W_OK | os.X_OK) or any(folder.glob("*/model*.onnx")):
+            return
+        problem = "not writable"
+    raise OnnxBackendError(f"cannot write the ONNX export of the embedding model in {folder} ({problem}): set "
+                           "KB_MODEL_CACHE to a writable folder")
 
 
 def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path, bool]:
