@@ -424,7 +424,7 @@ index.close()
 """
 
 
-def replica(home: Path, questions: list[dict], rounds: int, code: Path, backend: str = "torch") -> list[tuple[str, str]]:
+def replica(home: Path, questions: list[dict], rounds: int, code: Path, backend: str = "onnx") -> list[tuple[str, str]]:
     """A fresh process, as `kb serve` starts: open, warm up (`bot.serve.warm_up`: the model, the
     reader and, since this issue, the keyword leg's saved base), the first answer, then every eval
     question; its memory. `code`: the
@@ -605,7 +605,7 @@ def main() -> None:
     m.add_argument("--repeat", type=int, default=2, help="rounds over the eval questions (answers)")
     m.add_argument("--rounds", type=int, default=3, help="edits / replica starts")
     m.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values (recall)")
-    m.add_argument("--embed-backend", default="torch", help="the replica's KB_EMBED_BACKEND (replica part)")
+    m.add_argument("--embed-backend", default="onnx", help="the replica's KB_EMBED_BACKEND (replica part; onnx: the default)")
     m.add_argument("--code", type=Path, default=Path.cwd(),
                    help="the checkout the replica part runs (e.g. an older commit's worktree, for before/after)")
     m.add_argument("--real", type=int, default=3_000, help="as given to build (resync re-makes the pages)")
