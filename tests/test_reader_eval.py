@@ -63,3 +63,18 @@ def test_span_dev_scores_a_span_by_squads_token_f1():
 
     assert token_f1("16 weeks", "up to 16 weeks") == 2 * (1.0 * 0.5) / 1.5
     assert token_f1("", "16 weeks") == 0.0 and token_f1("Weeks, 16", "16 weeks") == 1.0
+
+
+def test_the_oracle_bound_tries_every_score_as_each_threshold():
+    """`training.gate_oracle.bound` on 40 answerable and 20 unanswerable scores: refusing below 0.30
+    refuses one answerable (2.5% ≤ 3%; below 0.5 would refuse two) and the 8 unanswerable at 0.2;
+    answering from 0.5 answers the 3 unanswerable at 0.6 — 15% of 20, counted (1 − 17/20 is a float
+    a hair above 0.15) — and 38 of 40 answerable."""
+    from training.gate_oracle import bound
+
+    answerable = [0.29, 0.30] + [0.5] * 10 + [0.7] * 28
+    unanswerable = [0.2] * 8 + [0.45] * 9 + [0.6] * 3
+    got = bound(answerable, unanswerable)
+    assert (got.not_found, got.answered) == (0.4, 0.95)
+    assert got.auc == auc(answerable, unanswerable)
+    assert bound([0.9] * 10, [0.1] * 10) == type(got)(1.0, 1.0, 1.0)
