@@ -6,7 +6,8 @@ Before fitting thresholds some other way — per wiki, at sync time — it is wo
 *any* thresholds could meet them. This fits them on each set's own questions (an oracle: no
 adaptation can do better) and prints, per English set, the two best shares and the AUC, for
 today's gate score, each named span reader's best score over the top 5 sections
-(`training.span_eval score`) alone, and today's plus w times it.
+(`training.span_eval score`) and each named cross-encoder's sigmoid on the top section
+(`training.reader_eval score`, `--ce`: the shipped reader is `v4`) alone, and today's plus w times it.
 
 The rows are `training.reader_eval collect`'s dumps, as `training.span_eval` scores them: answerable
 = public + casual; unanswerable = public + casual + hand-written; SQuAD only its public
@@ -51,10 +52,13 @@ def below(scores: list[float], threshold: float) -> int:
 
 def main() -> None:
     from bot.quality.gate_fit import score_of
+    from indexing.search.reader import sigmoid
+    from training.reader_eval import load_logits
     from training.span_eval import best, evaluation_rows, load_spans
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("spans", nargs="*", help="span readers scored by `training.span_eval score --name`")
+    parser.add_argument("--ce", action="append", default=[], help="a cross-encoder scored by `training.reader_eval score`")
     args = parser.parse_args()
     rows = [r for r in evaluation_rows() if not r["signals"].get("cjk")]
     variants: dict[str, Callable[[dict], float]] = {"today's gate score": score_of}
@@ -63,6 +67,16 @@ def main() -> None:
         variants[f"{name} alone"] = lambda r, s=spans: best(r, s, 5)
         for w in WEIGHTS:
             variants[f"today + {w}·{name}"] = lambda r, s=spans, w=w: score_of(r) + w * best(r, s, 5)
+    for name in args.ce:
+        logits = load_logits(name)
+
+        def top(row: dict, logits: dict = logits) -> float:
+            got = logits.get((row["corpus"], row["id"]))
+            return sigmoid(got[0]) if got else 0.0
+
+        variants[f"{name} on the top section"] = top
+        for w in WEIGHTS:
+            variants[f"today + {w}·{name}"] = lambda r, top=top, w=w: score_of(r) + w * top(r)
     print("| score | " + " | ".join(SETS) + " |\n|---|" + "---|" * len(SETS))
     for label, score in variants.items():
         cells = []
