@@ -22,6 +22,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from markdown_it.utils import EnvType
 
 _NEWLINES = re.compile(r"\r\n?")
 
@@ -82,7 +88,7 @@ MAX_HEADING_BRACKETS = 16  # more `[`s than this in a heading are read as text, 
 
 
 @lru_cache(maxsize=1)
-def _parser():
+def _parser() -> MarkdownIt:
     """Blocks only: front matter, headings, fences, HTML blocks, tables, lists, quotes."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
@@ -94,7 +100,7 @@ def _parser():
 
 
 @lru_cache(maxsize=1)
-def _inline_parser():
+def _inline_parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable(["strikethrough"])
@@ -108,7 +114,7 @@ def normalise(markdown: str) -> str:
 def parse(markdown: str) -> Page:
     """Read a page: its front matter, headings (with unique GitHub anchors) and content blocks."""
     source = normalise(markdown)
-    env: dict = {}
+    env: EnvType = {}
     tokens = _parser().parse(source, env)  # env collects link reference definitions, used in headings
     lines = source.split("\n")
     front_matter, body_start = None, 0
@@ -118,27 +124,36 @@ def parse(markdown: str) -> Page:
     slugs = _Slugger()
     for n, token in enumerate(tokens):
         if token.type == "front_matter" and _opens_front_matter(lines[0]):
-            front_matter, body_start = token.content, token.map[1]
+            front_matter, body_start = token.content, _span(token)[1]
         elif token.type == "front_matter":  # `---x` on line 1: the plugin's reading, not YAML's
-            blocks.add(token.map[0])
+            blocks.add(_span(token)[0])
         elif token.type == "heading_open":
+            start, end = _span(token)
             shown, slugged = _heading_text(tokens[n + 1].content, env)
             headings.append(Heading(
                 level=int(token.tag[1]), text=shown, anchor=slugs.slug(slugged),
-                start=token.map[0], end=token.map[1], top_level=token.level == 0, source=tokens[n + 1].content,
+                start=start, end=end, top_level=token.level == 0, source=tokens[n + 1].content,
             ))
-        elif token.type == "fence" and lines[token.map[0]].lstrip().startswith(token.markup):
+        elif token.type == "fence" and lines[_span(token)[0]].lstrip().startswith(token.markup):
             fences.append(_fence(token, lines))
             if token.level == 0:
-                blocks.add(token.map[0])
+                blocks.add(_span(token)[0])
         elif token.level == 0 and token.map is not None and token.nesting >= 0:
             blocks.add(token.map[0])
     return Page(lines=lines, front_matter=front_matter, body_start=body_start, headings=headings,
                 content_lines=blocks, fences=fences)
 
 
-def _fence(token, lines: list[str]) -> Fence:
+def _span(token: Token) -> tuple[int, int]:
+    """The lines a block token covers: (first, the line after its last). markdown-it maps every
+    block token read here (front matter, headings, fences); only inline and closing ones have none."""
+    assert token.map is not None, f"markdown-it gave a {token.type} token no source lines"
     start, end = token.map
+    return start, end
+
+
+def _fence(token: Token, lines: list[str]) -> Fence:
+    start, end = _span(token)
     last = lines[end - 1].strip() if end - 1 > start else ""
     closed = len(last) >= len(token.markup) and set(last) == {token.markup[0]}
     return Fence(start=start, end=end, closed=closed)
@@ -152,7 +167,7 @@ def _opens_front_matter(first_line: str) -> bool:
 _INLINE_MARKUP = frozenset("\\`*_[]!<>&~")  # characters that can start inline markup in a heading
 
 
-def _heading_text(source: str, env: dict) -> tuple[str, str]:
+def _heading_text(source: str, env: EnvType) -> tuple[str, str]:
     """A heading's text as shown and as slugged, from at most MAX_HEADING_SOURCE_CHARS of its
     source; plain words (most headings) need no inline parse at all."""
     clipped = source[:MAX_HEADING_SOURCE_CHARS]
@@ -170,7 +185,7 @@ def _heading_text(source: str, env: dict) -> tuple[str, str]:
     return _inline_text(inline[0].children or [] if inline else [], cut)
 
 
-def _inline_text(children, cut: bool = False) -> tuple[str, str]:
+def _inline_text(children: list[Token], cut: bool = False) -> tuple[str, str]:
     """A heading's text as shown (with image alt text) and as GitHub slugs it (the element's
     text content: no alt text, no HTML tags)."""
     shown: list[str] = []

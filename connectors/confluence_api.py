@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlparse
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from connectors.confluence_config import ConfluenceRemote, Credentials
@@ -30,6 +32,10 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long, then retried
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
+
+# A JSON object as the server sent it: its shape is not trusted, each field is checked where it is read.
+JsonObject = dict[str, Any]
+Params = dict[str, str | int]  # a request's query parameters
 
 
 class ConfluenceUnavailable(ConnectionError):
@@ -44,7 +50,7 @@ class PageError(RuntimeError):
 class _CappedRetry(Retry):
     """urllib3's Retry, with `Retry-After` capped (see the module docstring)."""
 
-    def get_retry_after(self, response):
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         seconds = super().get_retry_after(response)
         return None if seconds is None else min(seconds, MAX_RETRY_AFTER)
 
@@ -82,10 +88,10 @@ class ConfluenceApi:
         self.requests = 0  # requests made (retries inside urllib3 not counted): the benchmark's measure
         auth = ({"username": credentials.email, "password": credentials.token} if credentials.email is not None
                 else {"token": credentials.token})
-        self.client = Confluence(url=remote.url, cloud=remote.cloud, session=session(self.settings),
-                                 timeout=self.settings.timeout, **auth)
+        self.client = Confluence(  # type: ignore[no-untyped-call]  # atlassian-python-api leaves its __init__ unannotated
+            url=remote.url, cloud=remote.cloud, session=session(self.settings), timeout=self.settings.timeout, **auth)
 
-    def get(self, path: str, params: dict | None = None, *, page: str | None = None) -> dict:
+    def get(self, path: str, params: Params | None = None, *, page: str | None = None) -> JsonObject:
         """One GET (path relative to the site, or absolute), as JSON. `page` names the page it is
         about: its failures are `PageError`s; the others' are `ConfluenceUnavailable`."""
         response = self._response(path, params, page=page)
@@ -104,7 +110,7 @@ class ConfluenceApi:
             raise PageError(f"attachment is over the {max_bytes / 1e6:.0f} MB limit")
         return response.content
 
-    def pages(self, path: str, params: dict) -> Iterator[dict]:
+    def pages(self, path: str, params: Params) -> Iterator[JsonObject]:
         """Every result of a listing, following `_links.next` (v1 `start/limit` on Data Center,
         cursors on Cloud — the server writes either into `next`, so following it is both)."""
         data = self.get(path, params)
@@ -118,7 +124,7 @@ class ConfluenceApi:
                 return
             data = self.get(self._absolute(following, data), None)
 
-    def _absolute(self, link: str, data: dict) -> str:
+    def _absolute(self, link: str, data: JsonObject) -> str:
         """A `_links.next` as an absolute URL: it is relative to the site (`_links.base`), and
         on Cloud starts with the context path (`/wiki`) or not, depending on the endpoint."""
         links = data.get("_links") or {}
@@ -133,7 +139,7 @@ class ConfluenceApi:
             link = link[len(prefix):]
         return base + link
 
-    def _response(self, path: str, params: dict | None, *, page: str | None) -> requests.Response:
+    def _response(self, path: str, params: Params | None, *, page: str | None) -> requests.Response:
         self.requests += 1
         absolute = bool(urlparse(path).scheme)
         try:

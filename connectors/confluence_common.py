@@ -33,12 +33,14 @@ import stat
 import time
 import warnings
 import zipfile
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import quote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, Tag
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, PageElement, Tag
 from markdownify import MarkdownConverter
 
 from connectors.document import SURROGATE
@@ -141,7 +143,7 @@ class ExportFiles:
     def __enter__(self) -> ExportFiles:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._zip is not None:
             self._zip.close()
 
@@ -152,7 +154,7 @@ class ExportFiles:
     def size(self, name: str) -> int:
         return self._sizes[name]
 
-    def open(self, name: str):
+    def open(self, name: str) -> IO[bytes]:
         """A binary stream; a zip member never yields more than its declared size."""
         if name not in self._sizes:
             raise FileNotFoundError(f"{name} is not in the export")
@@ -261,14 +263,14 @@ def attr(tag: Tag, name: str) -> str | None:
     return value if value is None or isinstance(value, str) else " ".join(value)
 
 
-def new_tag(soup: BeautifulSoup, name: str, text: str | None = None, **attrs) -> Tag:
+def new_tag(soup: BeautifulSoup, name: str, text: str | None = None, **attrs: str) -> Tag:
     tag = soup.new_tag(name, attrs=attrs)
     if text is not None:
         tag.string = text
     return tag
 
 
-def labelled_block(soup: BeautifulSoup, label: str, body: list, title: str = "") -> Tag:
+def labelled_block(soup: BeautifulSoup, label: str, body: list[PageElement], title: str = "") -> Tag:
     """A panel or expand section as plain blocks: a bold "Label: title" line, then its body."""
     box = _titled_box(soup, ": ".join(part for part in (label, title.strip()) if part))
     for child in list(body):
@@ -301,22 +303,30 @@ def drop_hidden(root: Tag) -> None:
         tag.decompose()
 
 
+# markdownify's conversion of one element: (the element, its children's Markdown, the enclosing
+# tags' names) → its Markdown.
+_ConvertFn = Callable[[Tag, str, set[str]], str]
+
+
 class _Converter(MarkdownConverter):
     """markdownify with the choices Docent wants; see `to_markdown`."""
 
     deadline: Deadline | None = None
 
-    def get_conv_fn_cached(self, tag_name):  # called once per element: the deadline's checkpoint,
-        if self.deadline is not None:  # without adding a frame to markdownify's recursion
+    def get_conv_fn_cached(self, tag_name: str) -> _ConvertFn | None:
+        """Called once per element: the deadline's checkpoint, without adding a frame to markdownify's recursion."""
+        if self.deadline is not None:
             self.deadline.check()
-        return super().get_conv_fn_cached(tag_name)  # type: ignore[misc]  # markdownify's stubs omit it
+        found: _ConvertFn | None = super().get_conv_fn_cached(tag_name)  # type: ignore[misc]  # markdownify's stubs omit it
+        return found
 
-    def convert_img(self, el, text, parent_tags):  # images are listed as attachments, not text
+    def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:  # images are listed as attachments, not text
         return ""
 
-    def convert_br(self, el, text, parent_tags):  # a plain line break, no trailing-space syntax
+    def convert_br(self, el: Tag, text: str, parent_tags: set[str]) -> str:  # a plain line break, no trailing-space syntax
         if "_inline" in parent_tags or "pre" in parent_tags:
-            return super().convert_br(el, text, parent_tags)  # type: ignore[misc]  # markdownify's stubs omit it
+            converted: str = super().convert_br(el, text, parent_tags)  # type: ignore[misc]  # markdownify's stubs omit it
+            return converted
         return "\n" + text
 
 

@@ -57,7 +57,7 @@ from connectors.confluence_common import (
     zone,
 )
 from connectors.document import PUBLIC, SourceDocument
-from connectors.export_attachments import attachment_documents
+from connectors.export_attachments import AttachmentEntry, attachment_documents
 
 PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
 # What a space key looks like (letters and digits; a personal space: "~" and a user name). Only
@@ -313,13 +313,13 @@ def _space_details(files: ExportFiles) -> _Space:
                   problem="" if key else f"{index} has no Space Details table with the space key")
 
 
-def _attachments(soup: BeautifulSoup, main: Tag) -> list[dict]:
+def _attachments(soup: BeautifulSoup, main: Tag) -> list[AttachmentEntry]:
     """The page's attachment list ("name (mime)" links), plus images embedded in the body."""
-    found: dict[str, dict] = {}
+    found: dict[str, AttachmentEntry] = {}
     for link in (a for box in soup.find_all(class_="greybox") for a in box.find_all("a", href=True)):
         following = link.next_sibling
         mime = re.match(r"\s*\(([^)]+)\)", following) if isinstance(following, NavigableString) else None
-        found.setdefault(_text(link), {"name": _text(link), "path": link["href"],
+        found.setdefault(_text(link), {"name": _text(link), "path": attr(link, "href") or "",
                                        "media_type": mime.group(1) if mime else ""})
     for img in main.find_all("img", attrs={"data-linked-resource-default-alias": True}):
         name = attr(img, "data-linked-resource-default-alias") or ""  # present: the search asked for it

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from connectors.attachments import FileLimits, FileRefused, NoText, convert, wanted
-from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, PageError
+from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, JsonObject, PageError
 from connectors.confluence_common import Deadline, page_url
 from connectors.confluence_config import ConfluenceRemote
 from connectors.confluence_storage import storage_to_markdown
@@ -207,7 +207,7 @@ class ConfluenceRest:
         for att in fresh.values():
             yield self._attachment(att, scopes[att.page], listed[att.page])
 
-    def _document(self, raw: dict, scope: tuple[str, str | None], titles: dict[tuple[str, str], str]) -> SourceDocument:
+    def _document(self, raw: JsonObject, scope: tuple[str, str | None], titles: dict[tuple[str, str], str]) -> SourceDocument:
         """One page's JSON into a document; problems become its `error`."""
         pid = str(raw["id"])
         links = raw.get("_links") or {}
@@ -338,7 +338,7 @@ def _stale(record: IndexedPage | None, entry: Listed, scope: str) -> bool:
     return entry.when > record.updated_at
 
 
-def _listed(raw: dict) -> Listed | None:
+def _listed(raw: JsonObject) -> Listed | None:
     if not raw.get("id"):
         return None
     ancestors = tuple(str(a.get("id")) for a in raw.get("ancestors") or [] if isinstance(a, dict) and a.get("id"))
@@ -348,7 +348,7 @@ def _listed(raw: dict) -> Listed | None:
                                or [] if isinstance(lb, dict) and lb.get("name")))
 
 
-def _readers(raw: dict) -> frozenset[str] | None:
+def _readers(raw: JsonObject) -> frozenset[str] | None:
     """Who a read restriction admits, as "user:…" (every id the server gives: account id, username,
     user key) and "group:…"; empty: no restriction; None: the answer does not say."""
     try:
@@ -365,7 +365,7 @@ def _readers(raw: dict) -> frozenset[str] | None:
     return frozenset(readers)
 
 
-def _when(text) -> datetime | None:
+def _when(text: object) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
     try:

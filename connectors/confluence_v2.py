@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
-from connectors.confluence_api import ConfluenceApi, ConfluenceUnavailable
+from connectors.confluence_api import ConfluenceApi, ConfluenceUnavailable, JsonObject
 
 SPACES = "api/v2/spaces"
 PAGE_LIMIT = 250  # v2's maximum page size for page lists
@@ -31,10 +31,10 @@ class ListedPage(Protocol):
     def labels(self) -> tuple[str, ...]: ...
 
 
-def space_ids(api: ConfluenceApi, keys: tuple[str, ...]) -> dict[str, dict]:
+def space_ids(api: ConfluenceApi, keys: tuple[str, ...]) -> dict[str, JsonObject]:
     """Space key → v2 space object; a selected key the server does not know is simply absent
     (as v1 CQL ignores it), so a renamed or deleted space reads as empty, not as an error."""
-    found: dict[str, dict] = {}
+    found: dict[str, JsonObject] = {}
     for space in api.pages(SPACES, {"keys": ",".join(keys), "limit": PAGE_LIMIT}):
         if space.get("key") and space.get("id"):
             found[str(space["key"])] = space
@@ -42,7 +42,7 @@ def space_ids(api: ConfluenceApi, keys: tuple[str, ...]) -> dict[str, dict]:
 
 
 def pages_with_bodies(api: ConfluenceApi, keys: tuple[str, ...], listed: Mapping[str, ListedPage],
-                      title_of: Callable[[str], str], name_of: Callable[[str], str]) -> Iterator[dict]:
+                      title_of: Callable[[str], str], name_of: Callable[[str], str]) -> Iterator[JsonObject]:
     """Every current page of the spaces, with its storage body, in the v1 shape (see the module
     docstring). `title_of(id)` names an ancestor, `name_of(account id)` a user. A cursor the
     server rejects or a failure mid-listing raises `ConfluenceUnavailable` (the sync refuses)."""
@@ -58,8 +58,8 @@ def pages_with_bodies(api: ConfluenceApi, keys: tuple[str, ...], listed: Mapping
             yield _v1_shape(item, space, listed.get(str(item.get("id"))), title_of, name_of)
 
 
-def _v1_shape(item: dict, space: dict, entry: ListedPage | None, title_of: Callable[[str], str],
-              name_of: Callable[[str], str]) -> dict:
+def _v1_shape(item: JsonObject, space: JsonObject, entry: ListedPage | None, title_of: Callable[[str], str],
+              name_of: Callable[[str], str]) -> JsonObject:
     version = item.get("version") or {}
     ancestors = entry.ancestors if entry is not None else ()
     return {

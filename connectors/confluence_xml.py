@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from lxml import etree
 
@@ -53,7 +54,7 @@ from connectors.confluence_common import (
     zone,
 )
 from connectors.confluence_storage import storage_to_markdown
-from connectors.export_attachments import attachment_documents
+from connectors.export_attachments import AttachmentEntry, attachment_documents
 from connectors.document import PUBLIC, RESTRICTED, SourceDocument
 
 STORAGE = "2"  # BodyContent.bodyType of storage XHTML
@@ -63,18 +64,34 @@ PUBLIC_LABEL_NAMESPACES = {"global", "team"}  # "my" labels are personal favouri
 LIST_FIELDS = {"ancestors", "contentProperties"}  # the collections we read; every other field is text
 
 
+class _Row(dict[str, str]):
+    """An <object> of entities.xml: its fields as text, by name, and in `lists` its collections
+    (`LIST_FIELDS` only) as lists of ids. Whatever the file says, a field is a string and a
+    collection a list of strings: `put` files a value of the wrong kind as an empty one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists: dict[str, list[str]] = {}
+
+    def put(self, name: str, value: str | list[str]) -> None:
+        if name in LIST_FIELDS:
+            self.lists[name] = value if isinstance(value, list) else []
+        else:
+            self[name] = value if isinstance(value, str) else ""
+
+
 @dataclass
 class _Export:
     """The tables read from entities.xml, plus what the descriptor says."""
 
     tz: tzinfo
-    pages: dict[str, dict] = field(default_factory=dict)
-    spaces: dict[str, dict] = field(default_factory=dict)
+    pages: dict[str, _Row] = field(default_factory=dict)
+    spaces: dict[str, _Row] = field(default_factory=dict)
     bodies: dict[str, tuple[str, str]] = field(default_factory=dict)  # page id → (bodyType, text)
     users: dict[str, str] = field(default_factory=dict)  # user key → name
-    attachments: dict[str, list[dict]] = field(default_factory=dict)  # page id → attachment rows
-    properties: dict[str, dict] = field(default_factory=dict)  # ContentProperty rows by id
-    labels: dict[str, dict] = field(default_factory=dict)
+    attachments: dict[str, list[_Row]] = field(default_factory=dict)  # page id → attachment rows
+    properties: dict[str, _Row] = field(default_factory=dict)  # ContentProperty rows by id
+    labels: dict[str, _Row] = field(default_factory=dict)
     labellings: dict[str, list[str]] = field(default_factory=dict)  # content id → label ids
     restricted: set[str] = field(default_factory=set)  # ids of content with a view restriction
 
@@ -82,7 +99,7 @@ class _Export:
     def space_ids(self) -> dict[str, str]:
         return {space.get("key", ""): space_id for space_id, space in self.spaces.items()}
 
-    def current_pages(self) -> list[dict]:
+    def current_pages(self) -> list[_Row]:
         return sorted((p for p in self.pages.values() if _is_current(p)), key=lambda p: _id_order(p["id"]))
 
 
@@ -125,7 +142,7 @@ class ConfluenceXmlExport:
         export, _ = self._load()
         yield from (f"pages/{page['id']}" for page in export.current_pages())
 
-    def read_page(self, export: _Export, page: dict, entities_uri: str,
+    def read_page(self, export: _Export, page: _Row, entities_uri: str,
                   titles: dict[tuple[str | None, str], str]) -> SourceDocument:
         """One page row into a document; problems become the document's `error`."""
         page_id = page["id"]
@@ -136,7 +153,7 @@ class ConfluenceXmlExport:
                              heading_ids=[])
         doc.metadata = {"page_id": page_id}
         try:
-            space = export.spaces.get(page.get("space", ""), {})
+            space = export.spaces.get(page.get("space", ""), _Row())
             ancestor_ids = [a for a in _ancestor_ids(page, export.pages) if a in export.pages]
             if not space.get("key", "").strip():
                 space_id = page.get("space", "")[:64]
@@ -208,13 +225,13 @@ class ConfluenceXmlExport:
             return export, files.uri(entities)
 
 
-def _read_entities(stream, export: _Export) -> None:
+def _read_entities(stream: IO[bytes], export: _Export) -> None:
     """One streaming pass over the objects we need; each is reduced to a dict and freed."""
     parser = etree.iterparse(stream, events=("end",), tag="object", resolve_entities=False,
                              no_network=True, load_dtd=False, huge_tree=True)
     for _, obj in parser:
         cls = obj.get("class")
-        row = _row(obj) if cls in KEPT_CLASSES else {}
+        row = _row(obj) if cls in KEPT_CLASSES else _Row()
         if row.get("id"):  # an object without an id cannot be referred to: it is skipped
             if cls == "Page":
                 export.pages[row["id"]] = row
@@ -244,22 +261,18 @@ def _read_entities(stream, export: _Export) -> None:
             del obj.getparent()[0]
 
 
-def _row(obj) -> dict:
-    """An <object> as a dict: properties by name (a reference gives the id it points at),
-    collections as lists of ids. Whatever the file says, the `LIST_FIELDS` are lists of strings
-    and every other field is a string."""
-    row: dict = {}
+def _row(obj: etree._Element) -> _Row:
+    """An <object> as a `_Row`: properties by name (a reference gives the id it points at),
+    collections as lists of ids; the last of a name wins, as the file is read."""
+    row = _Row()
     for child in obj:
         if child.tag == "id":
             row["id"] = (child.text or "").strip()
         elif child.tag == "property":
             ref = child.find("id")
-            row[child.get("name") or ""] = (ref.text if ref is not None else child.text) or ""
+            row.put(child.get("name") or "", (ref.text if ref is not None else child.text) or "")
         elif child.tag == "collection":
-            row[child.get("name") or ""] = [(e.findtext("id") or "").strip() for e in child.findall("element")]
-    for key, value in row.items():
-        if (key in LIST_FIELDS) != isinstance(value, list):
-            row[key] = [] if key in LIST_FIELDS else ""
+            row.put(child.get("name") or "", [(e.findtext("id") or "").strip() for e in child.findall("element")])
     return row
 
 
@@ -268,7 +281,7 @@ def _int(text: str) -> int | None:
     return int(text) if re.fullmatch(r"[0-9]{1,18}", text or "") else None
 
 
-def _id_order(page_id: str) -> tuple:
+def _id_order(page_id: str) -> tuple[int, int, str]:
     """Numeric ids in numeric order (of any length), then anything else."""
     if re.fullmatch(r"[0-9]+", page_id):
         digits = page_id.lstrip("0")
@@ -276,17 +289,17 @@ def _id_order(page_id: str) -> tuple:
     return 1, 0, page_id
 
 
-def _is_current(row: dict) -> bool:
+def _is_current(row: _Row) -> bool:
     """Not a historical version, not a draft, not in the trash."""
     if row.get("originalVersionId") or row.get("originalVersion"):
         return False
     return row.get("contentStatus", "current") in ("current", "")
 
 
-def _ancestor_ids(page: dict, pages: dict[str, dict]) -> list[str]:
+def _ancestor_ids(page: _Row, pages: dict[str, _Row]) -> list[str]:
     """Root first: the `ancestors` list when the export has one, else the parent chain."""
-    if page.get("ancestors"):
-        return list(page["ancestors"])
+    if page.lists.get("ancestors"):
+        return list(page.lists["ancestors"])
     chain, seen, parent = [], {page["id"]}, page.get("parent")
     while parent and parent not in seen and parent in pages:
         chain.append(parent)
@@ -304,20 +317,20 @@ def _timestamp(text: str, tz: tzinfo) -> datetime | None:
         raise ValueError(f"unreadable modification date {text.strip()!r}") from None
 
 
-def _attachment(row: dict, properties: dict[str, dict]) -> dict:
-    props = {p.get("name"): p for p in (properties.get(i, {}) for i in row.get("contentProperties", []))}
-    size = props.get("FILESIZE", {}).get("longValue") or row.get("fileSize", "")
+def _attachment(row: _Row, properties: dict[str, _Row]) -> AttachmentEntry:
+    props = {p.get("name"): p for p in (properties.get(i, _Row()) for i in row.lists.get("contentProperties", []))}
+    size = props.get("FILESIZE", _Row()).get("longValue") or row.get("fileSize", "")
     page = row.get("containerContent") or row.get("content", "")
     return {
         "name": row.get("title", ""),
-        "media_type": props.get("MEDIA_TYPE", {}).get("stringValue") or row.get("contentType", ""),
+        "media_type": props.get("MEDIA_TYPE", _Row()).get("stringValue") or row.get("contentType", ""),
         "size": _int(size),
         "path": f"attachments/{page}/{row['id']}/{row.get('version', '1')}",  # where the bytes are
     }
 
 
 def _labels(page_id: str, export: _Export) -> list[str]:
-    labels = [export.labels.get(label_id, {}) for label_id in export.labellings.get(page_id, [])]
+    labels = [export.labels.get(label_id, _Row()) for label_id in export.labellings.get(page_id, [])]
     return sorted({label.get("name", "") for label in labels
                    if label.get("name") and label.get("namespace", "global") in PUBLIC_LABEL_NAMESPACES})
 

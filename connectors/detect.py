@@ -11,7 +11,7 @@ directory and at most one small `index.html` are read, so detecting is cheap and
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -67,7 +67,7 @@ def _head(open_stream: Callable[[], IO[bytes]]) -> bytes:
         return b""
 
 
-def _shallow_files(root: Path):
+def _shallow_files(root: Path) -> Iterator[Path]:
     """Regular files at the top and one folder down: where an export's own files are. An
     unreadable subfolder is skipped; a FIFO or device is never a candidate (reading it could block)."""
     for child in sorted(root.iterdir()):

@@ -17,7 +17,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from connectors.commonmark import github_slug
 
@@ -48,7 +48,7 @@ class SourceDocument:
     url: str = ""  # the page's citation URL, without a section anchor
     updated_at: datetime | None = None
     access: str = PUBLIC  # access scope; "public" is visible everywhere
-    metadata: dict = field(default_factory=dict)  # tags, author, space, attachments, ...
+    metadata: dict[str, Any] = field(default_factory=dict)  # tags, author, space, attachments, ...
     error: str | None = None  # could not be read: FAILED, its previous version keeps serving
     skipped: str | None = None  # read fine, but nothing to index (an empty page): SKIPPED, with the reason
     # The page's own heading ids, (heading text, id) in page order, where its source has them

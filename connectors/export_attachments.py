@@ -19,11 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from typing import NotRequired, TypedDict
 from urllib.parse import quote
 
 from connectors.attachments import FileLimits, NoText, convert, wanted
 from connectors.confluence_common import ExportFiles
 from connectors.document import RESTRICTED, SourceDocument
+
+
+class AttachmentEntry(TypedDict):
+    """One file of a page's `metadata["attachments"]`, as its export lists it."""
+
+    name: str
+    path: str  # where its bytes are in the export
+    media_type: str
+    size: NotRequired[int | None]  # bytes; only the XML export records it
 
 
 def attachment_documents(files: ExportFiles, page: SourceDocument, base_url: str | None,

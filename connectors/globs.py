@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 
 @dataclass(frozen=True)
@@ -21,11 +25,11 @@ class GlobFilter:
     exclude: tuple[str, ...] = field(default_factory=tuple)
 
     @cached_property
-    def _include(self):
+    def _include(self) -> GitIgnoreSpec | None:
         return _spec(self.include) if self.include else None
 
     @cached_property
-    def _exclude(self):
+    def _exclude(self) -> GitIgnoreSpec | None:
         return _spec(self.exclude) if self.exclude else None
 
     def wants(self, rel: str) -> bool:
@@ -35,7 +39,7 @@ class GlobFilter:
         return self._exclude is None or not self._exclude.match_file(rel)
 
 
-def _spec(patterns: tuple[str, ...]):
+def _spec(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines(patterns)

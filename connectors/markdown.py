@@ -48,6 +48,10 @@ MAX_FRONT_MATTER_BYTES = 64 * 1024
 
 DATE_KEYS = ("updated", "last_modified", "lastmod", "date")  # front matter dates, the first present wins
 
+# Front matter as YAML parsed it: keys and values are whatever YAML made of them (a key can be a
+# number or a date, a value a list or a mapping), so each value is checked where it is read.
+FrontMatter = dict[object, object]
+
 
 @dataclass(frozen=True)
 class Listing:
@@ -273,7 +277,7 @@ def _decode(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _split_front_matter(text: str) -> tuple[dict, str, Page]:
+def _split_front_matter(text: str) -> tuple[FrontMatter, str, Page]:
     """The page parsed, its YAML front matter (as the parser finds it) and the body after it;
     broken front matter is an error.
 
@@ -308,7 +312,7 @@ def _split_front_matter(text: str) -> tuple[dict, str, Page]:
 _SCALARS = (str, int, float, dt.date)  # bool is an int; dt.datetime is a dt.date
 
 
-def _meta_text(meta: dict, key: str) -> str:
+def _meta_text(meta: FrontMatter, key: str) -> str:
     """A front matter value as text; a list or mapping where text belongs is broken front matter."""
     value = meta.get(key)
     if value is None:
@@ -318,7 +322,7 @@ def _meta_text(meta: dict, key: str) -> str:
     return _scalar_text(value, key).strip()
 
 
-def _meta_tags(tags) -> list[str]:
+def _meta_tags(tags: object) -> list[str]:
     """`tags: a, b`, `tags: [a, b]` or one scalar; anything nested is broken front matter."""
     if tags is None:
         return []
@@ -331,19 +335,19 @@ def _meta_tags(tags) -> list[str]:
     raise ValueError("broken front matter: `tags` must be a list of words")
 
 
-def _scalar_text(value, key: str) -> str:
+def _scalar_text(value: object, key: str) -> str:
     try:
         return str(value)
     except ValueError:  # an integer too long to print (int → str refuses over 4,300 digits)
         raise ValueError(f"broken front matter: `{key}` is a number too long to show") from None
 
 
-def _yaml_kind(value) -> str:
+def _yaml_kind(value: object) -> str:
     names: dict[type, str] = {list: "list", dict: "mapping"}
     return names.get(type(value), type(value).__name__)
 
 
-def _meta_date(meta: dict) -> datetime | None:
+def _meta_date(meta: FrontMatter) -> datetime | None:
     """The first front matter date of `DATE_KEYS`, in UTC (a date is its midnight, a time without
     a zone is UTC); a value that is no date is broken front matter, not a silent file time."""
     for key in DATE_KEYS:
@@ -368,12 +372,12 @@ def _meta_date(meta: dict) -> datetime | None:
     return None
 
 
-def _is_draft(meta: dict) -> bool:
+def _is_draft(meta: FrontMatter) -> bool:
     value = meta.get("draft")
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
 
 
-def _check_scopes(meta: dict, access: str) -> None:
+def _check_scopes(meta: FrontMatter, access: str) -> None:
     """`scopes:` in front matter (`kb gaps --drafts` writes the scopes of the channel a page's
     words were said in) means: show this page only where every one of them is visible. A page is
     shown wherever its source's scope is, so it is refused (FAILED) unless each listed scope is
