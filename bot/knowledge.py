@@ -27,7 +27,9 @@ from indexing.ingest import SyncReport, SyncRunner, indexed_sources
 from indexing.storage import IndexStatus, index_status
 
 if TYPE_CHECKING:
-    from bot.records import GapsReport
+    from bot.answering import LanguageModel, LLMClient
+    from bot.records import GapsReport, Listing
+    from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
 CONTEXT_CHARS = 500  # how much of an earlier question joins a follow-up's retrieval
@@ -62,7 +64,7 @@ class KnowledgeBase:
     Built by the composition root (`bot.wiring.Root.knowledge_base`) for `kb` and `kb serve`;
     tests and benchmarks build one over an index of their own."""
 
-    def __init__(self, index: Index, sources: Sequence[SourceConfig] = (), llm=None, *,
+    def __init__(self, index: Index, sources: Sequence[SourceConfig] = (), llm: LLMClient | None = None, *,
                  runner: SyncRunner | None = None) -> None:
         """`runner`: one shared with the watcher and the scheduler (`kb serve`); by default one of
         its own over `sources`."""
@@ -88,11 +90,12 @@ class KnowledgeBase:
         (`bot.answering.llm_stream`); the returned `Answer` is still the one to show. Raises `EmptyQuestion`
         for a question with nothing searchable in it."""
         text = f"{follows[:CONTEXT_CHARS]} {question}" if follows else question
-        llm = None if extractive else self.llm
-        if llm is not None and on_text is not None:
+        client = None if extractive else self.llm
+        llm: LanguageModel | None = client
+        if client is not None and on_text is not None:
             from bot.answering import StreamingLLM
 
-            llm = StreamingLLM(llm, on_text)
+            llm = StreamingLLM(client, on_text)
         return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
 
     def status(self, audience: Audience = OPERATOR) -> IndexStatus:
@@ -174,7 +177,7 @@ class KnowledgeBase:
             state[name].last_run, state[name].last_refused = last.get(name), refused.get(name)
         return [state[name] for name in names]
 
-    def gaps(self, days: int = 7, *, scopes: list[str] | None = None, listing=None) -> GapsReport:
+    def gaps(self, days: int = 7, *, scopes: list[str] | None = None, listing: Listing | None = None) -> GapsReport:
         """The gaps report of the last `days` (`bot.records.gaps`): page titles limited to `scopes` (None: all),
         questions and answers by people to what `listing` (`bot.records.gap_listing.Listing`) allows."""
         from bot.records import gaps_report
@@ -183,8 +186,9 @@ class KnowledgeBase:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def sync(self, source: str | SourceConfig, *, trigger: str = "cli", progress: Callable | None = None,
-             allow_deletes: bool = False, wait: bool = True, full: bool = False) -> SyncReport | None:
+    def sync(self, source: str | SourceConfig, *, trigger: str = "cli",
+             progress: Callable[[SourceDocument], None] | None = None, allow_deletes: bool = False, wait: bool = True,
+             full: bool = False) -> SyncReport | None:
         """A sync of one source (by name, or an ad-hoc `SourceConfig` such as `kb sync PATH`'s): by
         its changes where the source can say them (Confluence over REST), unless `full`; None when
         `wait` is off and another sync of it is running. The source's deletion guard holds unless
@@ -203,7 +207,7 @@ class KnowledgeBase:
         self.index.close()
 
 
-def sync_counts(counts, *, zero_skipped: bool = True) -> str:
+def sync_counts(counts: SyncReport | SyncRun, *, zero_skipped: bool = True) -> str:
     """"N added, N updated, N unchanged, N deleted, N failed, N skipped": what one sync did, as
     every report of a sync says it (`kb sync`, `kb status`, Slack's `/kb status`, `/kb resync`,
     the App Home). `counts`: a `SyncReport`, or a `sync_runs` row (the same six fields).

@@ -16,9 +16,17 @@ Two kinds of numbers:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from sqlalchemy import Row
+
+    from indexing.index import Index
+    from indexing.search import RerankRun
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +50,18 @@ SLACK_ACK_SECONDS = Histogram("docent_slack_ack_seconds", "Time from a Slack req
                               "response (the acknowledgement Slack waits 3 s for)", buckets=_SECONDS, registry=REGISTRY)
 
 
-def observe_question(surface: str, answer, timings_ms: dict | None = None) -> None:
+class Answered(Protocol):
+    """What `observe_question` reads of an answer: a `bot.answering.Answer`, named here rather than
+    imported, as `bot.answering` imports this module to count its LLM calls and rerank runs."""
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def timings_ms(self) -> Mapping[str, float]: ...
+
+
+def observe_question(surface: str, answer: Answered | None, timings_ms: Mapping[str, float] | None = None) -> None:
     """Count one question (`answer` None: answering failed) and its latencies."""
     QUESTIONS.labels(surface=surface, outcome="error" if answer is None else answer.outcome).inc()
     timings = {**(getattr(answer, "timings_ms", None) or {}), **(timings_ms or {})}
@@ -55,7 +74,7 @@ def observe_question(surface: str, answer, timings_ms: dict | None = None) -> No
             STAGE_SECONDS.labels(stage=stage).observe(ms / 1000)
 
 
-def observe_rerank(run) -> None:
+def observe_rerank(run: RerankRun) -> None:
     """Count one run of the rerank stage (`indexing.search.rerank.RerankRun`) and its time."""
     RERANK_CALLS.labels(backend=run.backend, outcome=run.outcome).inc()
     RERANK_SECONDS.labels(backend=run.backend).observe(run.ms / 1000)
@@ -64,10 +83,10 @@ def observe_rerank(run) -> None:
 class IndexCollector:
     """Documents by status, chunks per source and sync runs by result, read from Postgres at scrape."""
 
-    def __init__(self, index) -> None:
+    def __init__(self, index: Index) -> None:
         self.index = index
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         readable = GaugeMetricFamily("docent_index_readable", "1 if the index's database answered this scrape")
         try:
             documents, chunks, runs = self._read()
@@ -93,7 +112,7 @@ class IndexCollector:
         yield family
         yield from self._standby()
 
-    def _standby(self):
+    def _standby(self) -> Iterator[GaugeMetricFamily]:
         """With DATABASE_READ_URL: how much WAL the standby questions read from has still to replay."""
         try:
             reads = self.index.reads()
@@ -107,7 +126,8 @@ class IndexCollector:
         family.add_metric([], -1 if reads is None or reads.behind_bytes is None else reads.behind_bytes)
         yield family
 
-    def _read(self):
+    def _read(self) -> tuple[list[tuple[str, int]], list[Row[tuple[str, int]]], list[Row[tuple[str, str, int]]]]:
+        """Documents by status, chunks by source, sync runs by source and result: (labels..., count) rows."""
         from sqlalchemy import func, select
         from sqlmodel import col
 
@@ -124,7 +144,7 @@ class IndexCollector:
         return documents, chunks, runs
 
 
-def exposition(index) -> bytes:
+def exposition(index: Index) -> bytes:
     """The text `GET /metrics` returns: this process's counters, then the index's gauges."""
     per_index = CollectorRegistry(auto_describe=False)
     per_index.register(IndexCollector(index))

@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
@@ -46,6 +47,13 @@ from bot.slack.client import web_client
 from bot.slack.workers import Workers
 from bot.wiring import ConfigurationError, Root
 from indexing.index import Index
+
+if TYPE_CHECKING:
+    import uvicorn
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    from indexing.storage import Listener
+    from sources import SourceConfig
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +120,7 @@ def drain(workers: Workers) -> None:
     workers.shutdown(wait=False)
 
 
-def warn_unconfigured_sources(index, sources: list) -> list[str]:
+def warn_unconfigured_sources(index: Index, sources: list[SourceConfig]) -> list[str]:
     """Say at start which sources in the index the configuration no longer names: they keep
     answering (nothing is deleted because a table vanished from the sources file) until an
     operator runs `kb forget NAME`. Returns their names."""
@@ -134,13 +142,13 @@ def say_where_reads_go(index: Index) -> None:
         log.warning("questions read from %s; writes and notices go to %s", reads.describe(), index.location)
 
 
-def connect_socket_mode(app: App, settings: Settings):
+def connect_socket_mode(app: App, settings: Settings) -> SocketModeHandler:
     """Open the Socket Mode WebSocket now, so a wrong app token fails at start, in one line."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
     handler = SocketModeHandler(app, app_token=secret(settings.slack_app_token))
     try:
-        handler.connect()
+        handler.connect()  # type: ignore[no-untyped-call]  # slack_bolt leaves its Socket Mode handler unannotated
     except SlackApiError as exc:
         raise StartupError(f"Slack rejected SLACK_APP_TOKEN: {exc.response.get('error')}") from None
     except Exception as exc:
@@ -148,7 +156,7 @@ def connect_socket_mode(app: App, settings: Settings):
     return handler
 
 
-def start_listening(index: Index, access: SlackAccess | None = None):
+def start_listening(index: Index, access: SlackAccess | None = None) -> Listener:
     """Hear the other replicas on this database (`indexing.storage.notify`): a new keyword version is
     caught up with in the background, so the next question does not wait for it; a Slack access
     event one of them got drops the same cached details from `access` (the Slack app's
@@ -261,7 +269,7 @@ def metrics_app(index: Index) -> Starlette:
     return Starlette(routes=[Route(METRICS_PATH, _metrics_endpoint(index), methods=["GET"])])
 
 
-def _metrics_endpoint(index: Index):
+def _metrics_endpoint(index: Index) -> Callable[[Request], Awaitable[Response]]:
     async def metrics(request: Request) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -340,7 +348,7 @@ def bind(host: str, port: int, setting: str | None = None) -> socket.socket:
     return sock
 
 
-def http_server(app: Starlette, log_level: str = "warning"):
+def http_server(app: Starlette, log_level: str = "warning") -> uvicorn.Server:
     """A uvicorn server for `app` (started with `.run(sockets=[sock])`)."""
     import uvicorn
 
@@ -361,7 +369,8 @@ def serving_in_thread(app: Starlette, host: str = "127.0.0.1", timeout: float = 
         stop()
 
 
-def serve_in_background(app: Starlette, sock: socket.socket, log_level: str = "warning", timeout: float = 10.0):
+def serve_in_background(app: Starlette, sock: socket.socket, log_level: str = "warning",
+                        timeout: float = 10.0) -> Callable[[], None]:
     """`app` served by uvicorn on `sock` in a background thread (the metrics port beside `kb serve`'s
     main server; tests' servers). Returns once it is listening; the returned function stops it."""
     import threading

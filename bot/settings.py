@@ -16,6 +16,7 @@ from sources import AccessConfig, ChannelsConfig, SourceConfig, load_access, loa
 from indexing.config import IndexConfig, RerankConfig
 
 if TYPE_CHECKING:
+    from bot.answering import LLMClient
     from indexing.search import Synonyms
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +157,7 @@ class Settings(BaseSettings):
                 floor=self.kb_rerank_floor),
         )
 
-    def llm_client(self):
+    def llm_client(self) -> LLMClient | None:
         """The LLM client for `KB_LLM_BASE_URL` (`bot.answering.llm.LLMClient`), or None: extractive answers."""
         if not self.kb_llm_base_url:
             return None

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from bot.knowledge import KnowledgeBase
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from indexing.ingest import SyncRunner, Watcher
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ConfigurationError(RuntimeError):
@@ -56,7 +58,8 @@ def open_index(settings: Settings) -> Index:
         raise ConfigurationError(str(exc)) from None
 
 
-def _from_sources_file(read: Callable[[], Any]) -> Any:
+def _from_sources_file(read: Callable[[], T]) -> T:
+    """`read()`, with a mistake in the sources file as the one-line `ConfigurationError`."""
     from sources import SourcesError
 
     try:

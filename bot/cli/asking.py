@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,12 @@ from bot import messages
 from bot.cli import common
 from bot.cli.common import fail
 
+if TYPE_CHECKING:
+    from bot.answering import Answer
+    from bot.knowledge import KnowledgeBase
+    from bot.settings import Settings
+    from indexing.storage import KeywordState
+    from sources import Audience
 
 
 def ask(
@@ -39,7 +45,7 @@ def ask(
     interactive(kb, as_json, audience=audience)
 
 
-def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
+def cli_audience(settings: Settings, channel: str | None, user: str | None, shared: bool) -> Audience:
     """Who `kb ask` answers for: the operator (every scope) unless asked to answer as in Slack.
 
     --as-channel: that channel's audience (a D… channel with --as-user is that user's DM with
@@ -68,7 +74,7 @@ def cli_audience(settings, channel: str | None, user: str | None, shared: bool):
     return SlackAccess(config, client).audience(channel, user, is_dm=is_dm, said_shared=shared)
 
 
-def interactive(kb, as_json: bool = False, audience=None) -> None:
+def interactive(kb: KnowledgeBase, as_json: bool = False, audience: Audience | None = None) -> None:
     """Questions read line by line from stdin, each answered by `kb` (a prompt on a terminal)."""
     from sources import Audience
 
@@ -86,7 +92,7 @@ def interactive(kb, as_json: bool = False, audience=None) -> None:
             ask_one(kb, line, audience, as_json, exit_on_error=False)
 
 
-def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> None:
+def ask_one(kb: KnowledgeBase, question: str, audience: Audience, as_json: bool, exit_on_error: bool) -> None:
     """One answer printed; an expected failure is one `error:` line (and the exit, if `exit_on_error`)."""
     from bot.answering import EmptyQuestion
     from indexing.storage import is_unreachable
@@ -114,7 +120,7 @@ def ask_one(kb, question: str, audience, as_json: bool, exit_on_error: bool) -> 
     print_answer(answer)
 
 
-def print_answer(answer) -> None:
+def print_answer(answer: Answer) -> None:
     """The answer as in Slack: for an uncertain one the "not sure" line first (in yellow), the
     lead sentences and passages, what was searched if a typo was repaired, then the sources
     ("Nearest pages" when nothing was found).
@@ -129,13 +135,14 @@ def print_answer(answer) -> None:
     from dataclasses import replace
 
     from bot.cli.plain_output import clean, raw
+    from indexing.ingest import HeadingPath
     from indexing.search import Outcome
 
     console = Console(file=raw(sys.stdout))  # Rich's own colours pass; every text it is given is cleaned
     answer = replace(answer, text=clean(answer.text), searched=answer.searched and clean(answer.searched),
                      note=answer.note and clean(answer.note),
                      sources=[replace(s, title=clean(s.title), url=clean(s.url or ""),
-                                      heading_path=tuple(clean(h) for h in s.heading_path)) for s in answer.sources])
+                                      heading_path=HeadingPath(clean(h) for h in s.heading_path)) for s in answer.sources])
     text = answer.text
     if answer.outcome == Outcome.UNCERTAIN:
         first, _, text = text.partition("\n\n")
@@ -153,7 +160,7 @@ def print_answer(answer) -> None:
     console.print(f"[dim]{answer.timings_ms.get('total', 0):.0f} ms[/]")
 
 
-def keyword_line(state) -> str:
+def keyword_line(state: KeywordState) -> str:
     """The keyword index's state in one line: what every process serves, and whether a sync's
     last changes are still to be published."""
     if state.published is None:

@@ -11,10 +11,16 @@ import functools
 import os
 import warnings
 from collections.abc import Callable
-
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import typer
+
+if TYPE_CHECKING:  # for the annotations only: the modules themselves load inside the functions below
+    from bot.settings import Settings
+    from bot.wiring import Root
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def quiet_libraries() -> None:
@@ -32,7 +38,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def settings():
+def settings() -> Settings:
     """The settings from the environment / `.env`, with logging configured as they say."""
     from bot.logs import configure
     from bot.settings import Settings
@@ -45,14 +51,14 @@ def settings():
     return loaded
 
 
-def primary_only(settings):
+def primary_only(settings: Settings) -> Settings:
     """`settings` without `DATABASE_READ_URL`: for the commands that change the index (`kb sync`,
     `kb forget`, `kb watch`), which read nothing a question reads and so open no standby — a standby
     that is away stops no sync."""
     return settings.model_copy(update={"database_read_url": None})
 
 
-def root(settings):
+def root(settings: Settings) -> Root:
     """The composition root (`bot.wiring.Root`) a command asks for the index, the sources and the
     knowledge base. One-shot commands leave it open: the process ends with them (and the
     embedded Postgres stops at exit); `kb watch` and `kb run` close it."""
@@ -61,14 +67,14 @@ def root(settings):
     return Root(settings)
 
 
-def one_line_failures(command: Callable) -> Callable:
+def one_line_failures(command: Callable[P, R]) -> Callable[P, R]:
     """`command` with the composition root's `ConfigurationError` (no database, a mistake in the
     sources file, a setting that cannot work, a migration that failed) printed as one `error:`
     line, exit 1 — wherever in the command the part that could not be built was first asked for;
     and with no control character in anything it prints (`bot.cli.plain_output`)."""
 
     @functools.wraps(command)
-    def run(*args, **kwargs):
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
         from bot.cli.plain_output import plain_output
         from bot.wiring import ConfigurationError
 

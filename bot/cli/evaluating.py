@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -68,6 +68,7 @@ def evaluate(
         result["calibration"]["gate"] = {lang: {"refuse_below": t[0], "answer_from": t[1]} for lang, t in fitted.items()}
         rerank = fit_rerank(rows, index.rerank.gate.weight) if index.rerank is not None else None  # for this reranker's scores
         if rerank is not None:
+            assert index.rerank is not None  # the stage whose scores it was fitted on
             result["calibration"]["rerank"] = {"backend": index.rerank.name, "refuse_below": rerank[0],
                                                "answer_from": rerank[1]}
             if index.rerank.gate.weight is not None:  # the built-in reader: its veto floor too
@@ -92,7 +93,7 @@ def evaluate(
         print_calibration(result["calibration"], write_env)
 
 
-def print_calibration(calibration: dict, written: Path | None) -> None:
+def print_calibration(calibration: dict[str, Any], written: Path | None) -> None:
     from rich.console import Console
     from rich.markup import escape  # set names and paths are text, never markup
     from rich.table import Table
@@ -129,7 +130,7 @@ def _write_env(path: Path, key: str, value: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def print_metrics(metrics: dict) -> None:
+def print_metrics(metrics: dict[str, dict[str, Any]]) -> None:
     """Two tables: ranking and key-fact coverage, then the gate's outcome shares, one row per set."""
     from rich.console import Console
     from rich.markup import escape  # set names and paths are text, never markup

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -34,11 +34,11 @@ class PlainStream:
         self.inner.write(clean(text))
         return len(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str):  # flush, isatty, fileno, encoding, buffer…
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer…: whatever the inner stream has
         return getattr(self.inner, name)
 
 

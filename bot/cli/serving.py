@@ -8,13 +8,19 @@ the questions people answered as draft pages (`bot.records.gap_drafts`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bot.cli import common
 from bot.cli.common import fail
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+    from indexing.index import Index
+    from sources import SourceConfig
 
 
 def run() -> None:
@@ -100,7 +106,7 @@ def gaps(
     print_gaps(index, days, as_json, typer.echo)
 
 
-def drafts_folder(given: str, sources) -> Path:
+def drafts_folder(given: str, sources: Sequence[SourceConfig]) -> Path:
     """The folder `--drafts` names; never "" (which reads as the working directory) and never in a
     configured source's folder, where the next sync would index the drafts."""
     from sources import overlap
@@ -115,7 +121,7 @@ def drafts_folder(given: str, sources) -> Path:
     return folder
 
 
-def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
+def write_gap_drafts(index: Index, days: int, directory: Path, as_json: bool) -> None:
     """`kb gaps --drafts DIR`: a draft page per question people answered in the last `days`."""
     from datetime import timedelta
 
@@ -139,7 +145,7 @@ def write_gap_drafts(index, days: int, directory: Path, as_json: bool) -> None:
                f"(questions people answered in the last {days} days)")
 
 
-def post_gaps_digest(settings, days: int) -> None:
+def post_gaps_digest(settings: Settings, days: int) -> None:
     """`kb gaps --post`: the weekly digest now, to see it (or send one) without waiting for its schedule."""
     from slack_sdk.errors import SlackApiError
 

@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 
 from bot.cli import common
 from bot.cli.common import fail
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from bot.wiring import Root
+    from connectors.document import SourceDocument
+    from indexing.ingest import SyncReport, indexed_sources
+    from sources import SourceConfig
+
+
+class AdhocOptions(TypedDict):
+    """What `kb sync PATH`'s options say of the source; None or an empty list: not given."""
+
+    kind: str | None
+    url_template: str | None
+    base_url: str | None
+    access: str | None
+    include: list[str]
+    exclude: list[str]
 
 
 def sync(
@@ -33,8 +53,8 @@ def sync(
     root = common.root(common.primary_only(common.settings()))
     configured = root.sources
     if path is not None:
-        options = {"kind": kind, "url_template": url_template, "base_url": base_url, "access": access,
-                   "include": list(include), "exclude": list(exclude)}
+        options: AdhocOptions = {"kind": kind, "url_template": url_template, "base_url": base_url, "access": access,
+                                 "include": list(include), "exclude": list(exclude)}
         sources = [_adhoc_source(root, path, source, options)]
     elif source is not None:
         sources = [s for s in configured if s.name == source] or [_recorded_source(root, source)]
@@ -47,7 +67,7 @@ def sync(
         raise typer.Exit(3)
 
 
-def _adhoc_source(root, path: Path, name: str | None, options: dict):
+def _adhoc_source(root: Root, path: Path, name: str | None, options: AdhocOptions) -> SourceConfig:
     """The source `kb sync PATH` syncs: the configured one if PATH is its location, else a source
     of its own — named after the path (or `--source`), never a name that reads another location,
     and with the settings it was last synced with unless options say otherwise."""
@@ -96,7 +116,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
         name = adhoc_name(location, taken)
     record = records.get(name)
     base = indexed_sources.adhoc_source(record) if record is not None else SourceConfig(name=name, location=location, adhoc=True)
-    changes = {k: v for k, v in options.items() if v}
+    changes: dict[str, Any] = {k: v for k, v in options.items() if v}  # SourceConfig fields, str or list[str]
     source = dataclasses.replace(base, name=name, location=location, **changes)
     try:
         check_source_name(name)
@@ -108,7 +128,7 @@ def _adhoc_source(root, path: Path, name: str | None, options: dict):
     return source
 
 
-def _recorded_source(root, name: str):
+def _recorded_source(root: Root, name: str) -> SourceConfig:
     """`kb sync --source NAME` for a source that is not configured: an ad-hoc one, as last synced."""
     from indexing.ingest import indexed_sources
 
@@ -120,7 +140,8 @@ def _recorded_source(root, name: str):
     return indexed_sources.adhoc_source(record)
 
 
-def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, full: bool = False) -> list:
+def run_sync(root: Root, sources: list[SourceConfig], trigger: str = "cli", allow_deletes: bool = False,
+             full: bool = False) -> list[SyncReport]:
     """Sync each of `sources` through `root`'s index, with a progress bar and a one-line summary;
     returns the reports.
 
@@ -146,8 +167,9 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
             with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
                 task = bar.add_task("sync", total=total, source=escape(clean(source.name)))
-                report = kb.sync(source.name, trigger=trigger, progress=lambda _doc, task=task: bar.advance(task),
+                report = kb.sync(source.name, trigger=trigger, progress=_advancing(bar, task),
                                  allow_deletes=allow_deletes, full=full)
+            assert report is not None  # None only when told not to wait for another sync of the source
         except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
             fail(f"source {source.name}: {exc}")
         console.print(
@@ -164,6 +186,11 @@ def run_sync(root, sources, trigger: str = "cli", allow_deletes: bool = False, f
                        f"if the pages are meant to go", err=True)
         reports.append(report)
     return reports
+
+
+def _advancing(bar: Progress, task: TaskID) -> Callable[[SourceDocument], None]:
+    """A sync's progress callback: one step of `task` on `bar` per document dealt with."""
+    return lambda _doc: bar.advance(task)
 
 
 def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sources as JSON")] = False) -> None:
@@ -186,7 +213,7 @@ def sources(as_json: Annotated[bool, typer.Option("--json", help="Print the sour
             typer.echo(f"    no longer in the configuration: still answering; `kb forget {r.name}` removes it")
 
 
-def _source_json(row) -> dict:
+def _source_json(row: indexed_sources.SourceSummary) -> dict[str, object]:
     run = row.last_run
     return {"name": row.name, "state": row.state, "kind": row.kind, "location": row.location, "pages": row.pages,
             "failed": row.failed, "skipped": row.skipped, "schedule": row.schedule,

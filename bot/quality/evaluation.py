@@ -29,7 +29,7 @@ from indexing.search import Outcome
 from indexing.index import Index
 
 if TYPE_CHECKING:
-    from bot.answering import LanguageModel
+    from bot.answering import LLMClient
     from indexing.vectors import Embedder
 
 RANK_DEPTH = 10
@@ -67,7 +67,7 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[str] | None = None,
-             mode: str = "hybrid", llm: LanguageModel | None = None, extractive: bool = False) -> dict[str, Any]:
+             mode: str = "hybrid", llm: LLMClient | None = None, extractive: bool = False) -> dict[str, Any]:
     """Answer every question through `KnowledgeBase.ask` and score it; returns {"metrics", "questions"}.
 
     `scopes`: the operator's view limited to these access scopes (None: all). Extractive unless

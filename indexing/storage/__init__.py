@@ -12,10 +12,10 @@ if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use
     from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, timestamptz, utcnow
     from indexing.storage.migrations import MigrationFailed
     from indexing.storage.notify import Listener, notify_now
-    from indexing.storage.status import IndexStatus, index_status
+    from indexing.storage.status import IndexStatus, KeywordState, index_status
 
-__all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "Listener", "MigrationFailed", "RunResult",
-           "Status", "SyncRun", "affected", "index_status", "is_unreachable", "notify_now", "timestamptz",
+__all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "KeywordState", "Listener", "MigrationFailed",
+           "RunResult", "Status", "SyncRun", "affected", "index_status", "is_unreachable", "notify_now", "timestamptz",
            "utcnow"]
 
 
