@@ -78,3 +78,19 @@ def test_the_oracle_bound_tries_every_score_as_each_threshold():
     assert (got.not_found, got.answered) == (0.4, 0.95)
     assert got.auc == auc(answerable, unanswerable)
     assert bound([0.9] * 10, [0.1] * 10) == type(got)(1.0, 1.0, 1.0)
+
+
+def test_the_blended_order_lets_a_strong_span_lift_a_close_second_only():
+    """`training.span_eval.blended`: fused score + λ·squashed span score. A span scoring +8 on the
+    second section (fused 0.575 against 0.58) puts it first at λ = 0.05; the same span cannot
+    overturn a clear lead (0.45 against 0.58); missing span scores sink a section."""
+    from training.span_eval import blended
+
+    row = {"corpus": "c", "id": "q1", "hits": [{"score": 0.58}, {"score": 0.575}, {"score": 0.45}]}
+    close = {("c", "q1"): {"scores": [-4.0, 8.0, 8.0]}}
+    order = blended(row, close, 0.05)
+    assert order is not None and order.index(max(order)) == 1
+    assert order[2] < order[0], "a clear fusion lead holds"
+    assert blended(row, close, 0.0) == [0.58, 0.575, 0.45]
+    short = blended(row, {("c", "q1"): {"scores": [0.0]}}, 0.05)
+    assert short is not None and short[1] < 0 and blended(row, {}, 0.05) is None
