@@ -197,9 +197,13 @@ def test_ask_json_and_piped_questions(kb_home, sample_synced):
 
 def test_status_names_the_keyword_version_every_process_serves(kb_home, sample_synced):
     env = {"KB_HOME": str(kb_home)}
-    keywords = json.loads(_kb("status", "--json", env=env).stdout)["keywords"]
+    shown = json.loads(_kb("status", "--json", env=env).stdout)
+    keywords = shown["keywords"]
     assert keywords["published"] is not None and keywords["published"] == keywords["committed"]
-    assert f"keywords:  version {keywords['published']} published" in _kb("status", env=env).stdout
+    text = _kb("status", env=env).stdout
+    assert f"keywords:  version {keywords['published']} published" in text
+    assert shown["embedding"].startswith("all-MiniLM-L6-v2 (bundled) under ONNX Runtime, from ")
+    assert f"embedding: {shown['embedding']}" in text
 
 
 def test_the_keyword_line_says_what_is_not_yet_published_or_saved():

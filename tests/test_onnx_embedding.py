@@ -101,6 +101,25 @@ def test_kb_ask_answers_without_importing_torch(kb_home, sample_synced):
     assert done.stderr.strip().splitlines()[-1] == "heavy: []"
 
 
+def test_status_says_how_text_becomes_vectors_and_which_export_is_loaded(index, tmp_path):
+    from indexing.index import describe_embedding
+    from indexing.storage.status import index_status
+    from indexing.vectors.onnx_embedding import export_path
+
+    index.embedder.embed_query("warm-up")  # the run's export exists from here on
+    made = export_path(index.embedder.model_dir, index.embedder.cache, False)
+    assert made.is_file()
+    assert index_status(index).embedding == f"all-MiniLM-L6-v2 (bundled) under ONNX Runtime, from {made}"
+    fresh = IndexConfig(home=tmp_path, model_cache=tmp_path / "cache", embed_backend="onnx-int8")
+    key = export_key(index.embedder.model_dir)
+    assert describe_embedding(fresh) == ("all-MiniLM-L6-v2 (bundled) under ONNX Runtime, int8, not exported yet: the first "
+                                         f"embedding exports it to {tmp_path}/cache/onnx/{key}/model-int8.onnx (~10 s, once)")
+    assert describe_embedding(IndexConfig(home=tmp_path, embed_backend="torch")) == (
+        "all-MiniLM-L6-v2 (bundled) under torch (sentence-transformers)")
+    served = IndexConfig(home=tmp_path, embed_url="http://tei:8080/v1", embed_model="bge-small")
+    assert describe_embedding(served) == "bge-small from the embedding service at http://tei:8080/v1"
+
+
 def test_the_export_key_follows_the_model(tmp_path):
     bundled = OnnxEmbedder(tmp_path).model_dir
     copy = tmp_path / "model"

@@ -184,6 +184,7 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if info.reads:
         typer.echo(f"reads:     {info.reads.describe()}")
     typer.echo(f"data dir:  {info.home}")
+    typer.echo(f"embedding: {info.embedding}")
     docs = ", ".join(f"{n} {k.lower()}" for k, n in sorted(info.documents.items())) or "none"
     typer.echo(f"documents: {docs}")
     typer.echo(f"chunks:    {info.chunks}")

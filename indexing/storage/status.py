@@ -10,7 +10,7 @@ from sqlmodel import col, func, select
 from indexing.storage import index_tables
 from indexing.keyword import keyword_versions
 from indexing.keyword.bm25_terms import TERMS_VERSION
-from indexing.index import Index
+from indexing.index import Index, describe_embedding
 from indexing.storage.standby import ReadServer
 
 
@@ -43,7 +43,8 @@ class IndexStatus:
     `last_runs`: the last sync run of every source, newest first; `unconfigured`: sources still
     answering although the configuration no longer names them; `database` (password hidden) and
     `home`: where the index lives; `reads`: which server answers reads (a hot standby, else the
-    primary); `keywords`: the keyword index's published version, as the reads see it.
+    primary); `keywords`: the keyword index's published version, as the reads see it; `embedding`:
+    how text becomes vectors (`indexing.index.describe_embedding`).
     """
 
     documents: dict[str, int]
@@ -56,6 +57,7 @@ class IndexStatus:
     unconfigured: list[str] = field(default_factory=list)
     keywords: KeywordState | None = None
     reads: ReadServer | None = None
+    embedding: str = ""
 
     def limited_to_sources(self, names: set[str]) -> IndexStatus:
         """Only these sources' sync runs and failed or skipped pages (the others may not be named)."""
@@ -79,6 +81,7 @@ class IndexStatus:
             "unconfigured_sources": self.unconfigured,
             "keywords": asdict(self.keywords) if self.keywords else None,
             "reads": self.reads.to_json() if self.reads else None,
+            "embedding": self.embedding,
         }
 
 
@@ -114,4 +117,5 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         home=str(index.config.home),
         keywords=keywords,
         reads=index.reads(),
+        embedding=describe_embedding(index.config),
     )

@@ -229,6 +229,11 @@ def export_key(model_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def export_path(model_dir: Path, cache: Path, quantized: bool) -> Path:
+    """Where this model's export (int8 or float) is, or will be once the first text is embedded."""
+    return cache / "onnx" / export_key(model_dir) / ("model-int8.onnx" if quantized else "model.onnx")
+
+
 def _check_cache(cache: Path) -> None:
     """Refuse at start a cache that can neither be written nor holds an export: otherwise a first
     sync fails every page with the same reason. A read-only cache with exports in it (the Docker
@@ -251,9 +256,8 @@ def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path,
     Returns the path and whether it was exported now. Files are written aside and renamed into
     place, so a process that starts while another exports never loads half a file; processes that
     start together take turns on a lock file, so the second finds the first's export and loads it."""
-    folder = cache / "onnx" / export_key(model_dir)
-    full, int8 = folder / "model.onnx", folder / "model-int8.onnx"
-    target = int8 if quantized else full
+    target = export_path(model_dir, cache, quantized)
+    folder, full, int8 = target.parent, target.with_name("model.onnx"), target.with_name("model-int8.onnx")
     if target.is_file():
         return target, False
     try:
