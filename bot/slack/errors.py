@@ -13,11 +13,19 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from indexing.storage import is_unreachable
 
+if TYPE_CHECKING:
+    from slack_bolt import App
+
+    from bot.slack.services import Services
+
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def reference_id() -> str:
@@ -38,7 +46,7 @@ def apology_on_error(what: str, apologise: Callable[[str], None],
         yield
     except Exception as exc:
         ref = reference_id()
-        tell = lambda: apologise(ref)  # noqa: E731
+        tell: Callable[[], None] = lambda: apologise(ref)  # noqa: E731
         if is_unreachable(exc):
             log.warning("%s failed: the database cannot be reached [ref %s]: %s", what, ref, first_line(exc))
             tell = unavailable or tell
@@ -50,7 +58,7 @@ def apology_on_error(what: str, apologise: Callable[[str], None],
             log.exception("could not deliver the apology [ref %s]", ref)
 
 
-def unhandled(error: Exception, body: dict) -> None:
+def unhandled(error: Exception, body: dict[str, Any]) -> None:
     """The last resort for errors outside the listeners' own handling (e.g. in middleware)."""
     ref = reference_id()
     log.error("unhandled error [ref %s] for a %s request", ref, (body or {}).get("type"), exc_info=error)
@@ -62,7 +70,7 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def quietly(function: Callable, *args, **kwargs):
+def quietly(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """Bookkeeping (a log row, a progress message) that must not turn a delivered answer, or a
     running sync, into an error: a failure is logged, and None returned."""
     try:
@@ -72,6 +80,6 @@ def quietly(function: Callable, *args, **kwargs):
         return None
 
 
-def register(app, services=None) -> None:
+def register(app: App, services: Services | None = None) -> None:
     """Bolt's last-resort error handler."""
     app.error(unhandled)

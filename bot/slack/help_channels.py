@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.records import question_log
 from bot.metrics import UNPROMPTED
@@ -39,6 +39,7 @@ from sources import SHARED
 from indexing.search import Outcome
 
 if TYPE_CHECKING:
+    from slack_bolt import App, BoltContext
     from slack_sdk import WebClient
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,14 @@ log = logging.getLogger(__name__)
 SURFACE = "channel"  # the query log's `surface` of an unprompted answer
 
 
-def register(app, services: Services) -> None:
-    def in_help_channel(event: dict) -> bool:
+def register(app: App, services: Services) -> None:
+    def in_help_channel(event: dict[str, Any]) -> bool:
         thread = event.get("thread_ts")
         return (event.get("channel_type") != "im" and (not thread or thread == event.get("ts"))
                 and services.channels.get(event.get("channel")).answers_questions)
 
     @app.event("message", matchers=[in_help_channel])
-    def help_channel_message(event, body, client, context):
+    def help_channel_message(event: dict[str, Any], body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         if not is_human_message(event) or (body or {}).get("is_ext_shared_channel"):
             return
         text = event.get("text") or ""

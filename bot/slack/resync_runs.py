@@ -77,7 +77,7 @@ def _throttled(progress: ReportProgress, total: int) -> Callable[[object], None]
     """A per-document callback that passes on at most PROGRESS_MESSAGES updates, PROGRESS_SECONDS apart."""
     state = {"done": 0, "sent": 0, "last": time.monotonic()}
 
-    def advance(_doc) -> None:
+    def advance(_doc: object) -> None:
         state["done"] += 1
         now = time.monotonic()
         if state["sent"] < PROGRESS_MESSAGES and now - state["last"] >= PROGRESS_SECONDS and state["done"] < total:
