@@ -6,7 +6,9 @@ follow-ups (`bot.slack.questions`), help channels (`bot.slack.help_channels`) an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+from bot.records import ChannelKind
 
 if TYPE_CHECKING:
     from slack_bolt import BoltContext
@@ -28,6 +30,18 @@ class Asked:
     said_shared: bool = False  # the event envelope said the channel is shared with another organisation
     team: str | None = None  # the asker's workspace (a channel stream names its recipient)
     channel_type: str | None = None  # a message event's "channel" / "group" / "im" / "mpim" (mentions have none)
+
+
+class Logged(TypedDict):
+    """Where a question was asked, as its query log row keeps it: `question_log.log_query`'s keywords,
+    gathered before the question is answered and passed on with `**` (so a misspelt one is a type error)."""
+
+    surface: str
+    user_id: str
+    channel_id: NotRequired[str | None]
+    channel_kind: NotRequired[ChannelKind]
+    thread_ts: NotRequired[str | None]
+    message_ts: NotRequired[str | None]
 
 
 def asked_from(event: dict[str, Any], body: dict[str, Any] | None, context: BoltContext, **where: Any) -> Asked:

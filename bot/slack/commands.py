@@ -18,6 +18,7 @@ from bot import messages
 from bot.records import question_log
 from bot.knowledge import sync_counts
 from bot.slack import blocks
+from bot.slack.asked import Logged
 from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
@@ -57,7 +58,7 @@ def ask(services: Services, ack: Ack, command: dict[str, Any], respond: Respond,
 def answer_privately(services: Services, command: dict[str, Any], respond: Respond, question: str, started: float) -> None:
     """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
     channel, user = command.get("channel_id"), command["user_id"]
-    details = dict(surface="command", user_id=user, channel_id=channel)
+    details: Logged = {"surface": "command", "user_id": user, "channel_id": channel}
     db = services.db
 
     def apologise(ref: str) -> None:

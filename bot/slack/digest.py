@@ -84,6 +84,7 @@ def run_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, leader:
         if not leader.is_leader():
             log.info("gaps digest skipped: another Docent process is the scheduler")
             return DigestRun(posted=False, reason="not the leader")
+        assert channel, "schedule_digest adds the job only with a KB_DIGEST_CHANNEL"
         return DigestRun(posted=True, ts=post_digest(settings, kb, client, channel))
     except Exception as exc:
         log.exception("the gaps digest to %s failed", channel)

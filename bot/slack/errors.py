@@ -34,8 +34,8 @@ def reference_id() -> str:
 
 
 @contextmanager
-def apology_on_error(what: str, apologise: Callable[[str], None],
-                     unavailable: Callable[[], None] | None = None) -> Iterator[None]:
+def apology_on_error(what: str, apologise: Callable[[str], object],
+                     unavailable: Callable[[], object] | None = None) -> Iterator[None]:
     """Any exception in the block is logged with a fresh reference id, and `apologise(ref)` tells
     the user — so a failure is never silence, and the user's reference finds the traceback.
 
@@ -46,7 +46,7 @@ def apology_on_error(what: str, apologise: Callable[[str], None],
         yield
     except Exception as exc:
         ref = reference_id()
-        tell: Callable[[], None] = lambda: apologise(ref)  # noqa: E731
+        tell: Callable[[], object] = lambda: apologise(ref)  # noqa: E731
         if is_unreachable(exc):
             log.warning("%s failed: the database cannot be reached [ref %s]: %s", what, ref, first_line(exc))
             tell = unavailable or tell

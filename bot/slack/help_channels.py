@@ -28,7 +28,7 @@ from bot.records import question_log
 from bot.metrics import UNPROMPTED
 from bot.slack.question_detector import is_question
 from bot.slack import blocks, store
-from bot.slack.asked import Asked, asked_from
+from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
@@ -84,7 +84,7 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
         log.exception("could not answer %s/%s unprompted", channel, ts)
         return
     db = services.db
-    details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
+    details: Logged = {"surface": SURFACE, "user_id": asked.user, "channel_id": channel, "thread_ts": ts, "message_ts": ts}
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
@@ -92,8 +92,9 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
                      said_shared=asked.said_shared, asker=asked.user):
             # logged without its thread or message: people answer there, and Docent must not take their
             # replies for follow-ups to it (`question_log.thread_question` finds threads by those two)
+            unthreaded: Logged = {**details, "thread_ts": None, "message_ts": None}
             quietly(question_log.log_query, db, question=question, answer=reply, context_question=None,
-                    timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
+                    timings_ms=timings, **unthreaded)
         return
     answer_ts = AnswerDelivery(client, channel, ts, user=asked.user, team=asked.team).finish(
         blocks.fallback_text(reply), blocks.answer_blocks(reply))

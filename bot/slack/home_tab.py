@@ -174,10 +174,10 @@ def resync_from_home(services: Services, client: WebClient, user: str, name: str
     action_id = question_log.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
 
     def finished(report: SyncReport | None, error: BaseException | None) -> None:
-        if report is None and error is None:
-            result = "refused: another sync of this source was running"
-        elif error is not None:
+        if error is not None:
             result = f"failed: {type(error).__name__}: {error}"
+        elif report is None:
+            result = "refused: another sync of this source was running"
         elif report.refused:
             result = f"refused: {report.refused}"
         else:

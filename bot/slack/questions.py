@@ -29,7 +29,7 @@ from slack_sdk.errors import SlackApiError
 from bot import messages
 from bot.records import question_log
 from bot.slack import blocks, store
-from bot.slack.asked import Asked, asked_from
+from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.handover import hand_over
@@ -130,7 +130,8 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
         return
     started = time.perf_counter()
     add_reaction(client, channel, ts)
-    details = dict(surface=asked.surface, user_id=asked.user, channel_id=channel, thread_ts=reply_thread, message_ts=ts)
+    details: Logged = {"surface": asked.surface, "user_id": asked.user, "channel_id": channel, "thread_ts": reply_thread,
+                       "message_ts": ts}
     question = ""
 
     def apologise(ref: str) -> None:

@@ -55,19 +55,19 @@ def resync(services: Services, ack: Ack, command: dict[str, Any], respond: Respo
                 replace_original=False)
 
     def finished(report: SyncReport | None, error: BaseException | None) -> None:
-        if report is None and error is None:
-            result = "refused: another sync of this source was running"
-            respond(text=messages.resync_busy(escape(name)), response_type="ephemeral", replace_original=False)
-        elif error is None and report.refused:
-            result = f"refused: {report.refused}"
-            respond(text=messages.resync_refused(escape(name), neutralise(escape(report.refused))),
-                    response_type="ephemeral", replace_original=False)
-        elif error is not None:
+        if error is not None:
             ref = reference_id()
             log.error("resync of %s failed [ref %s]: %s", name, ref, error)
             result = f"failed [ref {ref}]: {type(error).__name__}: {error}"
             respond(text=messages.resync_failed(escape(name), ref), response_type="ephemeral",
                     replace_original=False)
+        elif report is None:
+            result = "refused: another sync of this source was running"
+            respond(text=messages.resync_busy(escape(name)), response_type="ephemeral", replace_original=False)
+        elif report.refused:
+            result = f"refused: {report.refused}"
+            respond(text=messages.resync_refused(escape(name), neutralise(escape(report.refused))),
+                    response_type="ephemeral", replace_original=False)
         else:
             result = summary(report)
             respond(text=messages.resync_finished(neutralise(escape(result))), response_type="ephemeral",

@@ -92,6 +92,7 @@ class AnswerDelivery:
     def _append_stream(self, text: str) -> None:
         try:
             if self._stream is None:
+                assert self.thread_ts is not None  # STREAM is the mode only of an answer in a thread (__init__)
                 self._stream = self.client.chat_stream(
                     channel=self.channel, thread_ts=self.thread_ts, buffer_size=STREAM_BUFFER,
                     recipient_user_id=self.user, recipient_team_id=self.team)
@@ -174,19 +175,20 @@ class AnswerDelivery:
         except Exception as exc:
             log.info("could not stop the stream in %s: %s", self.channel, exc)
         self._stream = None
-        if self.ts is None:
+        ts = self.ts
+        if ts is None:
             return
         try:
-            self.client.chat_delete(channel=self.channel, ts=self.ts)
+            self.client.chat_delete(channel=self.channel, ts=ts)
             self.ts = None
             return
         except Exception as exc:
             log.info("could not delete the partial answer in %s: %s", self.channel, exc)
         try:
-            self.client.chat_update(channel=self.channel, ts=self.ts, text=messages.WITHDRAWN,
+            self.client.chat_update(channel=self.channel, ts=ts, text=messages.WITHDRAWN,
                                     blocks=_text_blocks(messages.WITHDRAWN))
         except Exception as exc:
-            log.warning("could not take back the partial answer %s in %s: %s", self.ts, self.channel, exc)
+            log.warning("could not take back the partial answer %s in %s: %s", ts, self.channel, exc)
         self.ts = None
 
     def _post(self, text: str, blocks: list[Block] | None = None) -> str:
