@@ -20,8 +20,6 @@ from indexing.storage import is_unreachable
 if TYPE_CHECKING:
     from slack_bolt import App
 
-    from bot.slack.services import Services
-
 log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
@@ -80,6 +78,7 @@ def quietly(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | 
         return None
 
 
-def register(app: App, services: Services | None = None) -> None:
-    """Bolt's last-resort error handler."""
+def register(app: App, services: object = None) -> None:
+    """Bolt's last-resort error handler. `services`: every listener module's `register` takes them; this
+    one uses none (and `bot.slack.services` imports this module, so it is not named here)."""
     app.error(unhandled)
