@@ -70,7 +70,8 @@ def first_line(exc: BaseException) -> str:
 
 def quietly(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """Bookkeeping (a log row, a progress message) that must not turn a delivered answer, or a
-    running sync, into an error: a failure is logged, and None returned."""
+    running sync, into an error: a failure is logged, and None returned. Typed with `function`'s own
+    parameters, so a wrong argument is a type error rather than a bookkeeping row quietly lost."""
     try:
         return function(*args, **kwargs)
     except Exception:

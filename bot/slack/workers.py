@@ -39,6 +39,8 @@ class CountingPool(ThreadPoolExecutor):
         self._idle = threading.Condition()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """ThreadPoolExecutor's, counted; typed with `fn`'s parameters, as the base class is, so the
+        arguments a listener hands to the answers pool are checked against the function they go to."""
         with self._idle:
             self._pending += 1
         try:
