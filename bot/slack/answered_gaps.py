@@ -29,7 +29,9 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime, timezone
+from typing import Any
 
+from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 
 from bot import messages
@@ -38,6 +40,7 @@ from bot.records import AnsweredGap, ChannelKind, question_log
 from bot.slack.question_detector import is_question
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
+from bot.slack.blocks import Block
 from bot.slack.errors import apology_on_error
 from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
@@ -53,15 +56,16 @@ _NOT_AN_ANSWER = re.compile(r"^(?:thanks?|thank you|thx|ty|\+1|same|me too|follo
                             re.IGNORECASE)  # thanks and "+1" from others who wait for the answer
 
 
-def register(app, services: Services) -> None:
-    def in_escalation_thread(event: dict) -> bool:
+def register(app: App, services: Services) -> None:
+    def in_escalation_thread(event: dict[str, Any]) -> bool:
         thread = event.get("thread_ts")
         return (event.get("channel_type") != "im" and bool(thread) and thread != event.get("ts")
                 and event.get("subtype") in HUMAN_SUBTYPES
                 and bool(services.channels.get(event.get("channel")).escalate))
 
     @app.event("message", matchers=[in_escalation_thread])
-    def reply_in_escalation_channel(event, body, client, context):
+    def reply_in_escalation_channel(event: dict[str, Any], body: dict[str, Any], client: WebClient,
+                                    context: BoltContext) -> None:
         if not is_human_message(event) or mentions(event.get("text") or "", context.bot_user_id):
             return  # a mention is `questions.mention`'s
         thread = event["thread_ts"]
@@ -70,7 +74,7 @@ def register(app, services: Services) -> None:
                                 is_follow_up_candidate(event, context.bot_user_id))
 
     @app.action(ACTION_ADD_GAP)
-    def add_gap_button(ack, body, action, client, respond):
+    def add_gap_button(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond) -> None:
         ack()
         channel, _, thread = (action.get("value") or "").partition(" ")
         services.answers.submit(add_gap, services, client, respond, body["user"]["id"], channel, thread)
@@ -118,7 +122,7 @@ def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
     else:
         line = messages.gap_offer_to_asker(offer.answered_by)
     question = neutralise(escape(" ".join(offer.question.split())[:300]))
-    message_blocks: list[dict] = [
+    message_blocks: list[Block] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": line}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Question: {question}"}]},
         {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": BUTTON},
@@ -132,7 +136,7 @@ def offer_gap(client: WebClient, offer: store.Handover, user: str) -> None:
         log.warning("could not offer the gap of %s/%s to %s: %s", offer.channel, offer.thread_ts, user, exc)
 
 
-def add_gap(services: Services, client: WebClient, respond, user: str, channel: str, thread: str) -> None:
+def add_gap(services: Services, client: WebClient, respond: Respond, user: str, channel: str, thread: str) -> None:
     """The button: record the thread's question and the person's answer as a gap (first click wins)."""
     def tell(text: str, replace: bool = False) -> None:
         respond(text=text, response_type="ephemeral", replace_original=replace)

@@ -15,6 +15,8 @@ that module, this one imports them, and none of them imports this one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -40,6 +42,10 @@ from bot.slack.store import Deduper
 from bot.slack.workers import Workers
 from indexing.index import Index
 from indexing.ingest import SyncRunner
+from sources import SourceConfig
+
+if TYPE_CHECKING:
+    from bot.answering import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +62,7 @@ def build_app(
     settings: Settings,
     index: Index,
     client: WebClient,
-    llm=None,
+    llm: LLMClient | None = None,
     *,
     kb: KnowledgeBase | None = None,
     socket_mode: bool = False,
@@ -93,7 +99,7 @@ def build_app(
     return app
 
 
-def warn_unconfigured_scopes(access: SlackAccess, sources) -> None:
+def warn_unconfigured_scopes(access: SlackAccess, sources: Iterable[SourceConfig]) -> None:
     """A source scope no `[scopes.*]` table mentions is visible nowhere in Slack: say so once."""
     for source in sources:
         for scope in sorted(source.scopes - {"public"} - set(access.config.scopes)):

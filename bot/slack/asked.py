@@ -6,6 +6,12 @@ follow-ups (`bot.slack.questions`), help channels (`bot.slack.help_channels`) an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+from bot.records import ChannelKind
+
+if TYPE_CHECKING:
+    from slack_bolt import BoltContext
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,19 @@ class Asked:
     channel_type: str | None = None  # a message event's "channel" / "group" / "im" / "mpim" (mentions have none)
 
 
-def asked_from(event: dict, body: dict | None, context, **where) -> Asked:
+class Logged(TypedDict):
+    """Where a question was asked, as its query log row keeps it: `question_log.log_query`'s keywords,
+    gathered before the question is answered and passed on with `**` (so a misspelt one is a type error)."""
+
+    surface: str
+    user_id: str
+    channel_id: NotRequired[str | None]
+    channel_kind: NotRequired[ChannelKind]
+    thread_ts: NotRequired[str | None]
+    message_ts: NotRequired[str | None]
+
+
+def asked_from(event: dict[str, Any], body: dict[str, Any] | None, context: BoltContext, **where: Any) -> Asked:
     """The `Asked` value of a message event (mentions, DMs, follow-ups, help channels: one reading)."""
     return Asked(channel=event["channel"], user=event["user"], ts=event["ts"], text=event.get("text") or "",
                  bot_user=context.bot_user_id, said_shared=bool((body or {}).get("is_ext_shared_channel")),

@@ -15,6 +15,10 @@ Workspaces without the AI-app feature never send these events; nothing else depe
 from __future__ import annotations
 
 import logging
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
 
 from bot import messages
 from bot.slack.home_tab import example_questions, visible_in_dm
@@ -26,19 +30,19 @@ MAX_PROMPTS = 4  # Slack shows at most four
 TITLE_CHARS = 75  # a prompt's title as Slack shows it
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     """A new assistant thread gets its prompts; a changed context needs nothing."""
 
     @app.event("assistant_thread_started")
-    def thread_started(event, client):
+    def thread_started(event: dict[str, Any], client: WebClient) -> None:
         services.answers.submit(start_thread, services, client, event.get("assistant_thread") or {})
 
     @app.event("assistant_thread_context_changed")
-    def context_changed(event):
+    def context_changed(event: dict[str, Any]) -> None:
         pass  # the channel the user is looking at changes nothing: answers depend on the DM's scopes
 
 
-def start_thread(services: Services, client, thread: dict) -> None:
+def start_thread(services: Services, client: WebClient, thread: dict[str, Any]) -> None:
     user, channel, ts = thread.get("user_id"), thread.get("channel_id"), thread.get("thread_ts")
     if not (user and channel and ts):
         return

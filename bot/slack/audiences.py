@@ -39,17 +39,21 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.records import ChannelKind
 from sources import CHANNEL, DIRECT, SHARED, SHARED_NONE, AccessConfig, Audience, ChannelsConfig, audience_for
 from connectors.document import PUBLIC
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
 
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 60.0  # how long a channel's shared flag and a group's members are trusted
 FAILURE_SECONDS = 10.0  # how long a failed lookup is remembered before it is tried again
 
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Conversation:
     kind: ChannelKind = ChannelKind.UNKNOWN
 
 
-def conversation_kind(info: dict) -> ChannelKind:
+def conversation_kind(info: dict[str, Any]) -> ChannelKind:
     """From a `conversations.info` channel object: what kind of conversation it is. Public only
     when Slack says so in as many words (`is_channel`, `is_private` false); anything it leaves
     unsaid is UNKNOWN, never public."""
@@ -82,7 +86,7 @@ def conversation_kind(info: dict) -> ChannelKind:
 PRIVATE_CHANNEL_TYPES = {"im": ChannelKind.DM, "mpim": ChannelKind.PRIVATE, "group": ChannelKind.PRIVATE}
 
 
-def shared_with_other_organisations(info: dict) -> bool:
+def shared_with_other_organisations(info: dict[str, Any]) -> bool:
     """From a `conversations.info` channel object: is this a Slack Connect conversation?"""
     if info.get("is_ext_shared") or info.get("is_pending_ext_shared"):
         return True
@@ -95,7 +99,7 @@ class SlackAccess:
     `announce(kind, key)`, when set (`kb serve`: `bot.serve.start_listening`), tells the other
     replicas that a Slack event dropped a cached entry here; they drop theirs (`forget_cached`)."""
 
-    def __init__(self, config: AccessConfig, client, ttl: float = CACHE_SECONDS,
+    def __init__(self, config: AccessConfig, client: WebClient | None, ttl: float = CACHE_SECONDS,
                  clock: Callable[[], float] = time.monotonic, channels: ChannelsConfig | None = None) -> None:
         self.config = config
         self.channels = channels or ChannelsConfig()  # a channel's `sources` narrow its scopes further
@@ -215,12 +219,15 @@ class SlackAccess:
             return frozenset(), False
         return frozenset(users), True
 
-    def _cached(self, kind: str, key: str, read: Callable[[str], tuple[Any, bool]]) -> Any:
+    def _cached(self, kind: str, key: str, read: Callable[[str], tuple[T, bool]]) -> T:
+        """`read(key)`'s value, cached per (kind, key). One cache holds every kind, so it stores Any;
+        a kind is only ever read by one `read`, so what it holds is that `read`'s T."""
         now = self.clock()
         with self._lock:
             hit = self._cache.get((kind, key))
             if hit is not None and hit[0] > now:
-                return hit[1]
+                cached: T = hit[1]
+                return cached
             forgotten = self._forgotten.get((kind, key), 0)
         value, ok = read(key)
         with self._lock:

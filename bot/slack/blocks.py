@@ -17,6 +17,7 @@ then the 👍 / 👎 buttons (and "Share in channel" on a private answer).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from bot import messages
@@ -170,7 +171,7 @@ def with_votes(blocks: list[Block], votes: dict[str, int]) -> list[Block]:
     return kept[:at] + [votes_block(votes)] + kept[at:]
 
 
-def reason_modal(answer_id: str) -> dict:
+def reason_modal(answer_id: str) -> dict[str, Any]:
     """The optional "what was wrong?" form a 👎 opens; its text is stored with the vote."""
     return {
         "type": "modal",
@@ -362,7 +363,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _walk(node: Any):
+def _walk(node: Any) -> Iterator[str]:
     """Every "text" string inside blocks (nested text objects included)."""
     if isinstance(node, list):
         for item in node:

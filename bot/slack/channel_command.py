@@ -5,7 +5,9 @@ people Docent hands questions over to is not everyone's business."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, Respond
 
 from bot import messages
 from bot.slack.mrkdwn import escape
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from sources import ChannelSettings
 
 
-def show_channel(services: Services, ack, command: dict, respond, text: str) -> None:
+def show_channel(services: Services, ack: Ack, command: dict[str, Any], respond: Respond, text: str) -> None:
     if command["user_id"] not in services.settings.admin_users:
         ack(text=messages.CHANNEL_ADMINS_ONLY, response_type="ephemeral")
         return

@@ -3,9 +3,16 @@ message is posted."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from slack_sdk import WebClient
 
 from bot.settings import Settings, secret
+
+if TYPE_CHECKING:
+    from slack_sdk.http_retry import HttpRequest, HttpResponse, RetryHandler, RetryState
+
+    from bot.slack.blocks import Block
 
 RATE_LIMIT_RETRIES = 3  # HTTP 429: wait as long as Slack's Retry-After says, then try again
 SERVER_ERROR_RETRIES = 2  # HTTP 5xx: try again after a short backoff
@@ -19,7 +26,7 @@ def web_client(settings: Settings, token: str | None = None) -> WebClient:
                      retry_handlers=retry_handlers())
 
 
-def retry_handlers() -> list:
+def retry_handlers() -> list[RetryHandler]:
     """slack_sdk's own retry handlers: a dropped connection once (the SDK's default), a rate-limited
     call (HTTP 429) after the `Retry-After` Slack sends, a server error (any 5xx) after a backoff.
     Bolt copies them into the client each listener gets, so every Web API call Docent makes has them."""
@@ -32,14 +39,15 @@ def retry_handlers() -> list:
     class AnyServerError(ServerErrorRetryHandler):
         """The SDK's handler retries 500 and 503 only; a proxy in front of Slack also answers 502 and 504."""
 
-        def _can_retry(self, *, state, request, response=None, error=None) -> bool:
+        def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
+                       error: Exception | None = None) -> bool:
             return response is not None and 500 <= response.status_code < 600
 
     return [ConnectionErrorRetryHandler(), RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
             AnyServerError(max_retry_count=SERVER_ERROR_RETRIES)]
 
 
-def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list | None = None) -> str:
+def post(client: WebClient, channel: str, thread_ts: str | None, text: str, message_blocks: list[Block] | None = None) -> str:
     """Post one message as Docent posts every message (mentions neutralised, the text as blocks
     within Slack's limits unless `message_blocks` are given, no unfurls); returns its ts."""
     from bot.slack.blocks import text_blocks
@@ -49,4 +57,5 @@ def post(client: WebClient, channel: str, thread_ts: str | None, text: str, mess
         channel=channel, thread_ts=thread_ts, text=neutralise(text),
         blocks=message_blocks or text_blocks(text), unfurl_links=False, unfurl_media=False,
     )
-    return reply["ts"]
+    ts: str = reply["ts"]  # Slack's reply is untyped JSON; a posted message's `ts` is a string
+    return ts

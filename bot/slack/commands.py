@@ -10,11 +10,15 @@ subcommand is one entry in `SUBCOMMANDS`.
 from __future__ import annotations
 
 import time
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
 
 from bot import messages
 from bot.records import question_log
 from bot.knowledge import sync_counts
 from bot.slack import blocks
+from bot.slack.asked import Logged
 from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
@@ -25,9 +29,9 @@ from indexing.storage import IndexStatus
 COMMAND = "/kb"
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     @app.command(COMMAND)
-    def kb(ack, command, respond):
+    def kb(ack: Ack, command: dict[str, Any], respond: Respond) -> None:
         """`/kb <subcommand> …`: each subcommand acks first."""
         name, _, rest = (command.get("text") or "").strip().partition(" ")
         subcommand = SUBCOMMANDS.get(name.lower())
@@ -37,11 +41,11 @@ def register(app, services: Services) -> None:
         subcommand(services, ack, command, respond, rest.strip())
 
 
-def help_(services: Services, ack, command: dict, respond, text: str) -> None:
+def help_(services: Services, ack: Ack, command: dict[str, Any], respond: Respond, text: str) -> None:
     ack(text=messages.HELP, response_type="ephemeral")
 
 
-def ask(services: Services, ack, command: dict, respond, text: str) -> None:
+def ask(services: Services, ack: Ack, command: dict[str, Any], respond: Respond, text: str) -> None:
     """A private answer through the response URL, with a "Share in channel" button."""
     question = slack_to_plain(text)
     if not question:
@@ -51,10 +55,10 @@ def ask(services: Services, ack, command: dict, respond, text: str) -> None:
     services.answers.submit(answer_privately, services, command, respond, question, time.perf_counter())
 
 
-def answer_privately(services: Services, command: dict, respond, question: str, started: float) -> None:
+def answer_privately(services: Services, command: dict[str, Any], respond: Respond, question: str, started: float) -> None:
     """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
     channel, user = command.get("channel_id"), command["user_id"]
-    details = dict(surface="command", user_id=user, channel_id=channel)
+    details: Logged = {"surface": "command", "user_id": user, "channel_id": channel}
     db = services.db
 
     def apologise(ref: str) -> None:
@@ -78,7 +82,7 @@ def answer_privately(services: Services, command: dict, respond, question: str, 
                 response_type="ephemeral", replace_original=True)
 
 
-def status(services: Services, ack, command: dict, respond, text: str) -> None:
+def status(services: Services, ack: Ack, command: dict[str, Any], respond: Respond, text: str) -> None:
     """Documents, chunks, last sync per source, failures — of what could be searched here.
 
     Anyone may ask, so it tells no more than `/kb ask` could (`KnowledgeBase.status` limits it to
@@ -87,7 +91,7 @@ def status(services: Services, ack, command: dict, respond, text: str) -> None:
     services.answers.submit(show_status, services, command, respond)
 
 
-def show_status(services: Services, command: dict, respond) -> None:
+def show_status(services: Services, command: dict[str, Any], respond: Respond) -> None:
     with apology_on_error("/kb status", lambda ref: respond(text=messages.apology(ref), response_type="ephemeral")):
         audience = services.access.audience(command.get("channel_id"), command.get("user_id"))
         text = status_text(services.kb.status(audience), visible_here=True)

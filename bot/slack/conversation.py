@@ -21,6 +21,10 @@ import logging
 import re
 import time
 from datetime import timedelta
+from typing import Any
+
+from slack_bolt import App, BoltContext
+from slack_sdk import WebClient
 
 from bot import messages
 from bot.records import Database, question_log
@@ -45,22 +49,22 @@ PARENT_REQUEST = re.compile(
 _FOLLOW_UP = re.compile(r"^(?:and|but|also|or|what about|how about|what if|same for|then|so)\b", re.IGNORECASE)
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     """Edits and deletions of questions; both hand their work to the answers pool."""
 
     @app.event({"type": "message", "subtype": "message_changed"})
-    def edited(event, context, client):
+    def edited(event: dict[str, Any], context: BoltContext, client: WebClient) -> None:
         services.answers.submit(on_edited, services, client, event, context.bot_user_id)
 
     @app.event({"type": "message", "subtype": "message_deleted"})
-    def deleted(event, client):
+    def deleted(event: dict[str, Any], client: WebClient) -> None:
         services.answers.submit(on_deleted, services, client, event)
 
 
 # -- which question ------------------------------------------------------------------------------
 
 
-def question_in_context(client, asked: Asked, question: str) -> str:
+def question_in_context(client: WebClient, asked: Asked, question: str) -> str:
     """The question a message asks: its own text, or — for a bare mention or a request to answer
     in a thread — the thread's parent message (when a person wrote it)."""
     thread_ts = asked.context_thread
@@ -93,7 +97,7 @@ def earlier_question(db: Database, asked: Asked, context_thread: str | None) -> 
 # -- edits and deletions -------------------------------------------------------------------------
 
 
-def on_edited(services: Services, client, event: dict, bot_user: str | None) -> None:
+def on_edited(services: Services, client: WebClient, event: dict[str, Any], bot_user: str | None) -> None:
     """A question edited within `EDIT_MINUTES`: answered again in its answer's place."""
     message, channel = event.get("message") or {}, event.get("channel") or ""
     if message.get("bot_id") or not message.get("user") or not message.get("ts"):
@@ -135,7 +139,7 @@ def on_edited(services: Services, client, event: dict, bot_user: str | None) -> 
                               thread_ts=row.thread_ts, user=asked.user, answer_id=answer.id)
 
 
-def on_deleted(services: Services, client, event: dict) -> None:
+def on_deleted(services: Services, client: WebClient, event: dict[str, Any]) -> None:
     """A deleted question takes Docent's answer with it."""
     channel, ts = event.get("channel") or "", event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
     if not ts:

@@ -13,17 +13,29 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot.slack.home_blocks import gaps_blocks
 
 if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from slack_sdk import WebClient
+
     from bot.knowledge import KnowledgeBase
+    from bot.records import GapsReport
+    from bot.settings import Settings
+    from bot.slack.blocks import Block
 
 log = logging.getLogger(__name__)
 
 DAYS = 7
 MESSAGE_BLOCKS = 50  # Slack: blocks in one message
+
+
+class Leader(Protocol):
+    """The scheduler's leader lock (`indexing.ingest.scheduler`), as the job asks it: only its leader posts."""
+
+    def is_leader(self) -> bool: ...
 
 
 @dataclass
@@ -35,7 +47,7 @@ class DigestRun:
     reason: str = ""
 
 
-def digest_problem(settings) -> str | None:
+def digest_problem(settings: Settings) -> str | None:
     """What is wrong with the digest settings, in one line (checked when `kb serve` starts), or None."""
     from sources import SourcesError, parse_schedule
 
@@ -50,7 +62,7 @@ def digest_problem(settings) -> str | None:
     return None
 
 
-def schedule_digest(scheduler, settings, kb: KnowledgeBase, client) -> bool:
+def schedule_digest(scheduler: BackgroundScheduler, settings: Settings, kb: KnowledgeBase, client: WebClient) -> bool:
     """Add the weekly job to `scheduler` (started by `indexing.ingest.scheduler.start_scheduler`, whose
     leader lock it shares); False when no digest channel is configured."""
     from sources import parse_schedule
@@ -65,20 +77,21 @@ def schedule_digest(scheduler, settings, kb: KnowledgeBase, client) -> bool:
     return True
 
 
-def run_digest(settings, kb: KnowledgeBase, client, leader) -> DigestRun:
+def run_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, leader: Leader) -> DigestRun:
     """One run: post the digest if this process leads the scheduler; never raises."""
     channel = settings.kb_digest_channel
     try:
         if not leader.is_leader():
             log.info("gaps digest skipped: another Docent process is the scheduler")
             return DigestRun(posted=False, reason="not the leader")
+        assert channel, "schedule_digest adds the job only with a KB_DIGEST_CHANNEL"
         return DigestRun(posted=True, ts=post_digest(settings, kb, client, channel))
     except Exception as exc:
         log.exception("the gaps digest to %s failed", channel)
         return DigestRun(posted=False, reason=f"{type(exc).__name__}: {exc}")
 
 
-def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = DAYS) -> str:
+def post_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, channel: str, days: int = DAYS) -> str:
     """Post the digest of the last `days` to `channel` now (the job, and `kb gaps --post`); returns the message's ts."""
     from bot.slack.audiences import SlackAccess
 
@@ -94,16 +107,17 @@ def post_digest(settings, kb: KnowledgeBase, client, channel: str, days: int = D
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "
             f"👎 {c.down}")
-    return client.chat_postMessage(channel=channel, text=text, blocks=message, unfurl_links=False,
-                                   unfurl_media=False)["ts"]
+    reply = client.chat_postMessage(channel=channel, text=text, blocks=message, unfurl_links=False, unfurl_media=False)
+    ts: str = reply["ts"]  # Slack's reply is untyped JSON; a posted message's `ts` is a string
+    return ts
 
 
-def digest_blocks(report) -> list[dict]:
+def digest_blocks(report: GapsReport) -> list[Block]:
     head = {"type": "header", "text": {"type": "plain_text", "text": "📋 Docent's weekly gaps digest", "emoji": True}}
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
         f"The last {report.days} days to {report.generated_at:%Y-%m-%d %H:%M} UTC, against the {report.days} before. "
         f"`kb gaps --days {report.days}` prints the same in a terminal.")}]}
-    body: list[dict] = [head, note, *gaps_blocks(report)]
+    body: list[Block] = [head, note, *gaps_blocks(report)]
     if len(body) > MESSAGE_BLOCKS:
         body = body[: MESSAGE_BLOCKS - 1] + [{"type": "context", "elements": [
             {"type": "mrkdwn", "text": "…shortened to fit Slack: `kb gaps` has the rest."}]}]

@@ -13,11 +13,17 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from indexing.storage import is_unreachable
 
+if TYPE_CHECKING:
+    from slack_bolt import App
+
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def reference_id() -> str:
@@ -26,8 +32,8 @@ def reference_id() -> str:
 
 
 @contextmanager
-def apology_on_error(what: str, apologise: Callable[[str], None],
-                     unavailable: Callable[[], None] | None = None) -> Iterator[None]:
+def apology_on_error(what: str, apologise: Callable[[str], object],
+                     unavailable: Callable[[], object] | None = None) -> Iterator[None]:
     """Any exception in the block is logged with a fresh reference id, and `apologise(ref)` tells
     the user — so a failure is never silence, and the user's reference finds the traceback.
 
@@ -38,7 +44,7 @@ def apology_on_error(what: str, apologise: Callable[[str], None],
         yield
     except Exception as exc:
         ref = reference_id()
-        tell = lambda: apologise(ref)  # noqa: E731
+        tell: Callable[[], object] = lambda: apologise(ref)  # noqa: E731
         if is_unreachable(exc):
             log.warning("%s failed: the database cannot be reached [ref %s]: %s", what, ref, first_line(exc))
             tell = unavailable or tell
@@ -50,7 +56,7 @@ def apology_on_error(what: str, apologise: Callable[[str], None],
             log.exception("could not deliver the apology [ref %s]", ref)
 
 
-def unhandled(error: Exception, body: dict) -> None:
+def unhandled(error: Exception, body: dict[str, Any]) -> None:
     """The last resort for errors outside the listeners' own handling (e.g. in middleware)."""
     ref = reference_id()
     log.error("unhandled error [ref %s] for a %s request", ref, (body or {}).get("type"), exc_info=error)
@@ -62,9 +68,10 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def quietly(function: Callable, *args, **kwargs):
+def quietly(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """Bookkeeping (a log row, a progress message) that must not turn a delivered answer, or a
-    running sync, into an error: a failure is logged, and None returned."""
+    running sync, into an error: a failure is logged, and None returned. Typed with `function`'s own
+    parameters, so a wrong argument is a type error rather than a bookkeeping row quietly lost."""
     try:
         return function(*args, **kwargs)
     except Exception:
@@ -72,6 +79,7 @@ def quietly(function: Callable, *args, **kwargs):
         return None
 
 
-def register(app, services=None) -> None:
-    """Bolt's last-resort error handler."""
+def register(app: App, services: object = None) -> None:
+    """Bolt's last-resort error handler. `services`: every listener module's `register` takes them; this
+    one uses none (and `bot.slack.services` imports this module, so it is not named here)."""
     app.error(unhandled)

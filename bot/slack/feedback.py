@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
+from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -52,10 +54,10 @@ class Click:
     trigger_id: str | None = None
     message_ts: str | None = None
     message_text: str = ""
-    message_blocks: list[dict] | None = field(default=None, hash=False)  # None: ephemeral, or not sent
+    message_blocks: list[blocks.Block] | None = field(default=None, hash=False)  # None: ephemeral, or not sent
 
     @classmethod
-    def of(cls, body: dict, action: dict) -> Click:
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> Click:
         container, message = body.get("container") or {}, body.get("message") or {}
         posted = bool(message.get("blocks")) and not container.get("is_ephemeral")
         return cls(user=body["user"]["id"], answer_id=action.get("value") or "",
@@ -73,35 +75,35 @@ class Reason:
     text: str | None
 
     @classmethod
-    def of(cls, body: dict, view: dict) -> Reason:
+    def of(cls, body: dict[str, Any], view: dict[str, Any]) -> Reason:
         state = ((view.get("state") or {}).get("values") or {}).get(blocks.REASON_BLOCK) or {}
         text = ((state.get(blocks.REASON_INPUT) or {}).get("value") or "").strip() or None
         return cls(user=body["user"]["id"], answer_id=view.get("private_metadata") or "", text=text)
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     @app.action(blocks.ACTION_VOTE_UP)
-    def vote_up(ack, body, action, client, respond):
+    def vote_up(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond) -> None:
         ack()
         services.answers.submit(vote, services, Click.of(body, action), client, respond, question_log.UP)
 
     @app.action(blocks.ACTION_VOTE_DOWN)
-    def vote_down(ack, body, action, client, respond):
+    def vote_down(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond) -> None:
         ack()
         services.answers.submit(vote, services, Click.of(body, action), client, respond, question_log.DOWN)
 
     @app.action(blocks.ACTION_SHARE)
-    def share_button(ack, body, action, client, respond):
+    def share_button(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond) -> None:
         ack()
         services.answers.submit(share, services, Click.of(body, action), client, respond)
 
     @app.view(blocks.REASON_CALLBACK)
-    def reason_form(ack, body, view, client):
+    def reason_form(ack: Ack, body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
         ack()  # closes the form; a failure to store it is told to the user (`store_reason`)
         services.answers.submit(store_reason, services, Reason.of(body, view), client)
 
 
-def vote(services: Services, click: Click, client: WebClient, respond, choice: str) -> None:
+def vote(services: Services, click: Click, client: WebClient, respond: Respond, choice: str) -> None:
     """One stored vote per user per answer; the message shows the tally; 👎 opens the form."""
     if choice == question_log.DOWN and click.trigger_id:
         try:  # first: the trigger id expires 3 s after the click
@@ -132,7 +134,7 @@ def hand_over_voted_down(services: Services, click: Click, client: WebClient) ->
               services.settings.kb_handovers_per_hour, access=services.access, asker=row.user_id, voted_down=True)
 
 
-def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respond) -> None:
+def show_votes(db: Database, click: Click, votes: dict[str, int], client: WebClient, respond: Respond) -> None:
     """Refresh the answer with its tally: `chat.update` for a posted message; the response URL for
     a private one (ephemeral messages cannot be updated through the Web API).
 
@@ -157,7 +159,7 @@ def show_votes(db: Database, click: Click, votes: dict, client: WebClient, respo
             response_type="ephemeral", replace_original=True)
 
 
-def share(services: Services, click: Click, client: WebClient, respond) -> None:
+def share(services: Services, click: Click, client: WebClient, respond: Respond) -> None:
     """Post a private answer publicly in the channel, then remove the private copy — only if every
     page it cites (or lists as nearest) is visible in that channel now; otherwise refuse."""
     user, answer_id, channel = click.user, click.answer_id, click.channel

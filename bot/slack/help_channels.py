@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.records import question_log
 from bot.metrics import UNPROMPTED
 from bot.slack.question_detector import is_question
 from bot.slack import blocks, store
-from bot.slack.asked import Asked, asked_from
+from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
@@ -39,6 +39,7 @@ from sources import SHARED
 from indexing.search import Outcome
 
 if TYPE_CHECKING:
+    from slack_bolt import App, BoltContext
     from slack_sdk import WebClient
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,14 @@ log = logging.getLogger(__name__)
 SURFACE = "channel"  # the query log's `surface` of an unprompted answer
 
 
-def register(app, services: Services) -> None:
-    def in_help_channel(event: dict) -> bool:
+def register(app: App, services: Services) -> None:
+    def in_help_channel(event: dict[str, Any]) -> bool:
         thread = event.get("thread_ts")
         return (event.get("channel_type") != "im" and (not thread or thread == event.get("ts"))
                 and services.channels.get(event.get("channel")).answers_questions)
 
     @app.event("message", matchers=[in_help_channel])
-    def help_channel_message(event, body, client, context):
+    def help_channel_message(event: dict[str, Any], body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         if not is_human_message(event) or (body or {}).get("is_ext_shared_channel"):
             return
         text = event.get("text") or ""
@@ -83,7 +84,7 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
         log.exception("could not answer %s/%s unprompted", channel, ts)
         return
     db = services.db
-    details = dict(surface=SURFACE, user_id=asked.user, channel_id=channel, thread_ts=ts, message_ts=ts)
+    details: Logged = {"surface": SURFACE, "user_id": asked.user, "channel_id": channel, "thread_ts": ts, "message_ts": ts}
     timings = {"slack_total": round((time.perf_counter() - started) * 1000, 2)}
     if reply.outcome != Outcome.ANSWERED:
         settings = services.channels.get(channel)
@@ -91,8 +92,9 @@ def answer_unprompted(services: Services, client: WebClient, asked: Asked) -> No
                      said_shared=asked.said_shared, asker=asked.user):
             # logged without its thread or message: people answer there, and Docent must not take their
             # replies for follow-ups to it (`question_log.thread_question` finds threads by those two)
+            unthreaded: Logged = {**details, "thread_ts": None, "message_ts": None}
             quietly(question_log.log_query, db, question=question, answer=reply, context_question=None,
-                    timings_ms=timings, **{**details, "thread_ts": None, "message_ts": None})
+                    timings_ms=timings, **unthreaded)
         return
     answer_ts = AnswerDelivery(client, channel, ts, user=asked.user, team=asked.team).finish(
         blocks.fallback_text(reply), blocks.answer_blocks(reply))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from bot import messages
 from bot.records import GapsReport, candidate_outcomes, summary_lines
@@ -66,7 +67,7 @@ class HomeData:
     note: str | None = None  # e.g. "Resync of wiki started"
 
 
-def home_view(data: HomeData) -> dict:
+def home_view(data: HomeData) -> dict[str, Any]:
     """The `views.publish` view for this user."""
     blocks: list[Block] = [_header("Docent — answers from the wiki"), _section(messages.HOW_TO_ASK)]
     if data.note:
@@ -176,7 +177,7 @@ def _plain(text: str, limit: int) -> str:
     return neutralise(escape(text))
 
 
-def _mrkdwn(text: str) -> dict:
+def _mrkdwn(text: str) -> dict[str, str]:
     """Every section and context of the Home tab and the digest, neutralised as the last fence:
     source names, sync reasons and page titles are text we did not write."""
     text = neutralise(text)
@@ -195,7 +196,7 @@ def _context(text: str) -> Block:
     return {"type": "context", "elements": [_mrkdwn(text)]}
 
 
-def _button(text: str, action_id: str, value: str) -> dict:
+def _button(text: str, action_id: str, value: str) -> Block:
     label = text if len(text) <= BUTTON_CHARS else text[: BUTTON_CHARS - 1] + "…"
     return {"type": "button", "text": {"type": "plain_text", "text": label, "emoji": True}, "action_id": action_id,
             "value": value[:2000]}

@@ -24,6 +24,10 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
 
 from bot import messages
 from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
@@ -34,6 +38,10 @@ from bot.slack.resync_runs import summary
 from bot.slack.services import Services
 from indexing.search import Outcome
 
+if TYPE_CHECKING:
+    from indexing.ingest import SyncReport
+    from indexing.storage import SyncRun
+
 log = logging.getLogger(__name__)
 
 EXAMPLES = 5
@@ -43,26 +51,26 @@ EXAMPLE_ROWS = 5000  # the latest answered questions looked at for examples
 EXAMPLE_SURFACES = ("mention", "thread")  # asked in the open; a `/kb ask` is private even in a public channel
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     """The Home tab, its refresh button and the admins' resync buttons."""
 
     @app.event("app_home_opened")
-    def home_opened(event, client):
+    def home_opened(event: dict[str, Any], client: WebClient) -> None:
         if event.get("tab", "home") == "home":
             services.answers.submit(publish_home, services, client, event["user"])
 
     @app.action(ACTION_REFRESH)
-    def refresh(ack, body, client):
+    def refresh(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
         services.answers.submit(publish_home, services, client, body["user"]["id"])
 
     @app.action(ACTION_RESYNC)
-    def resync(ack, body, action, client):
+    def resync(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
         services.answers.submit(start_resync, services, client, body["user"]["id"], action.get("value") or "")
 
 
-def publish_home(services: Services, client, user: str, note: str | None = None) -> None:
+def publish_home(services: Services, client: WebClient, user: str, note: str | None = None) -> None:
     """Build and publish `user`'s Home tab; a failure is logged (Slack shows the last view)."""
     try:
         view = home_view(home_data(services, user, note))
@@ -139,13 +147,13 @@ def source_health(pages: SourcePages) -> SourceHealth:
         f"{refused.started_at:%Y-%m-%d %H:%M} UTC: {refused.reason or 'no reason recorded'}")
 
 
-def run_line(run) -> str:
+def run_line(run: SyncRun) -> str:
     when = run.finished_at or run.started_at
     state = run.result if run.finished_at else "still running"
     return (f"Last sync {when:%Y-%m-%d %H:%M} UTC ({run.trigger}, {state}): {sync_counts(run)}")
 
 
-def start_resync(services: Services, client, user: str, name: str) -> None:
+def start_resync(services: Services, client: WebClient, user: str, name: str) -> None:
     """`resync_from_home` on the answers pool: a failure is logged with a reference id and shown
     on the Home tab, never lost with the pool's future."""
     note = lambda ref: publish_home(services, client, user, note=messages.apology(ref))  # noqa: E731
@@ -153,7 +161,7 @@ def start_resync(services: Services, client, user: str, name: str) -> None:
         resync_from_home(services, client, user, name)
 
 
-def resync_from_home(services: Services, client, user: str, name: str) -> None:
+def resync_from_home(services: Services, client: WebClient, user: str, name: str) -> None:
     """The Home tab's resync button: admins only (checked again here: a view can be replayed)."""
     db = services.db
     if user not in services.settings.admin_users:
@@ -165,11 +173,11 @@ def resync_from_home(services: Services, client, user: str, name: str) -> None:
         return
     action_id = question_log.log_admin_action(db, user, "resync", name, allowed=True, result="started (App Home)")
 
-    def finished(report, error) -> None:
-        if report is None and error is None:
-            result = "refused: another sync of this source was running"
-        elif error is not None:
+    def finished(report: SyncReport | None, error: BaseException | None) -> None:
+        if error is not None:
             result = f"failed: {type(error).__name__}: {error}"
+        elif report is None:
+            result = "refused: another sync of this source was running"
         elif report.refused:
             result = f"refused: {report.refused}"
         else:

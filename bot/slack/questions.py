@@ -20,14 +20,16 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import Any
 
+from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import messages
 from bot.records import question_log
 from bot.slack import blocks, store
-from bot.slack.asked import Asked, asked_from
+from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.client import post
 from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.handover import hand_over
@@ -46,11 +48,11 @@ _SMALL_TALK = re.compile(
 )
 
 
-def register(app, services: Services) -> None:
+def register(app: App, services: Services) -> None:
     """Mentions and messages; both hand the answering to the answers pool."""
 
     @app.event("app_mention")
-    def mention(event, body, client, context):
+    def mention(event: dict[str, Any], body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         if not is_human_message(event):
             return
         thread = event.get("thread_ts")
@@ -58,7 +60,7 @@ def register(app, services: Services) -> None:
             event, body, context, surface="mention", reply_thread=thread or event["ts"], context_thread=thread))
 
     @app.event("message")
-    def message(event, body, client, context):
+    def message(event: dict[str, Any], body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         if not is_human_message(event):
             return
         thread = event.get("thread_ts")
@@ -70,7 +72,7 @@ def register(app, services: Services) -> None:
                 event, body, context, surface="thread", reply_thread=thread, context_thread=thread))
 
 
-def is_human_message(event: dict) -> bool:
+def is_human_message(event: dict[str, Any]) -> bool:
     """A person's new message — not a bot's (ours or another), not an edit, join or deletion."""
     return (
         event.get("subtype") in HUMAN_SUBTYPES
@@ -85,7 +87,7 @@ def is_small_talk(plain: str) -> bool:
     return bool(_SMALL_TALK.match(plain))
 
 
-def is_follow_up_candidate(event: dict, bot_user: str | None) -> bool:
+def is_follow_up_candidate(event: dict[str, Any], bot_user: str | None) -> bool:
     """A reply in some thread, not a mention (those are `mention`'s), not addressed to a colleague,
     not thanks: worth checking whether the thread is one Docent answered."""
     text, thread_ts = event.get("text") or "", event.get("thread_ts")
@@ -128,7 +130,8 @@ def answer(services: Services, client: WebClient, asked: Asked) -> None:
         return
     started = time.perf_counter()
     add_reaction(client, channel, ts)
-    details = dict(surface=asked.surface, user_id=asked.user, channel_id=channel, thread_ts=reply_thread, message_ts=ts)
+    details: Logged = {"surface": asked.surface, "user_id": asked.user, "channel_id": channel, "thread_ts": reply_thread,
+                       "message_ts": ts}
     question = ""
 
     def apologise(ref: str) -> None:

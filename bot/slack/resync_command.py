@@ -7,6 +7,9 @@ Admins only (KB_ADMIN_USERS), and every attempt is recorded (`question_log.log_a
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, Respond
 
 from bot import messages
 from bot.records import Database, question_log
@@ -15,10 +18,13 @@ from bot.slack.mrkdwn import escape, neutralise
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
 
+if TYPE_CHECKING:
+    from indexing.ingest import SyncReport
+
 log = logging.getLogger(__name__)
 
 
-def resync(services: Services, ack, command: dict, respond, text: str) -> None:
+def resync(services: Services, ack: Ack, command: dict[str, Any], respond: Respond, text: str) -> None:
     """Admins only: a real sync in the background; progress and a summary through the response URL.
     `--allow-deletes` after the source name lets a deliberate mass deletion through the guard."""
     user = command["user_id"]
@@ -48,20 +54,20 @@ def resync(services: Services, ack, command: dict, respond, text: str) -> None:
         respond(text=messages.resync_progress(escape(name), done, total), response_type="ephemeral",
                 replace_original=False)
 
-    def finished(report, error) -> None:
-        if report is None and error is None:
-            result = "refused: another sync of this source was running"
-            respond(text=messages.resync_busy(escape(name)), response_type="ephemeral", replace_original=False)
-        elif error is None and report.refused:
-            result = f"refused: {report.refused}"
-            respond(text=messages.resync_refused(escape(name), neutralise(escape(report.refused))),
-                    response_type="ephemeral", replace_original=False)
-        elif error is not None:
+    def finished(report: SyncReport | None, error: BaseException | None) -> None:
+        if error is not None:
             ref = reference_id()
             log.error("resync of %s failed [ref %s]: %s", name, ref, error)
             result = f"failed [ref {ref}]: {type(error).__name__}: {error}"
             respond(text=messages.resync_failed(escape(name), ref), response_type="ephemeral",
                     replace_original=False)
+        elif report is None:
+            result = "refused: another sync of this source was running"
+            respond(text=messages.resync_busy(escape(name)), response_type="ephemeral", replace_original=False)
+        elif report.refused:
+            result = f"refused: {report.refused}"
+            respond(text=messages.resync_refused(escape(name), neutralise(escape(report.refused))),
+                    response_type="ephemeral", replace_original=False)
         else:
             result = summary(report)
             respond(text=messages.resync_finished(neutralise(escape(result))), response_type="ephemeral",

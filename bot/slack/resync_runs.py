@@ -75,15 +75,16 @@ class Resyncs:
 
 def _throttled(progress: ReportProgress, total: int) -> Callable[[object], None]:
     """A per-document callback that passes on at most PROGRESS_MESSAGES updates, PROGRESS_SECONDS apart."""
-    state = {"done": 0, "sent": 0, "last": time.monotonic()}
+    done, sent, last = 0, 0, time.monotonic()
 
-    def advance(_doc) -> None:
-        state["done"] += 1
+    def advance(_doc: object) -> None:
+        nonlocal done, sent, last
+        done += 1
         now = time.monotonic()
-        if state["sent"] < PROGRESS_MESSAGES and now - state["last"] >= PROGRESS_SECONDS and state["done"] < total:
-            state["sent"] += 1
-            state["last"] = now
-            quietly(progress, state["done"], total)
+        if sent < PROGRESS_MESSAGES and now - last >= PROGRESS_SECONDS and done < total:
+            sent += 1
+            last = now
+            quietly(progress, done, total)
 
     return advance
 

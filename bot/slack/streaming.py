@@ -42,7 +42,10 @@ from bot.slack.client import post
 from bot.slack.mrkdwn import escape, neutralise, to_mrkdwn
 
 if TYPE_CHECKING:
+    from slack_sdk import WebClient
     from slack_sdk.web.chat_stream import ChatStream
+
+    from bot.slack.blocks import Block
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ STREAM, UPDATES, ONE_POST = "stream", "updates", "one post"
 class AnswerDelivery:
     """One answer's way into Slack (see the module docstring); `mode` says which way it took."""
 
-    def __init__(self, client, channel: str, thread_ts: str | None, *, user: str | None = None,
+    def __init__(self, client: WebClient, channel: str, thread_ts: str | None, *, user: str | None = None,
                  team: str | None = None, status_thread: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
@@ -89,6 +92,7 @@ class AnswerDelivery:
     def _append_stream(self, text: str) -> None:
         try:
             if self._stream is None:
+                assert self.thread_ts is not None  # STREAM is the mode only of an answer in a thread (__init__)
                 self._stream = self.client.chat_stream(
                     channel=self.channel, thread_ts=self.thread_ts, buffer_size=STREAM_BUFFER,
                     recipient_user_id=self.user, recipient_team_id=self.team)
@@ -130,7 +134,7 @@ class AnswerDelivery:
 
     # -- the final message ------------------------------------------------------------------
 
-    def finish(self, text: str, blocks: list[dict]) -> str:
+    def finish(self, text: str, blocks: list[Block]) -> str:
         """The checked answer, in place of whatever was shown; returns the message's ts. When it
         cannot be put there (Slack refuses the update, the connection fails), the partial text is
         taken back (`abandon`) and the error raised, so the caller's apology is the one reply."""
@@ -140,7 +144,7 @@ class AnswerDelivery:
             self.abandon()
             raise
 
-    def _finish(self, text: str, blocks: list[dict]) -> str:
+    def _finish(self, text: str, blocks: list[Block]) -> str:
         if self._stream is not None:
             try:
                 self._stream.stop()
@@ -171,22 +175,23 @@ class AnswerDelivery:
         except Exception as exc:
             log.info("could not stop the stream in %s: %s", self.channel, exc)
         self._stream = None
-        if self.ts is None:
+        ts = self.ts
+        if ts is None:
             return
         try:
-            self.client.chat_delete(channel=self.channel, ts=self.ts)
+            self.client.chat_delete(channel=self.channel, ts=ts)
             self.ts = None
             return
         except Exception as exc:
             log.info("could not delete the partial answer in %s: %s", self.channel, exc)
         try:
-            self.client.chat_update(channel=self.channel, ts=self.ts, text=messages.WITHDRAWN,
+            self.client.chat_update(channel=self.channel, ts=ts, text=messages.WITHDRAWN,
                                     blocks=_text_blocks(messages.WITHDRAWN))
         except Exception as exc:
-            log.warning("could not take back the partial answer %s in %s: %s", self.ts, self.channel, exc)
+            log.warning("could not take back the partial answer %s in %s: %s", ts, self.channel, exc)
         self.ts = None
 
-    def _post(self, text: str, blocks: list[dict] | None = None) -> str:
+    def _post(self, text: str, blocks: list[Block] | None = None) -> str:
         return post(self.client, self.channel, self.thread_ts, text, blocks)
 
     def _drop_placeholder(self) -> None:
@@ -199,7 +204,7 @@ class AnswerDelivery:
         self.ts = None
 
 
-def set_status(client, channel: str, thread_ts: str, status: str) -> None:
+def set_status(client: WebClient, channel: str, thread_ts: str, status: str) -> None:
     """The assistant thread's status line; outside an assistant thread Slack refuses it: ignored."""
     try:
         client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=status)
@@ -209,7 +214,7 @@ def set_status(client, channel: str, thread_ts: str, status: str) -> None:
         log.debug("no assistant status in %s/%s: %s", channel, thread_ts, exc)
 
 
-def _text_blocks(markdown: str) -> list[dict]:
+def _text_blocks(markdown: str) -> list[Block]:
     """The answer so far as the final answer renders it (Markdown → mrkdwn, everything else escaped)."""
     from bot.slack.blocks import text_blocks
 

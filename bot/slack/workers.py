@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar
 
 LISTENER_THREADS = 5  # Bolt's own default
 ANSWER_THREADS = 4
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -33,7 +38,9 @@ class CountingPool(ThreadPoolExecutor):
         self._pending = 0
         self._idle = threading.Condition()
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """ThreadPoolExecutor's, counted; typed with `fn`'s parameters, as the base class is, so the
+        arguments a listener hands to the answers pool are checked against the function they go to."""
         with self._idle:
             self._pending += 1
         try:
@@ -42,7 +49,7 @@ class CountingPool(ThreadPoolExecutor):
             self._done()
             raise
 
-    def _run(self, fn, args, kwargs):
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
         try:
             return fn(*args, **kwargs)
         except Exception:  # nobody reads these futures: an error would vanish without this line
