@@ -1,6 +1,7 @@
 """The built-in reader's cost per question for N = 1 / 5 / 10 / 20 sections, on real dumped sections.
 
     python -m benchmarks.reader_latency --corpus sg --questions 40   # the shipped model; --model another export
+    python -m benchmarks.reader_latency --corpus sg --questions 40 --span   # and the span reader (KB_RERANK=span)
 
 Reads `benchmarks/out/reader-<corpus>.jsonl` (`training.reader_eval collect`), scores each
 question's top N sections with an int8 export (`indexing.search.reader`) — reading each section the
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", type=Path, help="an int8 export (training.reader_export); default: the shipped one")
+    parser.add_argument("--span", action="store_true", help="also the span reader, reading sections as KB_RERANK=span does")
     args = parser.parse_args(argv)
     from indexing.vectors.onnx_embedding import OnnxEmbedder
     from indexing.search.reader import MODEL
@@ -40,6 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     embedder = OnnxEmbedder(OUT / "latency-home", quantized=True)
     reader.score("warm up", ["warm up"])
     embedder.embed_query("warm up")
+    span_reader = None
+    if args.span:
+        from indexing.search.span_reader import MODEL as SPAN_MODEL
+        from indexing.search.span_reader import SpanReader
+
+        span_reader = SpanReader(SPAN_MODEL, threads=args.threads)
+        span_reader.read("warm up", ["warm up"])
     timings: dict[str, list[float]] = {"embed question (baseline)": []}
     for row in rows:
         start = time.perf_counter()
@@ -50,6 +59,10 @@ def main(argv: list[str] | None = None) -> None:
             texts = [passage(h, row["searched"]) for h in row["hits"][:n]]
             reader.score(row["searched"], texts)
             timings.setdefault(f"reader, N={n}", []).append((time.perf_counter() - start) * 1000)
+        for n in (1, 5) if span_reader else ():  # the span stage reads the top 5 (span_reader.TOP_N)
+            start = time.perf_counter()
+            span_reader.read(row["searched"], [passage(h) for h in row["hits"][:n]])
+            timings.setdefault(f"span reader, N={n}", []).append((time.perf_counter() - start) * 1000)
     base = statistics.median(timings["embed question (baseline)"])
     print(f"{len(rows)} questions of {args.corpus}, {args.threads} threads")
     print("| what | p50 ms | p95 ms | p50 / baseline |")

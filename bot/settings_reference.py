@@ -127,10 +127,12 @@ ROWS: tuple[Row, ...] = (
         "the first (single-threshold) gate's cosine, now only swept by `kb eval --calibrate` for comparison"),
     Row(('KB_RERANK',),
         ("the rerank stage (see [Reranking](reranking.md)): `builtin` (Docent's own reader, shipped in `indexing/models/`: a "
-         'veto on confident answers to English questions, never reordering), `off` (the gate alone, as before '
-         'the reader), or the path of a sentence-transformers CrossEncoder folder (a bge-reranker or ms-marco '
-         "model), loaded at `kb serve`'s start (or the first question); a path with no model there stops `kb` "
-         'at start with one `error:` line. Ignored when `KB_RERANK_URL` is set')),
+         'veto on confident answers to English questions, never reordering), `span` (the span reader, opt-in: it '
+         "points at the answer's words or abstains, orders by it, gates on it and puts the span in bold in the "
+         'lead; it measured below `builtin` on every English handbook, `indexing/models/README.md`), `off` (the '
+         'gate alone, as before the reader), or the path of a sentence-transformers CrossEncoder folder (a '
+         "bge-reranker or ms-marco model), loaded at `kb serve`'s start (or the first question); a path with no "
+         'model there stops `kb` at start with one `error:` line. Ignored when `KB_RERANK_URL` is set')),
     Row(('KB_RERANK_URL',),
         ('the full URL of a rerank service: Hugging Face TEI\'s `POST /rerank` (`{"query", "texts"}`, e.g. '
          '`http://tei:8080/rerank`) or the Cohere / Jina / vLLM / Infinity format (`{"model", "query", '

@@ -43,7 +43,7 @@ def test_the_wheel_holds_every_module_and_every_sample_page(wheel):
     assert modules and modules <= names, f"missing from the wheel (add the package to pyproject.toml): {sorted(modules - names)}"
     assert len(pages) > 10 and pages <= names, sorted(pages - names)
     # the built-in reader, KB_RERANK's default, and its model card
-    assert {"indexing/models/reader-int8.onnx", "indexing/models/README.md"} <= names
+    assert {"indexing/models/reader-int8.onnx", "indexing/models/span-reader-int8.onnx", "indexing/models/README.md"} <= names
 
 
 @pytest.mark.slow

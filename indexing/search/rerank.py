@@ -73,9 +73,9 @@ def _builtin(config: RerankConfig) -> Reranker:
 def _span(config: RerankConfig) -> Reranker:
     from indexing.search.span_reader import MODEL, SpanBackend  # numpy only; the model loads on first use
 
-    if not MODEL.is_file():  # trained and measured (docs/tuning.md), not shipped until it beats the default
-        raise ValueError(f"KB_RERANK=span: the span reader is not shipped in this version ({MODEL.name} is not in "
-                         f"{MODEL.parent}); train it with training.span_train, or use KB_RERANK=builtin")
+    if not MODEL.is_file():  # shipped with Docent (opt-in, docs/tuning.md); missing from a slimmed install
+        raise ValueError(f"KB_RERANK=span: the span reader's model is missing ({MODEL.name} is not in "
+                         f"{MODEL.parent}); reinstall Docent or train it with training.span_train, or use KB_RERANK=builtin")
     return SpanBackend()
 
 

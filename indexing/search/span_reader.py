@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 MODEL = Path(__file__).parents[1] / "models" / "span-reader-int8.onnx"
 TOP_N = 5  # the fused top sections read: the sections an answer cites
 SCALE = 4.0  # a span score s (logits) is put on the gate's 0–1 scale as sigmoid(s / SCALE)
-# (refuse_below, answer_from) of that squashed score, fitted on every public set by
-# `python -m training.span_eval report` (bot.quality.gate_fit's rules); `KB_RERANK_REFUSE_BELOW` /
-# `KB_RERANK_ANSWER_FROM` override them.
-THRESHOLDS: tuple[float, float] = (0.5, 0.6)
+# (refuse_below, answer_from) of that squashed score for the shipped model (r3), fitted on every
+# public English set (bot.quality.gate_fit's rules on `training.span_eval`'s rows; out of corpus they
+# were 0.265–0.285 / 0.545–0.580); `KB_RERANK_REFUSE_BELOW` / `KB_RERANK_ANSWER_FROM` override them.
+THRESHOLDS: tuple[float, float] = (0.27, 0.56)
 MAX_LENGTH = 256  # question + section word-pieces per window (the training length)
 MAX_QUESTION = 48  # word-pieces of the question kept: a pasted wall of text must not crowd the section out
 STRIDE = 96  # word-pieces two windows of one section share
@@ -105,6 +105,10 @@ class SpanReader:
 
     @staticmethod
     def _clip(tokenizer: Tokenizer, question: str) -> str:
+        # Cut to MAX_LENGTH − 2 characters first: the tokenizer truncates pairs only ("only_second"),
+        # so a single text longer than MAX_LENGTH word-pieces is an error, not a cut; a word-piece
+        # covers at least one character, so this many characters always fit.
+        question = question[: MAX_LENGTH - 2]
         encoding = tokenizer.encode(question, add_special_tokens=False)
         if len(encoding.ids) <= MAX_QUESTION:
             return question
