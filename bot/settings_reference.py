@@ -140,7 +140,10 @@ ROWS: tuple[Row, ...] = (
          '(honouring `Retry-After`), 5xx and lost connections while the budget allows')),
     Row(('KB_RERANK_MODEL', 'KB_RERANK_API_KEY'),
         ('the model name the service expects (the Cohere format needs one); the key, sent as `Authorization: '
-         'Bearer …` (never printed or logged)')),
+         'Bearer …` (never printed or logged). With `KB_RERANK=span` and no service, `KB_RERANK_MODEL` may name '
+         "another span reader export (`training.span_export`) to read instead of the shipped one — with the "
+         'shipped thresholds (a warning at start) unless `KB_RERANK_REFUSE_BELOW` / `KB_RERANK_ANSWER_FROM` are '
+         'set, fitted for it by `kb eval --calibrate`; a path with no file stops `kb` at start with one `error:` line')),
     Row(('KB_RERANK_FORMAT',),
         ("`tei` or `cohere`; `auto` tries the Cohere body first when `KB_RERANK_MODEL` is set (TEI's "
          'otherwise), the other on a 400/404/405/422, and keeps the one that worked')),

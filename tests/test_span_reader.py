@@ -85,6 +85,26 @@ def test_without_the_page_the_stage_says_not_found(index, handbook):  # noqa: F8
     assert missing.outcome is Outcome.NOT_FOUND
 
 
+def test_another_span_export_is_read_under_its_own_name(tmp_path, caplog):
+    """`KB_RERANK_MODEL` with `KB_RERANK=span`: a team's own export (training.span_export) replaces
+    the shipped file; the stage names it, and warns that it reads with the shipped thresholds."""
+    import shutil
+
+    export = tmp_path / "span-next.onnx"
+    shutil.copyfile(MODEL, export)
+    with caplog.at_level("WARNING", logger="indexing.search.rerank"):
+        backend = make_reranker(RerankConfig(backend="span", model=str(export)))
+    assert isinstance(backend, SpanBackend) and backend.name == "span:span-next.onnx" and backend.path == export
+    assert "read with the shipped span reader's thresholds" in caplog.text
+    assert "25" in backend.read(LEAVE_QUESTION, [ANNUAL_LEAVE])[0].text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="indexing.search.rerank"):
+        fitted = make_reranker(RerankConfig(backend="span", model=str(export), refuse_below=0.3, answer_from=0.6))
+    assert isinstance(fitted, SpanBackend) and "thresholds" not in caplog.text  # fitted for it: no warning
+    shipped = make_reranker(RerankConfig(backend="span"))
+    assert isinstance(shipped, SpanBackend) and shipped.name == "builtin:span" and shipped.path == MODEL
+
+
 def test_what_the_stage_reads_of_a_section_is_its_place_and_best_chunk():
     hit = _hit("Leave policy", ["Annual leave"], "Whole section text.", ["Full-time employees get 25 days."])
     assert SpanBackend.text_of(LEAVE_QUESTION, hit, 1500) == "Leave policy › Annual leave\nFull-time employees get 25 days."
@@ -106,11 +126,14 @@ def test_the_sentence_holding_the_span_leads_in_bold():
     assert _span_first(chosen, [plain, other], by_rank, {plain.doc_id: 1, other.doc_id: 2}) == chosen
 
 
-@pytest.mark.skipif(MODEL.is_file(), reason="a trained span reader is in indexing/models: it is used, not refused")
-def test_without_a_shipped_model_kb_rerank_span_stops_kb_with_one_error_line(tmp_path):
-    with pytest.raises(ValueError, match="the span reader's model is missing"):
-        make_reranker(RerankConfig(backend="span"))
-    result = _kb("ask", LEAVE_QUESTION, env={"KB_HOME": str(tmp_path), "KB_RERANK": "span"}, timeout=300)
+def test_a_span_model_that_is_not_there_stops_kb_with_one_error_line(tmp_path):
+    """The shipped file is there, so the refusal is shown with `KB_RERANK_MODEL` naming a missing
+    export (the same check a slimmed install without the shipped file meets)."""
+    missing = tmp_path / "span-next.onnx"
+    with pytest.raises(ValueError, match=f"the span reader's model is missing \\(KB_RERANK_MODEL={missing} is not a file"):
+        make_reranker(RerankConfig(backend="span", model=str(missing)))
+    env = {"KB_HOME": str(tmp_path), "KB_RERANK": "span", "KB_RERANK_MODEL": str(missing)}
+    result = _kb("ask", LEAVE_QUESTION, env=env, timeout=300)
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("error: KB_RERANK=span: the span reader's model is missing"), result.stderr

@@ -71,12 +71,19 @@ def _builtin(config: RerankConfig) -> Reranker:
 
 
 def _span(config: RerankConfig) -> Reranker:
+    """The shipped span reader, or with `model` (KB_RERANK_MODEL) another export of it
+    (`training.span_export`), read with the shipped thresholds unless the gate's are set."""
     from indexing.search.span_reader import MODEL, SpanBackend  # numpy only; the model loads on first use
 
-    if not MODEL.is_file():  # shipped with Docent (opt-in, docs/tuning.md); missing from a slimmed install
-        raise ValueError(f"KB_RERANK=span: the span reader's model is missing ({MODEL.name} is not in "
-                         f"{MODEL.parent}); reinstall Docent or train it with training.span_train, or use KB_RERANK=builtin")
-    return SpanBackend()
+    path = Path(config.model).expanduser() if config.model else MODEL
+    if not path.is_file():  # the shipped one is missing only from a slimmed install
+        where = f"KB_RERANK_MODEL={path} is not a file" if config.model else f"{MODEL.name} is not in {MODEL.parent}"
+        raise ValueError(f"KB_RERANK=span: the span reader's model is missing ({where}); reinstall Docent or train "
+                         "one with training.span_train, or use KB_RERANK=builtin")
+    if config.model and config.thresholds is None:
+        log.warning("KB_RERANK_MODEL=%s is read with the shipped span reader's thresholds: fit its own with "
+                    "`kb eval --calibrate` and set KB_RERANK_REFUSE_BELOW / KB_RERANK_ANSWER_FROM", path)
+    return SpanBackend(path)
 
 
 # The named backends, by `KB_RERANK` value (`span` in any case). Imported when chosen, not before.

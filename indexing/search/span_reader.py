@@ -170,6 +170,8 @@ class SpanBackend(SpanReader):
 
     def __init__(self, path: Path = MODEL) -> None:
         super().__init__(path)
+        if self.path != MODEL:
+            self.name = f"span:{self.path.name}"  # another export (KB_RERANK_MODEL): the metrics and logs say which
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         return [span.confidence for span in self.read(query, texts)]
