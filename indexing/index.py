@@ -32,22 +32,23 @@ def make_embedder(config: IndexConfig) -> Embedder:
     return TorchEmbedder(config.embed_model, config.embed_batch_size)
 
 
-def describe_embedding(config: IndexConfig) -> str:
+def describe_embedding(embedder: Embedder) -> str:
     """How questions and pages become vectors, for `kb status`: the service, or the local model,
     how it runs and — under ONNX Runtime — which export file it loads, or that the first
-    embedding will make it. Reads no model (hashing the weights for the export's key: ~0.1 s)."""
-    if config.embed_url:
-        return f"{config.embed_model} from the embedding service at {config.embed_url}"
-    name = config.embed_model or "all-MiniLM-L6-v2 (bundled)"
-    if config.embed_backend == "torch":
+    embedding will make it. Read off the embedder `make_embedder` chose, which has loaded no model
+    yet (the export's key hashes the weights: ~0.1 s)."""
+    from indexing.vectors.embedding_service import ServiceEmbedder
+    from indexing.vectors.onnx_embedding import OnnxEmbedder, export_path
+
+    if isinstance(embedder, ServiceEmbedder):
+        return f"{embedder.model} from the embedding service at {embedder.url}"
+    if not isinstance(embedder, (TorchEmbedder, OnnxEmbedder)):
+        return embedder.name  # one a caller built itself (benchmarks hand in their own)
+    name = embedder.model_path or "all-MiniLM-L6-v2 (bundled)"
+    if isinstance(embedder, TorchEmbedder):
         return f"{name} under torch (sentence-transformers)"
-    from pathlib import Path
-
-    from indexing.vectors.onnx_embedding import bundled_model_path, default_model_cache, export_path
-
-    model_dir = Path(config.embed_model) if config.embed_model else bundled_model_path()
-    path = export_path(model_dir, config.model_cache or default_model_cache(), config.embed_backend == "onnx-int8")
-    how = "ONNX Runtime, int8" if config.embed_backend == "onnx-int8" else "ONNX Runtime"
+    path = export_path(embedder.model_dir, embedder.cache, embedder.quantized)
+    how = "ONNX Runtime, int8" if embedder.quantized else "ONNX Runtime"
     if path.is_file():
         return f"{name} under {how}, from {path}"
     return f"{name} under {how}, not exported yet: the first embedding exports it to {path} (~10 s, once)"

@@ -102,7 +102,7 @@ def test_kb_ask_answers_without_importing_torch(kb_home, sample_synced):
 
 
 def test_status_says_how_text_becomes_vectors_and_which_export_is_loaded(index, tmp_path):
-    from indexing.index import describe_embedding
+    from indexing.index import describe_embedding, make_embedder
     from indexing.storage.status import index_status
     from indexing.vectors.onnx_embedding import export_path
 
@@ -112,12 +112,13 @@ def test_status_says_how_text_becomes_vectors_and_which_export_is_loaded(index, 
     assert index_status(index).embedding == f"all-MiniLM-L6-v2 (bundled) under ONNX Runtime, from {made}"
     fresh = IndexConfig(home=tmp_path, model_cache=tmp_path / "cache", embed_backend="onnx-int8")
     key = export_key(index.embedder.model_dir)
-    assert describe_embedding(fresh) == ("all-MiniLM-L6-v2 (bundled) under ONNX Runtime, int8, not exported yet: the first "
-                                         f"embedding exports it to {tmp_path}/cache/onnx/{key}/model-int8.onnx (~10 s, once)")
-    assert describe_embedding(IndexConfig(home=tmp_path, embed_backend="torch")) == (
+    assert describe_embedding(make_embedder(fresh)) == (
+        "all-MiniLM-L6-v2 (bundled) under ONNX Runtime, int8, not exported yet: the first "
+        f"embedding exports it to {tmp_path}/cache/onnx/{key}/model-int8.onnx (~10 s, once)")
+    assert describe_embedding(make_embedder(IndexConfig(home=tmp_path, embed_backend="torch"))) == (
         "all-MiniLM-L6-v2 (bundled) under torch (sentence-transformers)")
     served = IndexConfig(home=tmp_path, embed_url="http://tei:8080/v1", embed_model="bge-small")
-    assert describe_embedding(served) == "bge-small from the embedding service at http://tei:8080/v1"
+    assert describe_embedding(make_embedder(served)) == "bge-small from the embedding service at http://tei:8080/v1/embeddings"
 
 
 def test_the_export_key_follows_the_model(tmp_path):

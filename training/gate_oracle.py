@@ -54,7 +54,7 @@ def main() -> None:
     from bot.quality.gate_fit import score_of
     from indexing.search.reader import sigmoid
     from training.reader_eval import load_logits
-    from training.span_eval import best, evaluation_rows, load_spans
+    from training.span_eval import TOP_N, best, evaluation_rows, load_spans
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("spans", nargs="*", help="span readers scored by `training.span_eval score --name`")
@@ -64,9 +64,9 @@ def main() -> None:
     variants: dict[str, Callable[[dict], float]] = {"today's gate score": score_of}
     for name in args.spans:
         spans = load_spans(name)
-        variants[f"{name} alone"] = lambda r, s=spans: best(r, s, 5)
+        variants[f"{name} alone"] = lambda r, s=spans: best(r, s, TOP_N)
         for w in WEIGHTS:
-            variants[f"today + {w}·{name}"] = lambda r, s=spans, w=w: score_of(r) + w * best(r, s, 5)
+            variants[f"today + {w}·{name}"] = lambda r, s=spans, w=w: score_of(r) + w * best(r, s, TOP_N)
     for name in args.ce:
         logits = load_logits(name)
 

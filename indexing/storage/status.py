@@ -117,5 +117,5 @@ def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
         home=str(index.config.home),
         keywords=keywords,
         reads=index.reads(),
-        embedding=describe_embedding(index.config),
+        embedding=describe_embedding(index.embedder),
     )

@@ -247,8 +247,12 @@ def _check_cache(cache: Path) -> None:
         if os.access(folder, os.W_OK | os.X_OK) or any(folder.glob("*/model*.onnx")):
             return
         problem = "not writable"
-    raise OnnxBackendError(f"cannot write the ONNX export of the embedding model in {folder} ({problem}): set "
-                           "KB_MODEL_CACHE to a writable folder")
+    raise _unwritable(folder, problem)
+
+
+def _unwritable(folder: Path, problem: object) -> OnnxBackendError:
+    return OnnxBackendError(f"cannot write the ONNX export of the embedding model in {folder} ({problem}): set "
+                            "KB_MODEL_CACHE to a writable folder")
 
 
 def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path, bool]:
@@ -264,8 +268,7 @@ def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path,
         folder.mkdir(parents=True, exist_ok=True)
         lock = (folder / ".export.lock").open("a")
     except OSError as exc:
-        raise OnnxBackendError(f"cannot write the ONNX export of the embedding model in {folder} ({exc}): set "
-                               "KB_MODEL_CACHE to a writable folder") from None
+        raise _unwritable(folder, exc) from None
     import fcntl
 
     with lock:
