@@ -70,20 +70,25 @@ def _titled(title: str, paragraph: str) -> tuple[str, int]:
     return head + paragraph, len(head)
 
 
-def squad2_examples(path: Path, rng: random.Random) -> list[SpanExample]:
+def squad2_examples(path: Path, rng: random.Random, repeat: int = 1) -> list[SpanExample]:
+    """Every question of `path`, `repeat` times (each copy drawn anew for a casual rewrite, the copies
+    after the first with `~N` ids): as SQuAD 1.1's share grows, the hard negatives keep their weight."""
     out = []
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        context, shift = _titled(row["title"].replace("_", " "), row["context"])
-        question = _maybe_casual(row["question"], row["id"], rng)
-        if row["is_impossible"]:
-            plausible = row["plausible_answers"][0]["text"] if row["plausible_answers"] else ""
-            out.append(SpanExample(row["id"], question, context, None, plausible, "squad2-unanswerable", row["title"]))
-        else:
-            answer = row["answers"][0]
-            out.append(SpanExample(row["id"], question, context, answer["start"] + shift, answer["text"], "squad2",
-                                   row["title"]))
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for copy in range(repeat):
+        out += [_squad2_example(row, rng, copy) for row in rows]
     return out
+
+
+def _squad2_example(row: dict, rng: random.Random, copy: int) -> SpanExample:
+    context, shift = _titled(row["title"].replace("_", " "), row["context"])
+    key = row["id"] if copy == 0 else f"{row['id']}~{copy}"
+    question = _maybe_casual(row["question"], key, rng)
+    if row["is_impossible"]:
+        plausible = row["plausible_answers"][0]["text"] if row["plausible_answers"] else ""
+        return SpanExample(key, question, context, None, plausible, "squad2-unanswerable", row["title"])
+    answer = row["answers"][0]
+    return SpanExample(key, question, context, answer["start"] + shift, answer["text"], "squad2", row["title"])
 
 
 def _maybe_casual(question: str, key: str, rng: random.Random) -> str:
@@ -131,17 +136,18 @@ def _nearest_other(question: str, answer: str, paragraphs, own: int) -> str | No
     return best
 
 
-def build(mirror: Path, n_squad1: int, seed: int) -> tuple[list[SpanExample], list[SpanExample]]:
-    """(train, dev): dev is every SQuAD 2.0 example of `DEV_ARTICLES` seeded training articles."""
+def build(mirror: Path, n_squad1: int, seed: int, squad2_repeat: int = 1) -> tuple[list[SpanExample], list[SpanExample]]:
+    """(train, dev): dev is every SQuAD 2.0 example of `DEV_ARTICLES` seeded training articles (once;
+    the training articles' examples `squad2_repeat` times)."""
     rng = random.Random(seed)
     forbidden = {t.strip().replace("_", " ").lower() for t in (SQUAD2_DEV / "eval_articles.txt").read_text().splitlines()
                  if t.strip()}
-    squad2 = squad2_examples(SQUAD2_DEV / "train.jsonl", rng)
+    squad2 = squad2_examples(SQUAD2_DEV / "train.jsonl", rng, squad2_repeat)
     if forbidden & {e.article.replace("_", " ").lower() for e in squad2}:
         raise SystemExit("train.jsonl holds an evaluation article: the shared data is not what SOURCE.md describes")
     titles = sorted({e.article for e in squad2})
     dev_titles = set(random.Random(seed).sample(titles, DEV_ARTICLES))
-    dev = [e for e in squad2 if e.article in dev_titles]
+    dev = [e for e in squad2 if e.article in dev_titles and "~" not in e.id]
     train = [e for e in squad2 if e.article not in dev_titles]
     train += squad1_examples(mirror, n_squad1, rng, forbidden)
     rng.shuffle(train)
@@ -165,8 +171,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--squad1", type=int, default=14000, help="SQuAD 1.1 train questions to use")
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--squad2-repeat", type=int, default=1,
+                        help="copies of each SQuAD 2.0 training question (keeps the hard negatives' weight as --squad1 grows)")
     args = parser.parse_args(argv)
-    train, dev = build(args.mirror, args.squad1, args.seed)
+    train, dev = build(args.mirror, args.squad1, args.seed, args.squad2_repeat)
     args.out.mkdir(parents=True, exist_ok=True)
     write(train, args.out / "train.jsonl")
     write(dev, args.out / "dev.jsonl")
