@@ -216,7 +216,9 @@ class ConfluenceRest:
         try:
             space = raw.get("space") or {}
             version = raw.get("version") or {}
-            ancestors = [a for a in raw.get("ancestors") or [] if isinstance(a, dict)]
+            # An ancestor without an id is not a page Docent can name: left out of both lists, so titles and
+            # ids stay aligned and no "None" is recorded (`_listed` skips it for restrictions alike).
+            ancestors = [a for a in raw.get("ancestors") or [] if isinstance(a, dict) and a.get("id")]
             labels = ((raw.get("metadata") or {}).get("labels") or {}).get("results") or []
             doc.title = str(raw.get("title") or "").strip()
             doc.updated_at = _when(version.get("when"))

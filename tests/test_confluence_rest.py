@@ -131,6 +131,27 @@ def test_a_page_reads_the_same_from_rest_as_from_the_xml_export(tmp_path, fake):
     assert rest["pages/207"].error == "page has no title"
 
 
+def test_an_ancestor_without_an_id_is_left_out_not_recorded_as_none(tmp_path, monkeypatch):
+    fake = FakeConfluence(cloud=False)  # Data Center: the page's own v1 JSON carries its ancestors
+    content = fake.content
+
+    def without_first_ancestor_id(page, expand):  # the server's JSON, as a broken proxy might pass it on
+        out = content(page, expand)
+        if out.get("ancestors"):
+            out["ancestors"][0].pop("id")
+        return out
+
+    monkeypatch.setattr(fake, "content", without_first_ancestor_id)
+    with fake:
+        _, path = sources_file(tmp_path, fake)
+        docs = {d.path: d for d in open_connector(read_sources_file(path).sources[0]).documents()}
+    nested = [d for d in docs.values() if d.metadata.get("ancestor_ids") or d.metadata.get("ancestors")]
+    assert nested, "the fixture has pages under other pages"
+    for doc in nested:
+        assert "None" not in doc.metadata["ancestor_ids"]
+        assert len(doc.metadata["ancestors"]) == len(doc.metadata["ancestor_ids"])
+
+
 def test_first_sync_then_an_edit_costs_what_changed_and_asks_by_lastmodified(index, tmp_path, fake):
     name, path = sources_file(tmp_path, fake)
     runner = runner_for(index, path)
