@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     span_reader = None
     if args.span:
         from indexing.search.span_reader import MODEL as SPAN_MODEL
+        from indexing.search.span_reader import TOP_N as SPAN_TOP_N
         from indexing.search.span_reader import SpanReader
 
         span_reader = SpanReader(SPAN_MODEL, threads=args.threads)
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
             texts = [passage(h, row["searched"]) for h in row["hits"][:n]]
             reader.score(row["searched"], texts)
             timings.setdefault(f"reader, N={n}", []).append((time.perf_counter() - start) * 1000)
-        for n in (1, 5) if span_reader else ():  # the span stage reads the top 5 (span_reader.TOP_N)
+        for n in sorted({1, SPAN_TOP_N, 5}) if span_reader else ():  # the span stage reads the top SPAN_TOP_N
             start = time.perf_counter()
             span_reader.read(row["searched"], [passage(h) for h in row["hits"][:n]])
             timings.setdefault(f"span reader, N={n}", []).append((time.perf_counter() - start) * 1000)
