@@ -129,7 +129,7 @@ ROWS: tuple[Row, ...] = (
         ("the rerank stage (see [Reranking](reranking.md)): `builtin` (Docent's own reader, shipped in `indexing/models/`: a "
          'veto on confident answers to English questions, never reordering), `span` (the span reader, opt-in: it '
          "points at the answer's words or abstains, orders by it, gates on it and puts the span in bold in the "
-         'lead; it measured below `builtin` on every English handbook, `indexing/models/README.md`), `off` (the '
+         'lead; its gate measured below `builtin`\'s on every English handbook, `indexing/models/README.md`), `off` (the '
          'gate alone, as before the reader), or the path of a sentence-transformers CrossEncoder folder (a '
          "bge-reranker or ms-marco model), loaded at `kb serve`'s start (or the first question); a path with no "
          'model there stops `kb` at start with one `error:` line. Ignored when `KB_RERANK_URL` is set')),
