@@ -59,14 +59,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("spans", nargs="*", help="span readers scored by `training.span_eval score --name`")
     parser.add_argument("--ce", action="append", default=[], help="a cross-encoder scored by `training.reader_eval score`")
+    parser.add_argument("--top-n", type=int, default=TOP_N, help="a span reader's best of the fused top N sections")
     args = parser.parse_args()
     rows = [r for r in evaluation_rows() if not r["signals"].get("cjk")]
     variants: dict[str, Callable[[dict], float]] = {"today's gate score": score_of}
     for name in args.spans:
         spans = load_spans(name)
-        variants[f"{name} alone"] = lambda r, s=spans: best(r, s, TOP_N)
+        variants[f"{name} alone"] = lambda r, s=spans: best(r, s, args.top_n)
         for w in WEIGHTS:
-            variants[f"today + {w}·{name}"] = lambda r, s=spans, w=w: score_of(r) + w * best(r, s, TOP_N)
+            variants[f"today + {w}·{name}"] = lambda r, s=spans, w=w: score_of(r) + w * best(r, s, args.top_n)
     for name in args.ce:
         logits = load_logits(name)
 
