@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from indexing.vectors.onnx_embedding import OnnxSession
 
 MODEL = Path(__file__).parents[1] / "models" / "span-reader-int8.onnx"
-# The fused top sections read. Three, not five: on every public English set out of corpus the top 3
-# order and gate as well as the top 5 or better (hit@1 clef 0.65 → 0.68, sample 0.68 → 0.76, sg 0.71 →
-# 0.78, squad 0.99 → 0.98; docs/tuning.md) at 3/5 of the cost (issue 34's ≤ 60 ms).
+# The fused top sections read. Three, not five: out of corpus the top 3 order better on every handbook
+# (hit@1 clef 0.65 → 0.68, sample 0.68 → 0.76, sg 0.71 → 0.78; squad 0.99 → 0.98) and gate about as
+# well (AUC up on sample and sg, down on clef; docs/tuning.md) at 3/5 of the cost (issue 34's ≤ 60 ms).
 TOP_N = 3
 SCALE = 4.0  # a span score s (logits) is put on the gate's 0–1 scale as sigmoid(s / SCALE)
 # (refuse_below, answer_from) of the best squashed score among the top `TOP_N` for the shipped model
