@@ -9,7 +9,7 @@
 
 What the reader reads of a section is what `indexing.search.span_reader` is given in the product: the
 section's place (title › heading path) and its best-matching chunk. A question's span score is
-the best over its top N sections; `sigmoid(score / SCALE)` puts it on the gate's 0–1 grid, so the
+the best over its top N sections; `span_reader.squash` puts it on the gate's 0–1 grid, so the
 shipped fitting rule (`bot.quality.gate_fit`) fits its thresholds unchanged. Variants:
 
 - `today`: today's gate (fused order);
@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
+
+from indexing.search.span_reader import squash  # the product's scale: sigmoid(score / span_reader.SCALE)
 
 from training.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
 
-SCALE = 4.0  # logits → (0, 1): sigmoid(score / SCALE); spans score about −15 … +10
-TOP_N = 5
+TOP_N = 5  # sections scored per question (the product reads `span_reader.TOP_N` of them; report --top-n)
 
 
 def passage(hit: dict) -> str:
-    where = " › ".join(p for p in (hit["title"], hit["heading"]) if p)
-    return f"{where}\n{hit['chunk']}" if where else hit["chunk"]
+    from indexing.search.span_reader import passage as text
+
+    return text(hit["title"], hit["heading"], hit["chunk"])
 
 
 def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
@@ -55,10 +56,6 @@ def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
 def load_spans(name: str) -> dict[tuple[str, str], dict]:
     path = OUT / f"span-{name}.jsonl"
     return {(r["corpus"], r["id"]): r for r in map(json.loads, path.read_text().splitlines())}
-
-
-def squash(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x / SCALE))))
 
 
 def best(row: dict, spans: dict, top_n: int = TOP_N) -> float:
@@ -129,6 +126,8 @@ def report(span_name: str, veto_name: str | None, top_n: int = TOP_N) -> str:
                                                                                 [round(0.04 * i, 2) for i in range(16)])))
     alone = Candidate("span", lambda r: best(r, spans, top_n), lambda r: order(r, spans, top_n))
     out.append(table("span alone, span order", handwritten(rows, evaluate(rows, alone, top_n), lambda _: alone.gate)))
+    out.append(f"Fitted on every set (what `span_reader.THRESHOLDS` ships for these top {top_n}): "
+               f"{shipped_thresholds(rows, alone.gate)}")
 
     def make(w: float):
         return lambda r: today(r) + w * best(r, spans, top_n)
@@ -138,6 +137,14 @@ def report(span_name: str, veto_name: str | None, top_n: int = TOP_N) -> str:
                      handwritten(rows, summed, lambda r: make(r["weight"]))))
     out.append(blend_table(rows, spans, top_n))
     return "\n\n".join(out)
+
+
+def shipped_thresholds(rows: list[dict], gate) -> tuple[float, float]:
+    """(refuse_below, answer_from) `bot.quality.gate_fit` fits for a span score on every English set."""
+    from bot.quality.gate_fit import fit
+    from training.reader_eval import as_gate_rows
+
+    return fit(as_gate_rows(rows, gate))["en"]
 
 
 BLENDS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)  # λ tried for the blended order

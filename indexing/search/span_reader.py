@@ -41,9 +41,9 @@ MODEL = Path(__file__).parents[1] / "models" / "span-reader-int8.onnx"
 TOP_N = 3
 SCALE = 4.0  # a span score s (logits) is put on the gate's 0–1 scale as sigmoid(s / SCALE)
 # (refuse_below, answer_from) of the best squashed score among the top `TOP_N` for the shipped model
-# (r3), fitted on every public English set (bot.quality.gate_fit's rules on `training.span_eval`'s
-# rows, `--top-n 3`; 0.27 / 0.56 for the top 5); `KB_RERANK_REFUSE_BELOW` / `KB_RERANK_ANSWER_FROM`
-# override them.
+# (r3), fitted on every public English set by bot.quality.gate_fit's rules (`python -m
+# training.span_eval report --span r3 --top-n 3` prints them; 0.27 / 0.56 for the top 5);
+# `KB_RERANK_REFUSE_BELOW` / `KB_RERANK_ANSWER_FROM` override them.
 THRESHOLDS: tuple[float, float] = (0.19, 0.54)
 MAX_LENGTH = 256  # question + section word-pieces per window (the training length)
 MAX_QUESTION = 48  # word-pieces of the question kept: a pasted wall of text must not crowd the section out
@@ -70,6 +70,13 @@ class Span:
     def confidence(self) -> float:
         """The score on the gate's 0–1 scale (what the rerank stage's thresholds cut)."""
         return squash(self.score)
+
+
+def passage(title: str, heading: str, chunk: str) -> str:
+    """What the span reader reads of a section: its place, then its best-matching chunk — one
+    window, as in training (a SQuAD paragraph under its article's title)."""
+    where = " › ".join(p for p in (title, heading) if p)
+    return f"{where}\n{chunk}" if where else chunk
 
 
 def squash(score: float) -> float:
@@ -186,8 +193,5 @@ class SpanBackend(SpanReader):
 
     @staticmethod
     def text_of(question: str, hit: Hit, max_chars: int) -> str:
-        """The section's place, then its best-matching chunk: one window, as in training (a
-        SQuAD paragraph under its article's title)."""
-        where = " › ".join(p for p in (hit.title, hit.heading) if p)
-        chunk = hit.matched[0] if hit.matched else hit.text[:max_chars]
-        return f"{where}\n{chunk}" if where else chunk
+        """`passage` of the section's best-matching chunk."""
+        return passage(hit.title, hit.heading, hit.matched[0] if hit.matched else hit.text[:max_chars])
