@@ -10,7 +10,8 @@ pair classifier trained on topic never learnt (issue 34).
 CPU only, resumable: every `--save-every` steps the model, optimiser, scheduler and step go to
 `OUT/checkpoint/`; running the same command again goes on from there (the batches are made in the
 same seeded order). Snapshots `OUT/step-N/` every four saves, `OUT/final/` at the end, in Hugging
-Face format for `training.span_eval` and `training.span_export`.
+Face format for `training.span_eval` and `training.span_export`. `--init` takes such a folder, or the
+shipped int8 export itself (`training.span_recover`): a run can go on from what is committed.
 
     nice -n 10 python -m training.span_train --data /work/kb/span/data --out /work/kb/span/runs/r1 --steps 2000
 """
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--frozen-layers", type=int, default=1, help="lowest transformer layers kept as they are")
-    parser.add_argument("--init", type=Path, help="start from a trained reader (a `final/` or `step-N/` folder)")
+    parser.add_argument("--init", type=Path, help="start from a trained reader: a `final/` or `step-N/` folder, "
+                        "or an int8 export (its float weights recovered by training.span_recover)")
     args = parser.parse_args(argv)
 
     import torch
@@ -106,9 +108,13 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    base = args.init or bundled_model_path()
     tokenizer = AutoTokenizer.from_pretrained(bundled_model_path())
-    model = AutoModelForQuestionAnswering.from_pretrained(base)
+    if args.init is not None and args.init.suffix == ".onnx":
+        from training.span_recover import recover
+
+        model = recover(args.init).model
+    else:
+        model = AutoModelForQuestionAnswering.from_pretrained(args.init or bundled_model_path())
     # The word-piece embeddings (half of the 22M weights) stay as the bi-encoder learnt them, and so
     # does the lowest layer: no backward pass or optimiser step through them (the CPU budget).
     frozen = [model.base_model.embeddings, *model.base_model.encoder.layer[: args.frozen_layers]]
