@@ -9,6 +9,15 @@ today's gate score, each named span reader's best score over the top 5 sections
 (`training.span_eval score`) and each named cross-encoder's sigmoid on the top section
 (`training.reader_eval score`, `--ce`: the shipped reader is `v4`) alone, and today's plus w times it.
 
+Last, what no reader can beat: **a perfect reader of the top N** sections — 1 when an expected page
+is among them, 0 otherwise (every unanswerable question 0) — alone and added to today's score. A
+gate that reads only what retrieval hands it refuses each answerable question whose page retrieval
+missed, so where the top N miss more than 3% of answerable questions, even this reader says "not
+found" to nothing without refusing more than 3% of them: the ceiling is retrieval's, not the reader's.
+`--noise σ …` adds readers between r3 and that one: the perfect reader plus Gaussian noise of
+standard deviation σ (each question's draw fixed by its id and the seed; shares and AUC the mean of
+`SEEDS` draws), to see how good a reader must be — its AUC alone — before the targets come in reach.
+
 The rows are `training.reader_eval collect`'s dumps, as `training.span_eval` scores them: answerable
 = public + casual; unanswerable = public + casual + hand-written; SQuAD only its public
 evaluation questions.
@@ -17,6 +26,8 @@ evaluation questions.
 from __future__ import annotations
 
 import argparse
+import random
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +37,7 @@ REFUSED_AT_MOST = 0.03  # answerable questions refused
 ANSWERED_AT_MOST = 0.15  # unanswerable questions answered
 WEIGHTS = (0.1, 0.2, 0.3)
 SETS = ("sample", "clef", "sg", "squad")
+SEEDS = 20
 
 
 @dataclass(frozen=True)
@@ -53,13 +65,14 @@ def below(scores: list[float], threshold: float) -> int:
 def main() -> None:
     from bot.quality.gate_fit import score_of
     from indexing.search.reader import sigmoid
-    from training.reader_eval import load_logits
+    from training.reader_eval import hit_rank, load_logits
     from training.span_eval import TOP_N, best, evaluation_rows, load_spans
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("spans", nargs="*", help="span readers scored by `training.span_eval score --name`")
     parser.add_argument("--ce", action="append", default=[], help="a cross-encoder scored by `training.reader_eval score`")
     parser.add_argument("--top-n", type=int, default=TOP_N, help="a span reader's best of the fused top N sections")
+    parser.add_argument("--noise", type=float, nargs="*", default=[], help="σ of readers between r3 and a perfect one")
     args = parser.parse_args()
     rows = [r for r in evaluation_rows() if not r["signals"].get("cjk")]
     variants: dict[str, Callable[[dict], float]] = {"today's gate score": score_of}
@@ -78,14 +91,29 @@ def main() -> None:
         variants[f"{name} on the top section"] = top
         for w in WEIGHTS:
             variants[f"today + {w}·{name}"] = lambda r, top=top, w=w: score_of(r) + w * top(r)
+    def perfect(row: dict) -> float:
+        return float(row["kind"] != "not_found" and hit_rank(row, None, args.top_n) is not None)
+
+    variants[f"a perfect reader of the top {args.top_n}"] = perfect
+    for w in WEIGHTS:
+        variants[f"today + {w}·perfect"] = lambda r, w=w: score_of(r) + w * perfect(r)
+    noisy: dict[str, list[Callable[[dict], float]]] = {}
+    for sigma in args.noise:
+        draws = [lambda r, seed=seed, sigma=sigma: perfect(r) + random.Random(f"{seed}:{r['corpus']}:{r['id']}").gauss(0, sigma)
+                 for seed in range(SEEDS)]
+        noisy[f"perfect + noise σ {sigma}"] = draws
+        for w in WEIGHTS:
+            noisy[f"today + {w}·(perfect + noise σ {sigma})"] = [lambda r, d=d, w=w: score_of(r) + w * d(r) for d in draws]
     print("| score | " + " | ".join(SETS) + " |\n|---|" + "---|" * len(SETS))
-    for label, score in variants.items():
+    for label, scores in [*((k, [v]) for k, v in variants.items()), *noisy.items()]:
         cells = []
         for corpus in SETS:
             mine = [r for r in rows if r["corpus"] == corpus]
-            b = bound([score(r) for r in mine if r["kind"] != "not_found" and r["set"] in ("public", "casual")],
-                      [score(r) for r in mine if r["kind"] == "not_found" and r["set"] in ("public", "casual", "unanswerable")])
-            cells.append(f"{b.not_found:.2f} / {b.answered:.2f} / {b.auc:.3f}")
+            answerable = [r for r in mine if r["kind"] != "not_found" and r["set"] in ("public", "casual")]
+            unanswerable = [r for r in mine if r["kind"] == "not_found" and r["set"] in ("public", "casual", "unanswerable")]
+            bounds = [bound([score(r) for r in answerable], [score(r) for r in unanswerable]) for score in scores]
+            cells.append(" / ".join(f"{statistics.mean(getattr(b, f) for b in bounds):.{d}f}"  # type: ignore[misc]
+                                    for f, d in (("not_found", 2), ("answered", 2), ("auc", 3))))
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
