@@ -112,7 +112,7 @@ def main() -> None:
             answerable = [r for r in mine if r["kind"] != "not_found" and r["set"] in ("public", "casual")]
             unanswerable = [r for r in mine if r["kind"] == "not_found" and r["set"] in ("public", "casual", "unanswerable")]
             bounds = [bound([score(r) for r in answerable], [score(r) for r in unanswerable]) for score in scores]
-            cells.append(" / ".join(f"{statistics.mean(getattr(b, f) for b in bounds):.{d}f}"  # type: ignore[misc]
+            cells.append(" / ".join(f"{statistics.mean(getattr(b, f) for b in bounds):.{d}f}"
                                     for f, d in (("not_found", 2), ("answered", 2), ("auc", 3))))
         print(f"| {label} | " + " | ".join(cells) + " |")
 
