@@ -40,15 +40,16 @@ class Recovered:
 
 
 def _dequantized(inits: dict, base: str):
-    """`(q − zero point) · scale` of one quantised initializer: per tensor or per output channel (the
-    last axis of a `MatMul`'s [in, out] matrix)."""
+    """`(q − zero point) · scale` of one quantised initializer (per tensor, or per output channel: the
+    last axis of a `MatMul`'s [in, out] matrix), and half a step beside each weight: how far the
+    trained float may have been from it."""
     import numpy as np
     from onnx import numpy_helper
 
     quantized = numpy_helper.to_array(inits[base + _QUANTIZED]).astype(np.float32)
     scale = numpy_helper.to_array(inits[base + "_scale"]).astype(np.float32)
     zero = numpy_helper.to_array(inits[base + "_zero_point"]).astype(np.float32)
-    return (quantized - zero) * scale, float(scale.max())
+    return (quantized - zero) * scale, np.broadcast_to(scale / 2, quantized.shape)
 
 
 def _parameter_names(graph, inits: dict) -> dict[str, tuple[str, bool]]:
@@ -87,10 +88,11 @@ def recover(export: Path) -> Recovered:
     weights: dict[str, np.ndarray] = {}
     kept: list[str] = []
     for base, (parameter, transposed) in _parameter_names(graph, inits).items():
-        value, step = _dequantized(inits, base)
-        value = value.T if transposed else value
+        value, half_step = _dequantized(inits, base)
+        if transposed:
+            value, half_step = value.T, half_step.T
         bundled = state[parameter].numpy()
-        if parameter.startswith("bert.") and np.abs(bundled - value).max() <= step / 2 + 1e-6:
+        if parameter.startswith("bert.") and bool(np.all(np.abs(bundled - value) <= half_step + 1e-6)):
             kept.append(parameter)  # the bi-encoder's own weight: the int8 cannot tell them apart
             continue
         weights[parameter] = value
