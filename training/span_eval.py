@@ -32,13 +32,15 @@ from training.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, l
 TOP_N = 5  # sections scored per question (the product reads `span_reader.TOP_N` of them; report --top-n)
 
 
-def passage(hit: dict) -> str:
+def passage(hit: dict, whole: bool = False) -> str:
+    """What the product hands the reader of a section (its best chunk), or with `whole` the section
+    itself as the dump keeps it (its first 4,000 characters; read in windows)."""
     from indexing.search.span_reader import passage as text
 
-    return text(hit["title"], hit["heading"], hit["chunk"])
+    return text(hit["title"], hit["heading"], hit["text"] if whole else hit["chunk"])
 
 
-def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
+def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2, whole: bool = False) -> Path:
     from indexing.search.span_reader import SpanReader
 
     reader = SpanReader(model, threads=threads)
@@ -47,7 +49,7 @@ def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2) -> Path:
         for row in load_rows(ENGLISH):
             if row["signals"].get("cjk"):
                 continue
-            spans = reader.read(row["searched"], [passage(h) for h in row["hits"][:top_n]])
+            spans = reader.read(row["searched"], [passage(h, whole) for h in row["hits"][:top_n]])
             out.write(json.dumps({"corpus": row["corpus"], "id": row["id"], "scores": [s.score for s in spans],
                                   "spans": [s.text for s in spans]}, ensure_ascii=False) + "\n")
     return target
@@ -189,13 +191,14 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("model", type=Path)
     s.add_argument("--name", required=True)
     s.add_argument("--top-n", type=int, default=TOP_N)
+    s.add_argument("--whole", action="store_true", help="read each section whole, not its best chunk")
     r = sub.add_parser("report")
     r.add_argument("--span", required=True)
     r.add_argument("--veto", help="the shipped reader's cached logits (training.reader_eval score … --name)")
     r.add_argument("--top-n", type=int, default=TOP_N)
     args = parser.parse_args(argv)
     if args.command == "score":
-        print(score(args.model, args.name, args.top_n))
+        print(score(args.model, args.name, args.top_n, whole=args.whole))
     else:
         print(report(args.span, args.veto, args.top_n))
 
