@@ -46,8 +46,11 @@ def pytest_collection_modifyitems(config, items):
 def kb_home():
     """Not under pytest's tmp dir: as root, the embedded Postgres runs as the OS user `pgserver`,
     which must be able to reach its data directory (pytest's tmp dirs are private to root)."""
+    from tests.support.databases import stop_embedded
+
     home = Path(tempfile.mkdtemp(prefix="docent-test-"))
     yield home
+    stop_embedded(home)  # after `index` closed: stopped here, not left running without its folder
     shutil.rmtree(home, ignore_errors=True)
 
 

