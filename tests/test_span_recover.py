@@ -56,12 +56,11 @@ def test_weights_training_never_moved_are_the_bi_encoders_exact_floats(recovered
     assert not torch.allclose(state[trained], bundled[trained], atol=1e-3)
 
 
-def test_training_starts_from_the_export_itself(tmp_path):
+def test_training_starts_from_the_export_itself(recovered, tmp_path):
     """`span_train --init FILE.onnx` with no step to take writes the recovered reader as its final model."""
     import torch
     from transformers import AutoModelForQuestionAnswering
 
-    from training.span_recover import recover
     from training.span_train import main
 
     data = tmp_path / "data"
@@ -72,5 +71,5 @@ def test_training_starts_from_the_export_itself(tmp_path):
     (data / "train.jsonl").write_text(json.dumps(example) + "\n")
     main(["--data", str(data), "--out", str(tmp_path / "run"), "--steps", "0", "--init", str(MODEL), "--threads", "1"])
     final = AutoModelForQuestionAnswering.from_pretrained(tmp_path / "run" / "final").state_dict()
-    expected = recover(MODEL).model.state_dict()
+    expected = recovered.model.state_dict()
     assert all(torch.equal(final[name], expected[name]) for name in expected)

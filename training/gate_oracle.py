@@ -62,6 +62,14 @@ def below(scores: list[float], threshold: float) -> int:
     return sum(1 for s in scores if s < threshold)
 
 
+def split(rows: list[dict], corpus: str) -> tuple[list[dict], list[dict]]:
+    """A set's answerable questions (public + casual) and its unanswerable ones (public + casual +
+    hand-written), as every score is bounded on them."""
+    mine = [r for r in rows if r["corpus"] == corpus]
+    return ([r for r in mine if r["kind"] != "not_found" and r["set"] in ("public", "casual")],
+            [r for r in mine if r["kind"] == "not_found" and r["set"] in ("public", "casual", "unanswerable")])
+
+
 def main() -> None:
     from bot.quality.gate_fit import score_of
     from indexing.search.reader import sigmoid
@@ -104,13 +112,11 @@ def main() -> None:
         noisy[f"perfect + noise σ {sigma}"] = draws
         for w in WEIGHTS:
             noisy[f"today + {w}·(perfect + noise σ {sigma})"] = [lambda r, d=d, w=w: score_of(r) + w * d(r) for d in draws]
+    groups = [split(rows, corpus) for corpus in SETS]
     print("| score | " + " | ".join(SETS) + " |\n|---|" + "---|" * len(SETS))
     for label, scores in [*((k, [v]) for k, v in variants.items()), *noisy.items()]:
         cells = []
-        for corpus in SETS:
-            mine = [r for r in rows if r["corpus"] == corpus]
-            answerable = [r for r in mine if r["kind"] != "not_found" and r["set"] in ("public", "casual")]
-            unanswerable = [r for r in mine if r["kind"] == "not_found" and r["set"] in ("public", "casual", "unanswerable")]
+        for answerable, unanswerable in groups:
             bounds = [bound([score(r) for r in answerable], [score(r) for r in unanswerable]) for score in scores]
             cells.append(" / ".join(f"{statistics.mean(getattr(b, f) for b in bounds):.{d}f}"
                                     for f, d in (("not_found", 2), ("answered", 2), ("auc", 3))))

@@ -25,6 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
+from indexing.search.span_reader import passage as section_passage
 from indexing.search.span_reader import squash  # the product's scale: sigmoid(score / span_reader.SCALE)
 
 from training.reader_eval import ENGLISH, OUT, Candidate, evaluate, load_rows, loco_combined, loco_veto, load_logits
@@ -35,9 +36,7 @@ TOP_N = 5  # sections scored per question (the product reads `span_reader.TOP_N`
 def passage(hit: dict, whole: bool = False) -> str:
     """What the product hands the reader of a section (its best chunk), or with `whole` the section
     itself as the dump keeps it (its first 4,000 characters; read in windows)."""
-    from indexing.search.span_reader import passage as text
-
-    return text(hit["title"], hit["heading"], hit["text"] if whole else hit["chunk"])
+    return section_passage(hit["title"], hit["heading"], hit["text"] if whole else hit["chunk"])
 
 
 def score(model: Path, name: str, top_n: int = TOP_N, threads: int = 2, whole: bool = False) -> Path:

@@ -59,7 +59,7 @@ def export(checkpoint: Path, target: Path) -> None:
     class Logits(torch.nn.Module):
         def __init__(self, inner) -> None:
             super().__init__()
-            self.inner = inner
+            self.inner = inner  # every weight is exported as `inner.…`: training.span_recover reads them back by it
 
         def forward(self, input_ids, attention_mask, token_type_ids):
             out = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
