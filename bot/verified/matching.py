@@ -1,0 +1,331 @@
+"""Which verified answer a question asks for: close in meaning *and* agreeing on its key terms.
+
+The lookup (`bot.verified.lookup`) hands over the nearest verified questions ("variants") by
+cosine; a cosine threshold alone cannot tell a paraphrase from a near miss — "guest wifi password
+in the Portland office" is nearer the verified "… in the Lisbon office" (0.85) than most ways of
+asking the Lisbon question are. So a variant is given only when, besides being close enough, the
+question agrees with it word by word where it matters:
+
+1. **Numbers agree** ("3rd" = "third" = "3"; "floor four" = "4th floor"): the question and the
+   variant name the same numbers, none more, none fewer.
+2. **The variant's names are in the question**: words it writes capitalised mid-sentence, in
+   capitals or in mixed case (Lisbon, DUNS, FedEx, Project Falcon) — a question without "Lisbon"
+   is not asking about Lisbon. An owner in the possessive ("Acme Widgets' DUNS number") may be
+   left out ("our DUNS number"), and one word of a name of several is enough ("falcon" for
+   "Project Falcon") unless the question puts another word in its place.
+3. **Not one thing swapped for another**: when the words the variant has and the question lacks
+   are one run of consecutive words, and so are the words the question has and the variant lacks,
+   the question is the variant with one thing changed — a near miss ("staff" for "guest",
+   "breakfast" for "lunch", "bus stop" for "metro station"), refused whatever its similarity.
+   Two words that are one written short ("pw" / "password", "bldg" / "building", "portugal" /
+   "portuguese") are not a change, nor are wordings the sources file's `[synonyms]` joins
+   (`vacation = ["annual leave"]`: either side may use either wording), nor a swap of participles
+   or adverbs only ("catered" for "provided").
+4. **A rewording is close**: words out here and others in there (not one run each) need a
+   similarity of `SWAP_SIMILARITY`; anything else `MIN_SIMILARITY`.
+
+Asymmetric cases, decided: a question may *leave out* the variant's ordinary words ("lisbon guest
+wifi pw" for "What's the guest wifi password in the Lisbon office?") and may *add* words of its
+own ("… in the Lisbon office on weekends") — the verified answer covers the narrower question —
+but not a number or a name written as one (capitalised) the variant lacks, nor Chinese
+characters: the bundled model reads no Chinese (every "上海办公室…" question is at 0.95–1.00 to
+every other), so there the words alone decide, and any character added is refused. Leaving out a
+word *and* adding one in its place is rule 3.
+
+Words are compared as the keyword leg analyses them (`indexing.keyword.bm25`: its stop words,
+question words and Snowball stemmer: case, plurals and possessives do not matter), after the
+phrasing words people wrap a question in ("how do I get", "who do I talk to", `LIGHT_WORDS`) are
+set aside. Chinese, Japanese and Korean text is compared by character, without its function
+characters (`CJK_FUNCTION`). Measured on a labelled set in docs/tuning.md ("Verified answers: the
+matcher"); `python -m benchmarks.verified_matching`.
+
+Pure and cheap: no model, no database; ~0.1 ms for ten candidates (docs/tuning.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from indexing.keyword import bm25
+
+MIN_SIMILARITY = 0.60  # cosine below which a variant is not the same question, whatever its words
+SWAP_SIMILARITY = 0.75  # cosine a question rewording the variant (words out, others in) must reach
+
+# Words that shape a request but name nothing it is about: "how do I *get*…", "who do I *talk to*…",
+# "is it *ok* to…". A question adding or leaving out one of these asks the same thing.
+LIGHT_WORDS = frozenset("""
+get gets getting got need needs needed want wants like use using find know tell talk ask asking help
+go going come put give make please ok okay possible allowed allow someone anyone somebody anybody
+something anything thing things stuff way also still really actually exactly currently hey hi thanks
+about from after before during over under near via per within without up down off out
+""".split())
+# Chinese function characters (particles, pronouns, question words): asking 吗 or 呢 changes nothing
+CJK_FUNCTION = frozenset("的了吗呢吧啊么什怎多少哪几是有在我你他她们这那个些和与及或就都也还很要会能可以请问")
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+_ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
+    "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_CJK_CHARS = bm25.CJK.pattern[1:-1]  # the character ranges of `bm25.CJK`, without its brackets
+_TOKEN = re.compile(rf"{bm25.CJK.pattern}+|[^\W_{_CJK_CHARS}]+(?:['’][^\W_{_CJK_CHARS}]+)*['’]?|[.?!;:]")
+_STOP_WORDS = bm25.QUESTION_WORDS
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of a text as the matcher compares it."""
+
+    term: str  # lower-cased, stemmed (a number as digits, a synonym as its group's name)
+    surface: str  # as written, lower-cased: for words written short ("bldg" for "building")
+    kind: str  # "number", "name", "word" or "cjk"
+    owner: bool = False  # a name in the possessive ("Acme's"): may be left out
+    run: int = -1  # which name of several words it belongs to (names only)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    answer_id: int
+    variant: str  # one verified question variant of that answer
+    similarity: float  # cosine between the asker's question and `variant`, by the index's embedder
+
+
+@dataclass(frozen=True)
+class Match:
+    answer_id: int
+    variant: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a candidate is given, and if not why (for the logs)."""
+
+    candidate: Candidate
+    given: bool
+    reason: str
+
+
+def best_match(question: str, candidates: Sequence[Candidate],
+               synonyms: Mapping[str, Sequence[str]] = {}) -> Match | None:  # noqa: B006 — read only
+    """The verified answer this question asks for, or None (the ordinary answer path then runs):
+    the most similar candidate that `judge` gives."""
+    question_words = key_terms(question, synonyms)
+    given = [c for c in candidates if _judge(question_words, c, synonyms).given]
+    if not given:
+        return None
+    best = max(given, key=lambda c: c.similarity)
+    return Match(best.answer_id, best.variant, best.similarity)
+
+
+def judge(question: str, candidate: Candidate, synonyms: Mapping[str, Sequence[str]] = {}) -> Verdict:  # noqa: B006
+    """Whether `candidate` answers `question`, with the reason when it does not."""
+    return _judge(key_terms(question, synonyms), candidate, synonyms)
+
+
+def _judge(question: tuple[Word, ...], candidate: Candidate, synonyms: Mapping[str, Sequence[str]]) -> Verdict:
+    def no(reason: str) -> Verdict:
+        return Verdict(candidate, False, reason)
+
+    if candidate.similarity < MIN_SIMILARITY:
+        return no(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
+    variant = key_terms(candidate.variant, synonyms)
+    q_terms = {w.term for w in question}
+    v_terms = {w.term for w in variant}
+    q_numbers = {w.term for w in question if w.kind == "number"}
+    v_numbers = {w.term for w in variant if w.kind == "number"}
+    if q_numbers != v_numbers:
+        return no(f"numbers differ: {sorted(q_numbers) or 'none'} asked, {sorted(v_numbers) or 'none'} verified")
+    missing = [w for w in variant if w.term not in q_terms]
+    extra = [w for w in question if w.term not in v_terms]
+    missing, extra = _short_forms(missing, extra)
+    extra_names = [w for w in extra if w.kind == "name"]
+    if extra_names:
+        return no(f"the question names {extra_names[0].surface!r}, the variant does not")
+    present_runs = {w.run for w in variant if w.kind == "name" and w.term in q_terms}
+    for word in missing:
+        if word.kind != "name" or word.owner:
+            continue
+        if word.run in present_runs and not extra:
+            continue
+        return no(f"the question lacks {word.surface!r}")
+    missing = [w for w in missing if not w.owner]  # "our DUNS number" for "Acme Widgets' DUNS number"
+    if any(w.kind == "cjk" for w in (*missing, *extra)) and extra:  # its similarity says nothing (the model reads no Chinese)
+        return no(f"{''.join(w.surface for w in extra)!r} added" + (
+            f" in place of {''.join(w.surface for w in missing)!r}" if missing else ""))
+    if missing and extra:
+        if _one_span(variant, missing) and _one_span(question, extra) and not all(map(_says_how, (*missing, *extra))):
+            return no(f"{' '.join(w.surface for w in extra)!r} in place of {' '.join(w.surface for w in missing)!r}")
+        if candidate.similarity < SWAP_SIMILARITY:
+            return no(f"reworded ({', '.join(w.surface for w in extra)} for {', '.join(w.surface for w in missing)}) "
+                      f"at similarity {candidate.similarity:.2f}, below {SWAP_SIMILARITY}")
+    return Verdict(candidate, True, "same question")
+
+
+def _one_span(words: tuple[Word, ...], chosen: list[Word]) -> bool:
+    """Whether `chosen` (some of `words`) are one run of consecutive words: a near miss changes
+    one thing ("bus stop" for "metro station"), a paraphrase rewords here and there."""
+    at = [i for i, w in enumerate(words) if any(w is c for c in chosen)]
+    return at[-1] - at[0] + 1 == len(at)
+
+
+def _says_how(word: Word) -> bool:
+    """A participle or adverb ("provided", "catered", "friendly"): it says how something is asked
+    about, not which thing — a swap of one is a rewording, weighed by similarity, not a near miss."""
+    return word.kind == "word" and word.surface.endswith(("ed", "ly")) and len(word.surface) > 4
+
+
+def _short_forms(missing: list[Word], extra: list[Word]) -> tuple[list[Word], list[Word]]:
+    """Pairs of a missing and an extra word that are one word, one written short ("pw" for
+    "password", "portugal" / "portuguese"), taken out of both lists."""
+    kept_extra: list[Word] = []
+    left = list(missing)
+    for word in extra:
+        same = next((m for m in left if _abbreviates(word.surface, m.surface) or _abbreviates(m.surface, word.surface)), None)
+        if same is None:
+            kept_extra.append(word)
+        else:
+            left.remove(same)
+    return left, kept_extra
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """"pw" → "password", "bldg" → "building", "acct" → "account", "portug" → "portuguese": same first
+    letter, the short one's letters in order in the long one, and a common stem of four letters or
+    an abbreviation of at most four."""
+    if len(short) >= len(long) or not short or short[0] != long[0] or not short.isascii():
+        return False
+    if len(short) >= 5 and long.startswith(short[:5]):
+        return True
+    if len(short) > 4:
+        return False
+    letters = iter(long)
+    return all(c in letters for c in short)
+
+
+def key_terms(text: str, synonyms: Mapping[str, Sequence[str]] = {}) -> tuple[Word, ...]:  # noqa: B006
+    """The words of `text` that carry its meaning, as the matcher compares them: numbers, names
+    and other content words (stemmed, synonyms as one term), CJK characters."""
+    return _key_terms(text, _synonym_table(synonyms))
+
+
+def _synonym_table(synonyms: Mapping[str, Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((k, tuple(v)) for k, v in synonyms.items())
+
+
+@lru_cache(maxsize=4096)
+def _key_terms(text: str, table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[Word, ...]:
+    words = _words(text)
+    return _apply_synonyms(words, _synonym_groups(table)) if table else words
+
+
+def _words(text: str) -> tuple[Word, ...]:
+    out: list[Word] = []
+    sentence_start = True
+    run = -1
+    in_name = False
+    for token in _TOKEN.findall(text):
+        if token in ".?!;:":
+            sentence_start, in_name = True, False
+            continue
+        if bm25.CJK.match(token):
+            out += [Word(c, c, "cjk") for c in token if c not in CJK_FUNCTION]
+            sentence_start, in_name = False, False
+            continue
+        owner = token.endswith(("'s", "’s", "'", "’"))
+        bare = re.sub(r"['’]s?$", "", token)
+        lower = bare.lower().replace("'", "").replace("’", "")
+        starts = sentence_start
+        sentence_start = False
+        number = _number(lower)
+        if number is not None:
+            out.append(Word(number, lower, "number"))
+            in_name = False
+            continue
+        acronym = len(bare) > 1 and bare.isupper()  # "IT", "US": not the words "it", "us"
+        if not acronym and (lower in _STOP_WORDS or lower in _english_stop_words() or lower in LIGHT_WORDS):
+            in_name = False
+            continue
+        is_name = acronym or any(c.isupper() for c in bare[1:]) or bare[:1].isupper() and not starts
+        if is_name:
+            if not in_name:
+                run += 1
+            in_name = True
+        else:
+            in_name = False
+        out.append(Word(_stem(lower), lower, "name" if is_name else "word", owner=owner and is_name,
+                        run=run if is_name else -1))
+        in_name = in_name and not owner  # "Acme's DUNS": the owner's name ends at its apostrophe
+    if any(w.owner for w in out):  # every word of an owner's name is an owner ("Acme Widgets'")
+        owners = {w.run for w in out if w.owner}
+        out = [Word(w.term, w.surface, w.kind, True, w.run) if w.run in owners and w.kind == "name" else w
+               for w in out]
+    return tuple(out)
+
+
+def _number(word: str) -> str | None:
+    if word.isdigit():
+        return str(int(word))
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    if word in _ORDINAL_WORDS:
+        return _ORDINAL_WORDS[word]
+    match = _ORDINAL.fullmatch(word)
+    return str(int(match.group(1))) if match else None
+
+
+@lru_cache(maxsize=1)
+def _english_stop_words() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(bm25._stemmer().stemWord(word))
+
+
+@lru_cache(maxsize=64)
+def _synonym_groups(table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """Every wording of the table (keys and phrases) as its term sequence → the group's name,
+    longest first; wordings joined by a key are one group (`vacation`, `PTO`, `annual leave`)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for key, phrases in table:
+        for phrase in phrases:
+            parent[find(phrase.casefold())] = find(key.casefold())
+    wordings: dict[tuple[str, ...], str] = {}
+    for wording in parent:
+        terms = tuple(w.term for w in _words(wording))
+        if terms:
+            wordings.setdefault(terms, "=" + find(wording))
+    return tuple(sorted(wordings.items(), key=lambda item: -len(item[0])))
+
+
+def _apply_synonyms(words: tuple[Word, ...], groups: tuple[tuple[tuple[str, ...], str], ...]) -> tuple[Word, ...]:
+    out: list[Word] = []
+    i = 0
+    while i < len(words):
+        for terms, group in groups:
+            n = len(terms)
+            if tuple(w.term for w in words[i:i + n]) == terms:
+                first = words[i]
+                kind = "name" if any(w.kind == "name" for w in words[i:i + n]) else "word"
+                out.append(Word(group, " ".join(w.surface for w in words[i:i + n]), kind, first.owner, first.run))
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return tuple(out)
