@@ -1,0 +1,107 @@
+"""The verified-answer matcher (bot.verified.matching): a paraphrase is given the answer, a near
+miss never — by hand-made candidates, and on the labelled set with the real bundled model."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.verified.matching import Candidate, best_match, judge, key_terms
+
+LISBON_WIFI = "What's the guest wifi password in the Lisbon office?"
+
+
+def given(question: str, variant: str, similarity: float, synonyms: dict[str, list[str]] | None = None) -> bool:
+    return judge(question, Candidate(1, variant, similarity), synonyms or {}).given
+
+
+def test_another_office_is_a_near_miss_however_close():
+    verdict = judge("What's the guest wifi password in the Portland office?", Candidate(1, LISBON_WIFI, 0.85))
+    assert not verdict.given and "portland" in verdict.reason
+    assert not given("guest wifi password shanghai office", LISBON_WIFI, 0.95)
+
+
+def test_a_paraphrase_with_the_same_key_terms_is_given():
+    assert given("how do I get on the guest wifi in Lisbon?", LISBON_WIFI, 0.83)
+    assert given("lisbon guest wifi pw", LISBON_WIFI, 0.78)  # "pw" is "password" written short
+    assert not given("lisbon guest wifi pw", LISBON_WIFI, 0.45)  # the words alone are not enough
+
+
+def test_a_question_adding_words_is_given_but_not_one_swapping_a_word():
+    assert given("guest wifi password in the Lisbon office on weekends", LISBON_WIFI, 0.8)
+    assert not given("what's the staff wifi password in the lisbon office?", LISBON_WIFI, 0.9)
+
+
+def test_ordinals_and_numbers_are_one_and_must_agree():
+    assert {w.term for w in key_terms("3rd")} == {w.term for w in key_terms("third")} == {w.term for w in key_terms("3")}
+    variant = "Where is the first aid kit on the 4th floor of the Portland office?"
+    assert given("where's the first aid kit on floor four in portland", variant, 0.88)
+    verdict = judge("Where is the first aid kit on the third floor of the Portland office?", Candidate(1, variant, 0.99))
+    assert not verdict.given and "numbers differ" in verdict.reason
+    assert not given("What's the door code for the bike room in Building 3?",
+                     "What's the door code for the bike room in Building 2?", 0.96)
+
+
+def test_acronyms_are_key_terms():
+    variant = "What is the VAT number of Acme's Portuguese company?"
+    assert not given("What is the DUNS number of Acme's Portuguese company?", variant, 0.84)
+    assert not given("Who is the IT manager in Lisbon?", "Who is the office manager in Lisbon?", 0.85)  # not "it"
+
+
+def test_an_owner_may_be_left_out_a_place_may_not():
+    assert given("whats our duns number", "What is Acme Widgets' DUNS number?", 0.7)
+    assert given("whats our duns number for the bank form", "What is Acme Widgets' DUNS number?", 0.7)
+    assert not given("what's the guest wifi password?", LISBON_WIFI, 0.8)  # which office's? not said
+    assert not given("can i bring my dog to the office on fridays", "Can I bring my dog to the Lisbon office?", 0.65)
+
+
+def test_one_thing_of_two_words_swapped_is_a_near_miss():
+    variant = "What's the closest metro station to the Lisbon office?"
+    assert not given("What's the closest bus stop to the Lisbon office?", variant, 0.84)
+
+
+def test_synonyms_from_the_sources_file_agree_either_way():
+    synonyms = {"vacation": ["annual leave"], "PTO": ["annual leave"]}
+    variant = "Can I buy extra annual leave days?"
+    assert not given("can i buy extra vacation days", variant, 0.8)  # without them: "vacation" for "annual leave"
+    assert given("can i buy extra vacation days", variant, 0.8, synonyms)
+    assert given("can i buy extra PTO days", variant, 0.8, synonyms)
+    assert given("Can I buy extra annual leave days?", "can I buy extra vacation days?", 0.8, synonyms)
+
+
+def test_chinese_is_compared_by_character():
+    lunch = "上海办公室有午餐补贴吗？"
+    assert not given("上海办公室有晚餐补贴吗？", lunch, 1.0)  # dinner, not lunch: the model sees no difference
+    assert not given("上海办公室可以停自行车吗？", "上海办公室可以停车吗？", 0.97)  # a bicycle added
+    assert given("上海办公室怎么连打印机", "上海办公室的打印机怎么连接？", 0.95)
+
+
+def test_best_match_gives_the_closest_agreeing_candidate_or_none():
+    candidates = [
+        Candidate(7, "What's the guest wifi password in the Portland office?", 0.90),
+        Candidate(3, LISBON_WIFI, 0.84),
+        Candidate(5, "Where can I park my car at the Lisbon office?", 0.47),
+    ]
+    match = best_match("what's the guest wifi password in the lisbon office", candidates)
+    assert match is not None and (match.answer_id, match.variant) == (3, LISBON_WIFI)
+    assert best_match("what's the guest wifi password in the shanghai office", candidates) is None
+    assert best_match("anything", []) is None
+
+
+@pytest.mark.slow
+def test_the_labelled_set_with_the_bundled_model():
+    """The set's targets (docs/tuning.md, "Verified answers: the matcher"), embedded and ranked as
+    `bot.verified.lookup` does. The issue's paraphrase target (0.85) is not reached: the floor
+    asserted is what the rule measures (0.65 dev, 0.42 held-out), so a change that loses
+    paraphrases fails here too."""
+    from benchmarks.verified_matching import by_rule, candidate_lists, load_set, score
+    from bot.settings import SAMPLE_SOURCES
+    from sources import load_synonyms
+
+    labelled = load_set()
+    candidates = candidate_lists(labelled)
+    rule = by_rule(candidates, load_synonyms(SAMPLE_SOURCES))
+    for split, floor in (("dev", 0.65), ("held-out", 0.42)):
+        result = score([a for a in labelled.asked if a.split == split], rule)
+        assert result.near_misses <= 0.05, (split, result.counts)
+        assert result.samples == 0, (split, result.counts)
+        assert result.paraphrases >= floor, (split, result.counts)
