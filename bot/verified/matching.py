@@ -51,7 +51,7 @@ from functools import lru_cache
 
 from indexing.keyword import bm25
 
-MIN_SIMILARITY = 0.60  # cosine below which a variant is not the same question, whatever its words
+MIN_SIMILARITY = 0.55  # cosine below which a variant is not the same question, whatever its words
 SWAP_SIMILARITY = 0.75  # cosine a question rewording the variant (words out, others in) must reach
 
 # Words that shape a request but name nothing it is about: "how do I *get*…", "who do I *talk to*…",
@@ -159,7 +159,7 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, synonyms: Mapping[s
         return no(f"{''.join(w.surface for w in extra)!r} added" + (
             f" in place of {''.join(w.surface for w in missing)!r}" if missing else ""))
     if missing and extra:
-        if _one_span(variant, missing) and _one_span(question, extra) and not all(map(_says_how, (*missing, *extra))):
+        if _in_place(variant, missing, question, extra) and not all(map(_says_how, (*missing, *extra))):
             return no(f"{' '.join(w.surface for w in extra)!r} in place of {' '.join(w.surface for w in missing)!r}")
         if candidate.similarity < SWAP_SIMILARITY:
             return no(f"reworded ({', '.join(w.surface for w in extra)} for {', '.join(w.surface for w in missing)}) "
@@ -167,11 +167,23 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, synonyms: Mapping[s
     return Verdict(candidate, True, "same question")
 
 
-def _one_span(words: tuple[Word, ...], chosen: list[Word]) -> bool:
-    """Whether `chosen` (some of `words`) are one run of consecutive words: a near miss changes
-    one thing ("bus stop" for "metro station"), a paraphrase rewords here and there."""
+def _in_place(variant: tuple[Word, ...], missing: list[Word], question: tuple[Word, ...], extra: list[Word]) -> bool:
+    """Whether the question is the variant with one thing changed in place: the variant's words it
+    lacks are one run of consecutive words, the words it adds are one run, and both runs sit
+    between the same shared words ("the *staff* wifi" for "the *guest* wifi"; "bus stop" for
+    "metro station"). A paraphrase rewords here and there, or says it in another order
+    ("portland 2nd floor printer setup" for "How do I connect to the printer on the 2nd floor…")."""
+    return _span(variant, missing) == _span(question, extra) != ("", "-")
+
+
+def _span(words: tuple[Word, ...], chosen: list[Word]) -> tuple[str, str]:
+    """The shared words either side of `chosen` if they are one run of `words` ("" at an end)."""
     at = [i for i, w in enumerate(words) if any(w is c for c in chosen)]
-    return at[-1] - at[0] + 1 == len(at)
+    if at[-1] - at[0] + 1 != len(at):
+        return ("", "-")  # not one run
+    before = words[at[0] - 1].term if at[0] > 0 else ""
+    after = words[at[-1] + 1].term if at[-1] + 1 < len(words) else ""
+    return (before, after)
 
 
 def _says_how(word: Word) -> bool:
@@ -195,12 +207,12 @@ def _short_forms(missing: list[Word], extra: list[Word]) -> tuple[list[Word], li
 
 
 def _abbreviates(short: str, long: str) -> bool:
-    """"pw" → "password", "bldg" → "building", "acct" → "account", "portug" → "portuguese": same first
-    letter, the short one's letters in order in the long one, and a common stem of four letters or
-    an abbreviation of at most four."""
-    if len(short) >= len(long) or not short or short[0] != long[0] or not short.isascii():
+    """"pw" → "password", "bldg" → "building", "acct" → "account", "portugal" → "portuguese",
+    "license" → "licence": the same first five letters, or an abbreviation of at most four letters
+    (the same first letter, its letters in order in the long word)."""
+    if len(short) > len(long) or not short or short[0] != long[0] or not short.isascii():
         return False
-    if len(short) >= 5 and long.startswith(short[:5]):
+    if len(short) >= 5 and long.startswith(short[:5]):  # "licence" / "license" too
         return True
     if len(short) > 4:
         return False
