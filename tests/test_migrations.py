@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from tests.support.databases import scratch_database
 from indexing.storage import migrations
+from bot.migrations import BOT_MIGRATIONS, BOT_TABLES, migrate_bot
 from indexing.storage.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +52,9 @@ DEFAULTS = {
     ("handovers", "answer_ts"): "''::character varying",
     ("handovers", "answer_text"): "''::text",
     ("answered_gaps", "channel_kind"): "''::character varying",
+    ("verified_answers", "id"): "nextval('verified_answers_id_seq'::regclass)",
+    ("verified_answers", "revision"): "nextval('verified_revision'::regclass)",
+    ("verified_questions", "id"): "nextval('verified_questions_id_seq'::regclass)",
     (TABLE, "applied_at"): "now()",
 }
 
@@ -125,11 +129,13 @@ def database(index):
 
 @pytest.fixture(scope="module")
 def target(index) -> dict[str, dict]:
-    """S: the schema an empty database has after `migrate`."""
+    """S: the schema an empty database has after `migrate` and the bot's `migrate_bot` (as every
+    process that answers runs them: the index opens, then `KnowledgeBase`)."""
     with scratch_database(index, "docent_target") as url:
         engine = create_engine(url)
         try:
             migrate(engine)
+            migrate_bot(engine)
             return schema(engine)
         finally:
             engine.dispose()
@@ -152,9 +158,10 @@ def load(engine: Engine, dump: Path) -> None:
 
 def test_an_empty_database_gets_every_docent_table_and_records_every_migration(database, target):
     assert migrate(database) == [m.name for m in MIGRATIONS]
+    assert migrate_bot(database) == [m.name for m in BOT_MIGRATIONS]
     assert schema(database) == target
-    assert tables(target) == {*DOCENT_TABLES, TABLE}
-    assert applied(database) == [m.name for m in MIGRATIONS]
+    assert tables(target) == {*DOCENT_TABLES, *BOT_TABLES, TABLE}
+    assert applied(database) == [m.name for m in MIGRATIONS] + [m.name for m in BOT_MIGRATIONS]
     assert target["enums"] == {"status": "PENDING,PROCESSING,SUCCESS,FAILED,SKIPPED"}
     defaults = {key: default for key, (_, _, default) in target["columns"].items() if default is not None}
     assert defaults == DEFAULTS
@@ -252,7 +259,8 @@ def test_an_earlier_releases_database_migrates_to_the_same_schema_keeping_its_ro
             load(engine, dump)
             before = fill(engine)
             assert migrate(tokyo) == [m.name for m in MIGRATIONS]
-            assert migrate(tokyo) == []  # a second process starting: nothing left to do
+            assert migrate_bot(tokyo) == [m.name for m in BOT_MIGRATIONS]
+            assert migrate(tokyo) == [] and migrate_bot(tokyo) == []  # a second process starting: nothing left to do
             assert differences(schema(engine), target) == []
             after = rows(engine, {table: list(found[0]) for table, found in before.items()})
             assert after == before
@@ -288,12 +296,13 @@ def test_a_zoneless_time_is_read_as_utc(index):
 
 def test_migrating_again_changes_nothing(database, target):
     migrate(database)
-    assert migrate(database) == []
+    migrate_bot(database)
+    assert migrate(database) == [] and migrate_bot(database) == []
     assert schema(database) == target
 
 
 MIGRATE = "import sys; from sqlalchemy import create_engine; from indexing.storage.migrations import migrate; " \
-          "print(len(migrate(create_engine(sys.argv[1]))))"
+          "from bot.migrations import migrate_bot; e = create_engine(sys.argv[1]); print(len(migrate(e) + migrate_bot(e)))"
 
 
 @pytest.mark.parametrize("start", ["empty", "earliest release"])
@@ -314,7 +323,7 @@ def test_processes_migrating_at_once_apply_each_migration_once(index, target, st
                          for _ in range(3)]
             results = [p.communicate(timeout=120) for p in processes]
             assert [p.returncode for p in processes] == [0, 0, 0], [err for _, err in results]
-            assert sorted(int(out) for out, _ in results) == [0, 0, len(MIGRATIONS)]
+            assert sorted(int(out) for out, _ in results) == [0, 0, len(MIGRATIONS) + len(BOT_MIGRATIONS)]
             assert differences(schema(engine), target) == []
         finally:
             engine.dispose()
@@ -338,6 +347,26 @@ def test_migrations_have_distinct_numbered_names_in_order():
     names = [m.name for m in MIGRATIONS]
     assert len(set(names)) == len(names)
     assert names == sorted(names) and all(n[0] == "m" and n[1:4].isdigit() and n[4] == "_" for n in names)
+    bot = [m.name for m in BOT_MIGRATIONS]
+    assert bot == sorted(bot) and all(n.startswith("bot_m") and n[5:8].isdigit() and n[8] == "_" for n in bot)
+
+
+def test_each_set_warns_only_of_its_own_unknown_names(database, caplog):
+    """The bot's names are not a newer release's to indexing, nor indexing's to the bot; a name of
+    its own this release does not know is (a newer release migrated this database)."""
+    migrate(database)
+    migrate_bot(database)
+    with caplog.at_level("WARNING", logger="indexing.storage.migrations"):
+        migrate(database)
+        migrate_bot(database)
+    assert "newer version" not in caplog.text
+    with database.begin() as conn:
+        conn.execute(text(f"INSERT INTO {TABLE} (name) VALUES ('bot_m999_from_the_future')"))
+    with caplog.at_level("WARNING", logger="indexing.storage.migrations"):
+        migrate(database)
+        assert "newer version" not in caplog.text
+        migrate_bot(database)
+    assert "bot_m999_from_the_future" in caplog.text
 
 
 def test_a_failing_migration_prints_one_error_line_naming_it(index, kb_home):

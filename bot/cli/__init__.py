@@ -7,7 +7,7 @@ Those modules import only Typer at the top and load the heavy parts (the index, 
 Slack) inside the command, so `kb --help` is instant.
 
 - `syncing`: sync, sources, forget, watch;  `asking`: ask, status;  `evaluating`: eval;
-- `serving`: run, serve, feedback, gaps;  `common`: settings, the composition root (`bot.wiring`),
+- `serving`: run, serve, feedback, gaps;  `answers`: the `kb answers` group (verified answers);  `common`: settings, the composition root (`bot.wiring`),
   one-line failures.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import typer
 
-from bot.cli import asking, evaluating, serving, syncing
+from bot.cli import answers, asking, evaluating, serving, syncing
 from bot.cli.common import one_line_failures, quiet_libraries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Docent: answers from your wiki, with citations.")
@@ -37,6 +37,9 @@ COMMANDS: dict[str, Callable[..., None]] = {  # name → function, in the order 
 }
 for _name, _command in COMMANDS.items():
     app.command(_name)(one_line_failures(_command))
+for _name, _command in answers.COMMANDS.items():
+    answers.app.command(_name)(one_line_failures(_command))
+app.add_typer(answers.app, name="answers")
 
 
 def main() -> None:

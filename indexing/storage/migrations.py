@@ -55,7 +55,7 @@ Adding a migration
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -79,15 +79,24 @@ class Migration:
     apply: Callable[[Connection], None]
 
 
-MIGRATIONS: list[Migration] = []
+MIGRATIONS: list[Migration] = []  # indexing's own set; names `mNNN_…`
 
 
-def migration(fn: Callable[[Connection], None]) -> Callable[[Connection], None]:
-    """Register `fn` as the next migration, under its function name."""
-    if any(m.name == fn.__name__ for m in MIGRATIONS):
-        raise ValueError(f"migration {fn.__name__} is defined twice")
-    MIGRATIONS.append(Migration(fn.__name__, fn))
-    return fn
+def registry(target: list[Migration]) -> Callable[[Callable[[Connection], None]], Callable[[Connection], None]]:
+    """A decorator that appends each function it decorates to `target`, one migration set, under
+    its function name. Indexing's set is `MIGRATIONS` (`@migration`); `bot.migrations` keeps the
+    bot's own (names `bot_mNNN_…`), run by `migrate(engine, BOT_MIGRATIONS, owner="bot_")`."""
+
+    def register(fn: Callable[[Connection], None]) -> Callable[[Connection], None]:
+        if any(m.name == fn.__name__ for m in target):
+            raise ValueError(f"migration {fn.__name__} is defined twice")
+        target.append(Migration(fn.__name__, fn))
+        return fn
+
+    return register
+
+
+migration = registry(MIGRATIONS)
 
 
 def _run(conn: Connection, *statements: str) -> None:
@@ -95,20 +104,26 @@ def _run(conn: Connection, *statements: str) -> None:
         conn.exec_driver_sql(statement)
 
 
-def migrate(engine: Engine) -> list[str]:
-    """Apply the migrations this database has not had, in order, in one transaction under the
-    migration lock; returns their names (empty when it was up to date)."""
+def migrate(engine: Engine, migrations: Sequence[Migration] | None = None, *, owner: str = "m") -> list[str]:
+    """Apply the migrations of one set this database has not had, in order, in one transaction under
+    the migration lock; returns their names (empty when it was up to date).
+
+    `migrations`: indexing's `MIGRATIONS` by default, or another owner's set (`bot.migrations`);
+    `owner`: the prefix of that set's names, so that a set warns only of recorded names of its own
+    it does not know (another owner's are not its business). Every set is recorded in the one
+    `_docent_migrations` table and serialised by the one lock."""
+    migrations = MIGRATIONS if migrations is None else migrations
     with engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK})
         conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {TABLE} (name VARCHAR PRIMARY KEY, "
                              "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
         done = set(conn.exec_driver_sql(f"SELECT name FROM {TABLE}").scalars())
-        unknown = done - {m.name for m in MIGRATIONS}
+        unknown = {name for name in done if name.startswith(owner)} - {m.name for m in migrations}
         if unknown:  # said, not refused: the newer release's changes may or may not suit this one
             log.warning("the database has migrations this Docent does not know (%s): it was opened by a newer "
                         "version", ", ".join(sorted(unknown)))
         ran = []
-        for m in MIGRATIONS:
+        for m in migrations:
             if m.name in done:
                 continue
             try:

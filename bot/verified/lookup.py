@@ -1,0 +1,108 @@
+"""Finding the verified answer a question asks for, among those the asker may see.
+
+Every live answer's questions and their vectors are held in memory per process, as one matrix;
+each lookup first reads the table's revision (one indexed `max()` on the primary), so an answer
+retired or edited in any process or replica is never given again from a stale copy. The nearest
+`CANDIDATES` questions the asker may see (cosine, over the matrix) go to the matcher
+(`bot.verified.matching`), which gives one only when the question means the same *and* agrees on
+its key terms — never its near miss.
+
+Memory: 384 float32 per question (1.5 kB); 10,000 answers of three questions each are ~46 MB.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+import numpy as np
+from sqlmodel import Session
+
+from bot.verified import store
+from bot.verified.matching import Candidate, best_match
+from bot.verified.records import VerifiedAnswer
+from indexing.index import Index
+from indexing.vectors import Embedder
+
+CANDIDATES = 10
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Given:
+    """A verified answer given to a question: which, by which of its questions, how close."""
+
+    answer: VerifiedAnswer
+    question: str
+    similarity: float
+
+
+@dataclass
+class _Snapshot:
+    revision: int = -1
+    model: str = ""
+    answer_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    questions: list[str] = field(default_factory=list)
+    scopes: list[frozenset[str]] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))  # unit rows
+
+
+class Lookup:
+    """One per process (held by `KnowledgeBase`): the snapshot of live questions, reloaded when
+    the revision moves."""
+
+    def __init__(self) -> None:
+        self._snapshot = _Snapshot()
+        self._lock = threading.Lock()
+
+    def find(self, db: Index, embedder: Embedder, question: str, scopes: Sequence[str] | None, *,
+             vector: Sequence[float] | None = None, synonyms: Mapping[str, Sequence[str]] | None = None,
+             today: date | None = None) -> Given | None:
+        """The verified answer for `question` visible in `scopes` (None: every scope), or None.
+        `vector`: the question's vector when the caller has it (retrieval embedded it already)."""
+        with db.session() as session:
+            snap = self._current(session, embedder)
+            if not snap.questions:
+                return None
+            query = np.asarray(vector if vector is not None else embedder.embed_query(question), dtype=np.float32)
+            norm = float(np.linalg.norm(query))
+            if norm == 0.0 or query.shape[0] != snap.matrix.shape[1]:
+                return None
+            sims = snap.matrix @ (query / norm)
+            if scopes is not None:
+                visible = set(scopes)
+                sims = np.where(np.fromiter((bool(s & visible) for s in snap.scopes), dtype=bool, count=len(snap.scopes)),
+                                sims, -np.inf)
+            top = np.argsort(-sims)[:CANDIDATES]
+            candidates = [Candidate(int(snap.answer_ids[i]), snap.questions[i], float(sims[i]))
+                          for i in top if np.isfinite(sims[i])]
+            match = best_match(question, candidates, synonyms or {})
+            if match is None:
+                return None
+            answer = store.get(session, match.answer_id, today)
+            if answer is None or answer.retired:  # retired between the snapshot and now
+                return None
+            return Given(answer=answer, question=match.variant, similarity=round(match.similarity, 4))
+
+    def _current(self, session: Session, embedder: Embedder) -> _Snapshot:
+        revision = store.revision(session)
+        with self._lock:
+            snap = self._snapshot
+            if snap.revision == revision and snap.model == embedder.name:
+                return snap
+            if store.reembed(session, embedder):  # the configured model changed since they were stored
+                session.commit()
+                revision = store.revision(session)
+            rows = store.live_questions(session, embedder.name)
+            matrix = np.vstack([v for *_, v in rows]).astype(np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
+            if rows:
+                matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            self._snapshot = _Snapshot(revision=revision, model=embedder.name,
+                                       answer_ids=np.asarray([a for a, *_ in rows], dtype=np.int64),
+                                       questions=[q for _, q, _, _ in rows],
+                                       scopes=[frozenset(s) for _, _, s, _ in rows], matrix=matrix)
+            log.debug("verified answers: %d questions at revision %d", len(rows), revision)
+            return self._snapshot
