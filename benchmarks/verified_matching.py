@@ -13,10 +13,12 @@ under ONNX Runtime), as `bot.verified.lookup` does; each question is embedded th
   and the lowest threshold that keeps near misses ≤ 0.05 on the dev half),
 - **the rule**: `bot.verified.matching.best_match` with the sample wiki's `[synonyms]`.
 
-Printed per half (dev: the rule was designed on it; held-out: scored once at the end): the share
-of paraphrases given their own answer, of near misses given any answer, the count of the
-sample's questions given one, and the matcher's time per question. `--show` lists every question
-of a half the rule gets wrong, with the verdict of its nearest candidate.
+Printed per part of the set (dev: the rule was designed on it; held-out: scored once with the
+first rule, then used to improve it; held-out-2: written after that, scored once with the rule
+as it stands — benchmarks/verified/README.md): the share of paraphrases given their own answer,
+of near misses given any answer, the count of the sample's questions given one, and the
+matcher's time per question over 10 candidates. `--show` lists every question of a part the
+rule gets wrong, with the verdict of its own answer's candidate (or the nearest one).
 """
 
 from __future__ import annotations

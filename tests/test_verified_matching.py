@@ -23,6 +23,10 @@ def test_another_office_is_a_near_miss_however_close():
 def test_a_paraphrase_with_the_same_key_terms_is_given():
     assert given("how do I get on the guest wifi in Lisbon?", LISBON_WIFI, 0.83)
     assert given("lisbon guest wifi pw", LISBON_WIFI, 0.78)  # "pw" is "password" written short
+    assert given("cost center code platform team?", "What is the cost centre code for the Platform team?", 0.86)
+    printer = "How do I connect to the printer on the 2nd floor in Portland?"
+    assert given("portland 2nd floor printer setup", printer, 0.81)  # reworded: "setup" elsewhere than "connect"
+    assert not given("portland 2nd floor printer setup", printer, 0.70)  # a rewording must be closer
     assert not given("lisbon guest wifi pw", LISBON_WIFI, 0.45)  # the words alone are not enough
 
 
@@ -33,6 +37,7 @@ def test_a_question_adding_words_is_given_but_not_one_swapping_a_word():
 
 def test_ordinals_and_numbers_are_one_and_must_agree():
     assert {w.term for w in key_terms("3rd")} == {w.term for w in key_terms("third")} == {w.term for w in key_terms("3")}
+    assert given("how can i reserve one of the zoom rooms", "How can I reserve a Zoom Room?", 0.8)  # "one" is no number
     variant = "Where is the first aid kit on the 4th floor of the Portland office?"
     assert given("where's the first aid kit on floor four in portland", variant, 0.88)
     verdict = judge("Where is the first aid kit on the third floor of the Portland office?", Candidate(1, variant, 0.99))
@@ -91,8 +96,7 @@ def test_best_match_gives_the_closest_agreeing_candidate_or_none():
 def test_the_labelled_set_with_the_bundled_model():
     """The set's targets (docs/tuning.md, "Verified answers: the matcher"), embedded and ranked as
     `bot.verified.lookup` does. The issue's paraphrase target (0.85) is not reached: the floor
-    asserted is what the rule measures (0.65 dev, 0.42 held-out), so a change that loses
-    paraphrases fails here too."""
+    asserted is what the rule measures, so a change that loses paraphrases fails here too."""
     from benchmarks.verified_matching import by_rule, candidate_lists, load_set, score
     from bot.settings import SAMPLE_SOURCES
     from sources import load_synonyms
@@ -100,7 +104,7 @@ def test_the_labelled_set_with_the_bundled_model():
     labelled = load_set()
     candidates = candidate_lists(labelled)
     rule = by_rule(candidates, load_synonyms(SAMPLE_SOURCES))
-    for split, floor in (("dev", 0.65), ("held-out", 0.42)):
+    for split, floor in (("dev", 0.69), ("held-out", 0.68), ("held-out-2", 0.61)):  # measured 32/46, 31/45, 26/42
         result = score([a for a in labelled.asked if a.split == split], rule)
         assert result.near_misses <= 0.05, (split, result.counts)
         assert result.samples == 0, (split, result.counts)

@@ -13,16 +13,18 @@ question agrees with it word by word where it matters:
    is not asking about Lisbon. An owner in the possessive ("Acme Widgets' DUNS number") may be
    left out ("our DUNS number"), and one word of a name of several is enough ("falcon" for
    "Project Falcon") unless the question puts another word in its place.
-3. **Not one thing swapped for another**: when the words the variant has and the question lacks
-   are one run of consecutive words, and so are the words the question has and the variant lacks,
-   the question is the variant with one thing changed — a near miss ("staff" for "guest",
+3. **Not one thing swapped for another in place**: when the words the variant has and the
+   question lacks are one run of consecutive words, the words the question has and the variant
+   lacks are one run too, and both runs sit between the same shared words, the question is the
+   variant with one thing changed — a near miss ("the staff wifi" for "the guest wifi",
    "breakfast" for "lunch", "bus stop" for "metro station"), refused whatever its similarity.
-   Two words that are one written short ("pw" / "password", "bldg" / "building", "portugal" /
-   "portuguese") are not a change, nor are wordings the sources file's `[synonyms]` joins
-   (`vacation = ["annual leave"]`: either side may use either wording), nor a swap of participles
-   or adverbs only ("catered" for "provided").
-4. **A rewording is close**: words out here and others in there (not one run each) need a
-   similarity of `SWAP_SIMILARITY`; anything else `MIN_SIMILARITY`.
+   Two words that are one written short or spelt another way ("pw" / "password", "bldg" /
+   "building", "portugal" / "portuguese", "center" / "centre") are not a change, nor are
+   wordings the sources file's `[synonyms]` joins (`vacation = ["annual leave"]`: either side
+   may use either wording), nor a swap of participles or adverbs only ("catered" for "provided").
+4. **A rewording is close**: words out here and others in there, or in another order ("portland
+   2nd floor printer setup" for "How do I connect to the printer on the 2nd floor in Portland?"),
+   need a similarity of `SWAP_SIMILARITY`; anything else `MIN_SIMILARITY`.
 
 Asymmetric cases, decided: a question may *leave out* the variant's ordinary words ("lisbon guest
 wifi pw" for "What's the guest wifi password in the Lisbon office?") and may *add* words of its
@@ -38,6 +40,11 @@ phrasing words people wrap a question in ("how do I get", "who do I talk to", `L
 set aside. Chinese, Japanese and Korean text is compared by character, without its function
 characters (`CJK_FUNCTION`). Measured on a labelled set in docs/tuning.md ("Verified answers: the
 matcher"); `python -m benchmarks.verified_matching`.
+
+What it cannot tell: a one-word synonym it is not told ("visitor" for "guest", "enroll" for
+"sign up") reads as a near miss, so such a paraphrase falls through to the ordinary answer — add
+the wording as another variant, or to `[synonyms]`. A company's name as a variant's subject ("Does
+Acme pay for…") is a name the question must repeat; write variants without it.
 
 Pure and cheap: no model, no database; ~0.1 ms for ten candidates (docs/tuning.md).
 """
@@ -67,7 +74,7 @@ CJK_FUNCTION = frozenset("的了吗呢吧啊么什怎多少哪几是有在我你
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+    "sixteen seventeen eighteen nineteen twenty".split()) if w != "one"}  # "one of the rooms": mostly a pronoun
 _ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
     "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
     "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
@@ -208,16 +215,26 @@ def _short_forms(missing: list[Word], extra: list[Word]) -> tuple[list[Word], li
 
 def _abbreviates(short: str, long: str) -> bool:
     """"pw" → "password", "bldg" → "building", "acct" → "account", "portugal" → "portuguese",
-    "license" → "licence": the same first five letters, or an abbreviation of at most four letters
-    (the same first letter, its letters in order in the long word)."""
+    "license" → "licence", "center" → "centre": the same first five letters, one edit apart (words
+    of six letters or more: spellings and typos; "lunch" is not "launch"), or an abbreviation of at most four letters (the
+    same first letter, its letters in order in the long word)."""
     if len(short) > len(long) or not short or short[0] != long[0] or not short.isascii():
         return False
-    if len(short) >= 5 and long.startswith(short[:5]):  # "licence" / "license" too
+    if len(short) >= 5 and long.startswith(short[:5]) or len(short) >= 6 and _one_edit(short, long):
         return True
     if len(short) > 4:
         return False
     letters = iter(long)
     return all(c in letters for c in short)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `a` becomes `b` by one letter changed, added, dropped, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return (a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
+            or a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
 
 
 def key_terms(text: str, synonyms: Mapping[str, Sequence[str]] = {}) -> tuple[Word, ...]:  # noqa: B006
