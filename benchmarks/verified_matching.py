@@ -143,7 +143,7 @@ def main() -> None:
 
     from bot.settings import SAMPLE_SOURCES
     from benchmarks._common import pct
-    from bot.verified.matching import _key_terms, best_match, judge
+    from bot.verified.matching import _variant_terms, best_match, judge
     from sources import load_synonyms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -182,7 +182,7 @@ def main() -> None:
         for _ in range(20):
             for text in texts:
                 if cold:  # nothing analysed before: the variants' words too
-                    _key_terms.cache_clear()
+                    _variant_terms.cache_clear()
                 start = time.perf_counter()
                 best_match(text + " ", candidates[text], synonyms)  # a new text: its analysis is not cached
                 times.append((time.perf_counter() - start) * 1000)

@@ -80,6 +80,11 @@ def test_chinese_is_compared_by_character():
     assert given("上海办公室怎么连打印机", "上海办公室的打印机怎么连接？", 0.95)
 
 
+def test_a_variant_without_words_to_agree_on_is_never_given():
+    assert not given("how do I get on the guest wifi in Lisbon?", "What is it?", 0.9)
+    assert not given("anything", "", 0.9)
+
+
 def test_best_match_gives_the_closest_agreeing_candidate_or_none():
     candidates = [
         Candidate(7, "What's the guest wifi password in the Portland office?", 0.90),

@@ -52,6 +52,7 @@ Pure and cheap: no model, no database; ~0.1 ms for ten candidates (docs/tuning.m
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,6 +61,7 @@ from indexing.keyword import bm25
 
 MIN_SIMILARITY = 0.55  # cosine below which a variant is not the same question, whatever its words
 SWAP_SIMILARITY = 0.75  # cosine a question rewording the variant (words out, others in) must reach
+MAX_CHARS = 1_000  # a longer text (a pasted log) is compared by its start: no verified question is that long
 
 # Words that shape a request but name nothing it is about: "how do I *get*…", "who do I *talk to*…",
 # "is it *ok* to…". A question adding or leaving out one of these asks the same thing.
@@ -82,6 +84,7 @@ _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
 _CJK_CHARS = bm25.CJK.pattern[1:-1]  # the character ranges of `bm25.CJK`, without its brackets
 _TOKEN = re.compile(rf"{bm25.CJK.pattern}+|[^\W_{_CJK_CHARS}]+(?:['’][^\W_{_CJK_CHARS}]+)*['’]?|[.?!;:]")
 _STOP_WORDS = bm25.QUESTION_WORDS
+SynonymTable = tuple[tuple[str, tuple[str, ...]], ...]  # the `[synonyms]` table, hashable
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,9 @@ def best_match(question: str, candidates: Sequence[Candidate],
                synonyms: Mapping[str, Sequence[str]] = {}) -> Match | None:  # noqa: B006 — read only
     """The verified answer this question asks for, or None (the ordinary answer path then runs):
     the most similar candidate that `judge` gives."""
-    question_words = key_terms(question, synonyms)
-    given = [c for c in candidates if _judge(question_words, c, synonyms).given]
+    table = _synonym_table(synonyms)
+    question_words = _analyse(question[:MAX_CHARS], table)
+    given = [c for c in candidates if _judge(question_words, c, table).given]
     if not given:
         return None
     best = max(given, key=lambda c: c.similarity)
@@ -132,16 +136,19 @@ def best_match(question: str, candidates: Sequence[Candidate],
 
 def judge(question: str, candidate: Candidate, synonyms: Mapping[str, Sequence[str]] = {}) -> Verdict:  # noqa: B006
     """Whether `candidate` answers `question`, with the reason when it does not."""
-    return _judge(key_terms(question, synonyms), candidate, synonyms)
+    table = _synonym_table(synonyms)
+    return _judge(_analyse(question[:MAX_CHARS], table), candidate, table)
 
 
-def _judge(question: tuple[Word, ...], candidate: Candidate, synonyms: Mapping[str, Sequence[str]]) -> Verdict:
+def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable) -> Verdict:
     def no(reason: str) -> Verdict:
         return Verdict(candidate, False, reason)
 
     if candidate.similarity < MIN_SIMILARITY:
         return no(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
-    variant = key_terms(candidate.variant, synonyms)
+    variant = _variant_terms(candidate.variant, table)
+    if not variant:
+        return no("the variant has no word to agree on")
     q_terms = {w.term for w in question}
     v_terms = {w.term for w in variant}
     q_numbers = {w.term for w in question if w.kind == "number"}
@@ -240,16 +247,21 @@ def _one_edit(a: str, b: str) -> bool:
 def key_terms(text: str, synonyms: Mapping[str, Sequence[str]] = {}) -> tuple[Word, ...]:  # noqa: B006
     """The words of `text` that carry its meaning, as the matcher compares them: numbers, names
     and other content words (stemmed, synonyms as one term), CJK characters."""
-    return _key_terms(text, _synonym_table(synonyms))
+    return _analyse(text[:MAX_CHARS], _synonym_table(synonyms))
 
 
-def _synonym_table(synonyms: Mapping[str, Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _synonym_table(synonyms: Mapping[str, Sequence[str]]) -> SynonymTable:
     return tuple((k, tuple(v)) for k, v in synonyms.items())
 
 
 @lru_cache(maxsize=4096)
-def _key_terms(text: str, table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[Word, ...]:
-    words = _words(text)
+def _variant_terms(variant: str, table: SynonymTable) -> tuple[Word, ...]:
+    """A verified question's words, analysed once per process (they come back with every lookup)."""
+    return _analyse(variant[:MAX_CHARS], table)
+
+
+def _analyse(text: str, table: SynonymTable) -> tuple[Word, ...]:
+    words = _words(unicodedata.normalize("NFKC", text))  # "ＬＩＳＢＯＮ" is "LISBON"
     return _apply_synonyms(words, _synonym_groups(table)) if table else words
 
 
@@ -321,7 +333,7 @@ def _stem(word: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _synonym_groups(table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[tuple[tuple[str, ...], str], ...]:
+def _synonym_groups(table: SynonymTable) -> tuple[tuple[tuple[str, ...], str], ...]:
     """Every wording of the table (keys and phrases) as its term sequence → the group's name,
     longest first; wordings joined by a key are one group (`vacation`, `PTO`, `annual leave`)."""
     parent: dict[str, str] = {}
