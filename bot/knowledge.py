@@ -27,8 +27,11 @@ from indexing.ingest import SyncReport, SyncRunner, indexed_sources
 from indexing.storage import IndexStatus, index_status
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from bot.answering import LanguageModel, LLMClient
     from bot.records import GapsReport, Listing
+    from bot.verified import Change
     from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
@@ -97,6 +100,19 @@ class KnowledgeBase:
 
             llm = StreamingLLM(client, on_text)
         return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
+
+    def add_verified(self, change: Change, *, questions: Sequence[str], answer: str, scopes: Sequence[str],
+                     review_by: date, channel_id: str | None = None, message_ts: str | None = None) -> int:
+        """Store a verified answer, verified by `change.actor` now (`bot.verified.store.add`: its
+        questions embedded by the index's embedder), committed; its id. For Slack's listeners,
+        which never hold a session (`bot.slack.verify`)."""
+        from bot.verified import store
+
+        with self.index.session() as session:
+            answer_id = store.add(session, self.index.embedder, change, questions=questions, answer=answer,
+                                  scopes=scopes, review_by=review_by, channel_id=channel_id, message_ts=message_ts)
+            session.commit()
+        return answer_id
 
     def status(self, audience: Audience = OPERATOR) -> IndexStatus:
         """What is indexed and how the last syncs went — only what `audience` may learn.

@@ -176,6 +176,34 @@ def gap_added_by(user: str) -> str:
     return f"Already in the wiki's gaps (added by <@{user}>)."
 
 
+# -- verified answers (bot.slack.verify) ----------------------------------------------------------
+
+VERIFY_LOADING = "Reading the thread…"
+VERIFY_NOT_A_VERIFIER = ("Only this channel's verifiers (`verifiers` in its `[channels.…]` table of the sources file) "
+                         "and Docent's admins (`KB_ADMIN_USERS`) can verify answers here.")
+VERIFY_NOT_HERE = ("Answers are not verified from Slack Connect conversations (shared with another organisation), "
+                   "nor from one Docent cannot read.")
+VERIFY_NO_SCOPE = "Nothing Docent answers from is visible in this conversation, so an answer verified here could be shown nowhere."
+VERIFY_GAP_GONE = "Sorry, I can no longer find this answered gap."
+
+
+def verify_wider(widened: list[str], allowed: list[str]) -> str:
+    """A scope the channel does not see, in a submitted form (a forged or stale one)."""
+    return (f"Not visible in this channel: {', '.join(widened)}. Choose among: {', '.join(allowed) or 'none'}.")
+
+
+def verified_in_thread(user: str, question: str) -> str:
+    """Said in the thread when a verifier verified one of its messages (`question`: text we did not write,
+    escaped and neutralised by the caller)."""
+    return (f"✅ <@{user}> verified this as the answer to “{question}”; Docent will give it to the same question "
+            "from now on.")
+
+
+def verify_failed(why: str) -> str:
+    """To the verifier whose submitted form could not be stored (a DM: the form is already closed)."""
+    return f"Sorry — the answer you verified could not be stored: {why}."
+
+
 # -- the App Home ------------------------------------------------------------------------------------
 
 HOW_TO_ASK = ("*Ask me anything the wiki covers.*\n"

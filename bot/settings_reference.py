@@ -191,7 +191,8 @@ ROWS: tuple[Row, ...] = (
         note="Slack's own (`https://slack.com/api/`)"),
     Row(('KB_ADMIN_USERS',),
         ('comma-separated Slack user ids allowed to run `/kb resync` and the App Home resync buttons, and '
-         'shown index health and gaps on the App Home')),
+         'shown index health and gaps on the App Home; they also verify answers in every channel (beside each '
+         "channel's `verifiers`, see [Help channels](sources.md#help-channels))")),
     Row(('KB_HANDOVERS_PER_HOUR',),
         "most hand-overs to a help channel's `escalate` people per channel in any hour (`0`: none); see "
         "[Help channels](sources.md#help-channels)"),

@@ -4,6 +4,10 @@
     respond = "questions"        # "mention" (default: only when @mentioned) | "questions": every question posted here
     escalate = ["S0PEOPLE1"]     # user groups (S…) or users (U…/W…) asked when the wiki has no answer
     sources = ["handbook"]       # optional: answer only from these sources
+    verifiers = ["S0LEADS01"]    # optional: user groups (S…) or users (U…/W…) who may verify answers here
+
+`verifiers`, with `KB_ADMIN_USERS` (who verify everywhere), may mark a message of a thread here
+as the verified answer to its question (`bot.verified.verifiers`, `bot.slack.verify`).
 
 `sources` only ever narrows what a channel's answers may draw on: the channel's audience keeps
 the scopes it sees (`sources.access`) *and* those the named sources carry, never more.
@@ -48,6 +52,7 @@ class ChannelSettings:
     escalate: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()  # empty: every source
     source_scopes: frozenset[str] | None = None  # the scopes `sources` carry; None: no narrowing
+    verifiers: tuple[str, ...] = ()  # user groups (S…) and users (U…/W…) who may verify answers here
 
     @property
     def answers_questions(self) -> bool:
@@ -84,12 +89,14 @@ class _ChannelTable(BaseModel):
     respond: Literal["mention", "questions"] = MENTION
     escalate: list[str] = Field(default_factory=list)
     sources: list[str] | None = None
+    verifiers: list[str] = Field(default_factory=list)
 
 
 _EXPECTED = {
     "respond": "\"mention\" (answer when @mentioned) or \"questions\" (answer every question posted here)",
     "escalate": "a list of user-group (S…) or user (U…) ids, e.g. escalate = [\"S0123ABCD\"]",
     "sources": "a list of source names, e.g. sources = [\"handbook\"]",
+    "verifiers": "a list of user-group (S…) or user (U…) ids, e.g. verifiers = [\"S0123ABCD\"]",
 }
 
 
@@ -97,7 +104,8 @@ def parse_channels(data: dict[str, Any], where: str, sources: Sequence[SourceCon
     """The `channels` tables of a parsed sources file, checked against its sources and scopes."""
     tables = data.get("channels") or {}
     if not isinstance(tables, dict):
-        raise SourcesError(f"{where}: channels must be tables [channels.C0123ABCD] with respond, escalate, sources")
+        raise SourcesError(f"{where}: channels must be tables [channels.C0123ABCD] with respond, escalate, sources, "
+                           f"verifiers")
     by_name = {s.name: s for s in sources}
     parsed: dict[str, ChannelSettings] = {}
     for channel, table in tables.items():
@@ -105,13 +113,15 @@ def parse_channels(data: dict[str, Any], where: str, sources: Sequence[SourceCon
         if not isinstance(channel, str) or not _CHANNEL_ID.match(channel):
             raise SourcesError(f"{here}: {channel!r} is not a Slack channel id such as C0123ABCD (not a #name; "
                                f"direct messages take no channel settings)")
-        settings = checked_table(_ChannelTable, table, here, "a table with respond, escalate and/or sources",
+        settings = checked_table(_ChannelTable, table, here, "a table with respond, escalate, sources and/or verifiers",
                                  lambda key, _value: _EXPECTED.get(key, "as documented"))
-        for who in settings.escalate:
-            if not _ESCALATE_ID.match(who):
-                raise SourcesError(f"{here}: escalate: {who!r} is not a Slack user-group id (S…) or user id (U…) "
-                                   f"(not a @handle or a name)")
+        for key, people in (("escalate", settings.escalate), ("verifiers", settings.verifiers)):
+            for who in people:
+                if not _ESCALATE_ID.match(who):
+                    raise SourcesError(f"{here}: {key}: {who!r} is not a Slack user-group id (S…) or user id (U…) "
+                                       f"(not a @handle or a name)")
         parsed[channel] = ChannelSettings(channel=channel, respond=settings.respond, escalate=tuple(settings.escalate),
+                                          verifiers=tuple(settings.verifiers),
                                           **_narrowing(settings.sources, by_name, access, channel, here))
     return ChannelsConfig(parsed)
 

@@ -34,6 +34,7 @@ from bot.slack import (
     help_channels,
     home_tab as home,
     questions,
+    verify,
 )
 from bot.slack.audiences import SlackAccess
 from bot.slack.resync_runs import Resyncs
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, help_channels, answered_gaps, questions, access_events, commands, feedback, home, assistant, errors)
+LISTENERS = (conversation, help_channels, answered_gaps, questions, access_events, commands, feedback, verify, home, assistant,
+             errors)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:

@@ -33,7 +33,9 @@ def channel_text(settings: ChannelSettings) -> str:
         respond = "`mention`: I answer here only when mentioned (and follow-ups in my threads)"
     escalate = ", ".join(f"`{escape(who)}`" for who in settings.escalate) or "nobody (no `escalate`)"
     sources = ", ".join(f"`{escape(name)}`" for name in settings.sources) or "every source visible here"
-    lines = [f"*Docent in {here}*", f"Respond: {respond}", f"Hand over to: {escalate}", f"Sources: {sources}"]
-    if not settings.answers_questions and not settings.escalate and not settings.sources:
+    verifiers = ", ".join(f"`{escape(who)}`" for who in settings.verifiers) or "`KB_ADMIN_USERS` only (no `verifiers`)"
+    lines = [f"*Docent in {here}*", f"Respond: {respond}", f"Hand over to: {escalate}", f"Sources: {sources}",
+             f"Verify answers: {verifiers}"]
+    if not (settings.answers_questions or settings.escalate or settings.sources or settings.verifiers):
         lines.append(f"(No `[channels.{escape(settings.channel)}]` table in the sources file: the defaults apply.)")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ rather than the view being refused.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from bot import messages
 from bot.records import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
+from bot.slack.verify_form import ACTION_VERIFY_GAP
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
 SECTION_CHARS = 3000  # Slack: a section's text
@@ -65,6 +67,7 @@ class HomeData:
     sources: list[SourceHealth] = field(default_factory=list)
     gaps: GapsReport | None = None
     note: str | None = None  # e.g. "Resync of wiki started"
+    verifiable: set[tuple[str, str]] = field(default_factory=set)  # answered gaps (channel, thread) they may verify
 
 
 def home_view(data: HomeData) -> dict[str, Any]:
@@ -100,12 +103,14 @@ def admin_blocks(data: HomeData) -> list[Block]:
         blocks.append({"type": "section", "text": _mrkdwn("\n".join(lines)),
                        "accessory": _button(f"Resync {source.name}", ACTION_RESYNC, source.name)})
     if data.gaps is not None:
-        blocks += gaps_blocks(data.gaps)
+        blocks += gaps_blocks(data.gaps, data.verifiable)
     return blocks
 
 
-def gaps_blocks(report: GapsReport) -> list[Block]:
-    """The gaps report as blocks (App Home; the weekly digest posts the same)."""
+def gaps_blocks(report: GapsReport, verifiable: Collection[tuple[str, str]] = ()) -> list[Block]:
+    """The gaps report as blocks (App Home; the weekly digest posts the same). `verifiable`: the
+    answered gaps (channel, thread) that get a Verify button (`bot.slack.verify`; the App Home's
+    verifiers only — the digest has none)."""
     blocks: list[Block] = [_header(f"This week against last ({report.days} days)"),
                            _section("\n".join(summary_lines(report)))]
     blocks.append(_header("Top unanswered questions"))
@@ -144,8 +149,11 @@ def gaps_blocks(report: GapsReport) -> list[Block]:
         for a in report.answered_by_people[:ANSWERS_SHOWN]:
             # the answerer's id, not a mention: the digest would notify them every week
             where = link(a.permalink, "thread") if a.permalink.startswith("http") else "thread"
-            blocks.append(_section(f"*{_plain(a.question, 300)}*\nanswered by `{escape(a.answered_by)}` "
-                                   f"in <#{a.channel}> ({where}): {_plain(a.answer, 500)}"))
+            gap = _section(f"*{_plain(a.question, 300)}*\nanswered by `{escape(a.answered_by)}` "
+                           f"in <#{a.channel}> ({where}): {_plain(a.answer, 500)}")
+            if (a.channel, a.thread_ts) in verifiable:
+                gap["accessory"] = _button("Verify", ACTION_VERIFY_GAP, f"{a.channel} {a.thread_ts}")
+            blocks.append(gap)
         if len(report.answered_by_people) > ANSWERS_SHOWN:
             blocks.append(_context(f"…and {len(report.answered_by_people) - ANSWERS_SHOWN} more (`kb gaps`)."))
         blocks.append(_context("`kb gaps --drafts DIR` writes each as a draft page to edit and commit."))

@@ -36,6 +36,7 @@ from bot.slack.errors import apology_on_error
 from bot.slack.home_blocks import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
+from bot.slack.verify import verifies_in
 from indexing.search import Outcome
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
         # admin's own scopes cover that channel's (bot.records.gaps)
         data.gaps = services.kb.gaps(7).answers_visible_in(
             visible, include_private=services.settings.kb_gaps_include_private_channels)
+        # a Verify button on each answered gap they may verify (bot.slack.verify: the channel's verifiers)
+        data.verifiable = {(a.channel, a.thread_ts) for a in data.gaps.answered_by_people
+                           if verifies_in(services, user, a.channel)}
     return data
 
 

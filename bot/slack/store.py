@@ -35,6 +35,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from cachetools import FIFOCache
 
@@ -45,6 +46,9 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from bot.records import Database
 from indexing.storage import affected, timestamptz, utcnow
+
+if TYPE_CHECKING:
+    from bot.records import QueryLog
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +155,13 @@ def answer_to(db: Database, channel: str, question_ts: str) -> AnswerMessage | N
 
 def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | None:
     """The question whose answer is the message `channel`/`answer_ts` (a reply under a DM answer)."""
+    asked = logged_answer(db, channel, answer_ts)
+    return asked.question if asked else None
+
+
+def logged_answer(db: Database, channel: str, answer_ts: str) -> QueryLog | None:
+    """The query log's row of the answer that is the message `channel`/`answer_ts`: its question
+    and the answer's text as Docent wrote it (`bot.slack.verify`), None for another message."""
     from bot.records import QueryLog
 
     with db.session() as s:
@@ -158,8 +169,7 @@ def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | No
                                                  AnswerMessage.answer_ts == answer_ts)).first()
         if row is None:
             return None
-        asked = s.exec(select(QueryLog).where(QueryLog.answer_id == row.answer_id)).first()
-    return asked.question if asked else None
+        return s.exec(select(QueryLog).where(QueryLog.answer_id == row.answer_id)).first()
 
 
 def forget_answer(db: Database, channel: str, question_ts: str) -> None:

@@ -2,7 +2,8 @@
 
 A stdlib `http.server` in a thread on 127.0.0.1, answering the Web API methods Docent calls
 with Slack's response shapes (`auth.test`, `chat.postMessage`, `chat.postEphemeral`,
-`chat.update`, `chat.getPermalink`, `reactions.add`, `views.open`, `conversations.info`, `usergroups.list`,
+`chat.update`, `chat.getPermalink`, `reactions.add`, `views.open`, `views.update` (the modals opened,
+as they stand, in `views` by id), `conversations.info`, `usergroups.list`,
 `usergroups.users.list`, and `apps.connections.open` with the app-level token, handing out
 the WebSocket URL of `tests/support/socket_mode_peer.py`), and also serving as the target of response URLs
 (`/response/<name>`). Requests arrive from the real `slack_sdk` clients (JSON or form-encoded
@@ -85,6 +86,7 @@ class FakeSlack:
         self.homes: dict[str, dict[str, Any]] = {}  # user id → the last Home view published for them
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) → the message as it stands
         self.threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (channel, thread ts) → its messages
+        self.views: dict[str, dict[str, Any]] = {}  # view id → a modal as it stands (views.open, views.update)
         self._changed = threading.Condition()
         self._ts = count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -249,6 +251,16 @@ class FakeSlack:
             view = dict(params.get("view") or {})
             view.update({"id": f"V{next(self._ts):08d}", "team_id": TEAM, "state": {"values": {}},
                          "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID})
+            with self._changed:
+                self.views[view["id"]] = view
+            return {"ok": True, "view": view}
+        if method == "views.update":
+            with self._changed:
+                if params.get("view_id") not in self.views:
+                    return {"ok": False, "error": "not_found"}
+                view = {**dict(params.get("view") or {}), "id": params["view_id"], "team_id": TEAM,
+                        "state": {"values": {}}, "hash": "1700000000.abcdef", "app_id": "A0DOCENT", "bot_id": BOT_ID}
+                self.views[params["view_id"]] = view
             return {"ok": True, "view": view}
         return {"ok": False, "error": "unknown_method"}
 
