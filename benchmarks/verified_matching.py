@@ -24,108 +24,32 @@ rule gets wrong, with the verdict of its own answer's candidate (or the nearest 
 from __future__ import annotations
 
 import argparse
-import json
-import tempfile
+import importlib.util
+import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LABELLED = REPO / "benchmarks" / "verified" / "answers.jsonl"
-SAMPLE_QUESTIONS = REPO / "sample-wiki" / "QUESTIONS.jsonl"
-CANDIDATES = 10  # as bot.verified.lookup.CANDIDATES
 NEAR_MISS_TARGET = 0.05
 SWEEP = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
-@dataclass(frozen=True)
-class Asked:
-    """One labelled question: what it is, the answer it must be given (None: no answer)."""
-
-    text: str
-    kind: str  # "paraphrase", "near miss" or "sample"
-    split: str  # "dev", "held-out" or "held-out-2" (the sample's questions are in each)
-    expected: int | None
-
-
-@dataclass(frozen=True)
-class LabelledSet:
-    ids: list[str]  # answer index → its id in the file
-    pool: list[tuple[int, str]]  # (answer index, variant)
-    asked: list[Asked]
+def _load_verified_set():
+    """tests/support/verified_set.py loaded from its file (benchmarks do not import the tests)."""
+    name = "verified_set"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "verified_set.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look the module up while the class is created
+    spec.loader.exec_module(module)
+    return module
 
 
-def load_set() -> LabelledSet:
-    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
-    samples = [json.loads(line)["question"] for line in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines()
-               if line.strip()]
-    asked: list[Asked] = []
-    for i, row in enumerate(rows):
-        asked += [Asked(q, "paraphrase", row["split"], i) for q in row["paraphrases"]]
-        asked += [Asked(q, "near miss", row["split"], None) for q in row["near_misses"]]
-    for split in dict.fromkeys(row["split"] for row in rows):
-        asked += [Asked(q, "sample", split, None) for q in samples]
-    pool = [(i, v) for i, row in enumerate(rows) for v in row["variants"]]
-    return LabelledSet([r["id"] for r in rows], pool, asked)
-
-
-def candidate_lists(labelled: LabelledSet, embedder=None) -> dict[str, list]:
-    """Each question's `CANDIDATES` nearest variants by cosine, as `Candidate`s, nearest first."""
-    import numpy as np
-
-    from bot.verified.matching import Candidate
-
-    if embedder is None:
-        from indexing.config import IndexConfig
-        from indexing.index import make_embedder
-
-        embedder = make_embedder(IndexConfig(home=Path(tempfile.mkdtemp(prefix="docent-verified-"))))
-    variants = np.asarray(embedder.embed_unindexed([v for _, v in labelled.pool]), dtype=np.float32)
-    variants /= np.linalg.norm(variants, axis=1, keepdims=True)
-    texts = list(dict.fromkeys(a.text for a in labelled.asked))
-    out: dict[str, list] = {}
-    for text in texts:
-        query = np.asarray(embedder.embed_query(text), dtype=np.float32)
-        sims = variants @ (query / np.linalg.norm(query))
-        top = np.argsort(-sims)[:CANDIDATES]
-        out[text] = [Candidate(labelled.pool[i][0], labelled.pool[i][1], float(sims[i])) for i in top]
-    return out
-
-
-@dataclass(frozen=True)
-class Score:
-    paraphrases: float  # share given their own answer
-    near_misses: float  # share given any answer
-    samples: int  # the sample's questions given any answer
-    counts: str  # "41/46 · 1/32 · 0/20"
-
-
-def score(asked: Sequence[Asked], given: Callable[[str], int | None]) -> Score:
-    para = [a for a in asked if a.kind == "paraphrase"]
-    near = [a for a in asked if a.kind == "near miss"]
-    samples = [a for a in asked if a.kind == "sample"]
-    right = sum(given(a.text) == a.expected for a in para)
-    wrong = sum(given(a.text) is not None for a in near)
-    unrelated = sum(given(a.text) is not None for a in samples)
-    return Score(right / len(para), wrong / len(near), unrelated,
-                 f"{right}/{len(para)} · {wrong}/{len(near)} · {unrelated}/{len(samples)}")
-
-
-def by_cosine(candidates: dict[str, list], threshold: float) -> Callable[[str], int | None]:
-    def given(text: str) -> int | None:
-        top = candidates[text][0]
-        return int(top.answer_id) if top.similarity >= threshold else None
-    return given
-
-
-def by_rule(candidates: dict[str, list], synonyms) -> Callable[[str], int | None]:
-    from bot.verified.matching import best_match
-
-    def given(text: str) -> int | None:
-        match = best_match(text, candidates[text], synonyms)
-        return None if match is None else match.answer_id
-    return given
+_set = _load_verified_set()
+Asked, CANDIDATES, by_cosine, by_rule = _set.Asked, _set.CANDIDATES, _set.by_cosine, _set.by_rule
+candidate_lists, load_set, score = _set.candidate_lists, _set.load_set, _set.score
 
 
 def fitted_cosine(asked: Sequence[Asked], candidates: dict[str, list]) -> float | None:
