@@ -56,14 +56,11 @@ from connectors.confluence_common import (
     to_markdown,
     zone,
 )
+from connectors.confluence_links import SPACE_KEY  # checked only where index.html's table gives no "Key"
 from connectors.document import PUBLIC, SourceDocument
 from connectors.export_attachments import AttachmentEntry, attachment_documents
 
 PAGE_FILE = re.compile(r"(?:^|_)(\d+)\.html$")
-# What a space key looks like (letters and digits; a personal space: "~" and a user name). Only
-# checked where index.html's table gives no "Key" label, so a changed layout whose first row is
-# the space's name or description is not taken for its key.
-SPACE_KEY = re.compile(r"~?[A-Za-z0-9][A-Za-z0-9_.@-]{0,254}")
 # Day-first numeric dates (European servers) and the English "Jun 28, 2022" forms.
 DATE_FORMATS = ["%d.%m.%Y", "%d. %m. %Y", "%Y-%m-%d", "%b %d, %Y", "%B %d, %Y", "%d %b %Y", "%d %B %Y"]
 NAVIGATION = [

@@ -37,15 +37,19 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from urllib.parse import quote
 
 from connectors.attachments import FileLimits, FileRefused, NoText, convert, wanted
 from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, JsonObject, PageError
 from connectors.confluence_common import Deadline, page_url
 from connectors.confluence_config import ConfluenceRemote
+from connectors.confluence_links import Site, attachment_id, page_id, space_key
+from connectors.confluence_listing import Listed, listed as _listed, stale as _stale, when as _when
 from connectors.confluence_storage import storage_to_markdown
 from connectors.confluence_v2 import pages_with_bodies
 from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, SourceDocument, Unreadable
+from connectors.sizes import size_text
 from connectors.space_access import WILDCARD
 
 log = logging.getLogger(__name__)
@@ -61,19 +65,6 @@ MAX_BODY_SECONDS = 30.0
 _MENTION = re.compile(r'<ri:user\b[^>]*?ri:(userkey|account-id)="([^"]{1,128})"')
 
 
-@dataclass(frozen=True)
-class Listed:
-    """One page as the listing shows it."""
-
-    id: str
-    title: str
-    space: str
-    when: datetime | None
-    ancestors: tuple[str, ...]
-    readers: frozenset[str] | None  # its own read restriction ("user:…"/"group:…"); empty: none; None: unknown
-    labels: tuple[str, ...] = ()
-
-
 class ConfluenceRest:
     """A `ChangesConnector` over a Confluence site (see the module docstring)."""
 
@@ -87,6 +78,7 @@ class ConfluenceRest:
         self._api, self._settings = api, settings
         self.limits = limits or FileLimits()
         self.base = remote.url
+        self.site = Site(remote.url.rstrip("/"))
         self._extra: dict[str, Listed | None] = {}  # ancestors outside the selection, read by id
         self._users: dict[str, str] = {}  # mentioned user key / account id → display name (once per connector)
 
@@ -110,6 +102,7 @@ class ConfluenceRest:
 
     def changes(self, since: datetime | None, indexed: dict[str, IndexedPage]) -> Changes:
         """What changed since `since` (None: everything), judged against `indexed`."""
+        self.api.begin_sync()
         listed = self._listing()
         scopes = {pid: self._scope(entry, listed) for pid, entry in listed.items()}
         stale = {pid for pid, entry in listed.items() if _stale(indexed.get(f"pages/{pid}"), entry, scopes[pid][0])}
@@ -137,10 +130,17 @@ class ConfluenceRest:
         """The page's scope, and why it is `RESTRICTED` (None: it is not)."""
         levels = []
         for pid in (*page.ancestors, page.id):
+            if page_id(pid) is None:  # a hostile or broken answer: its restrictions cannot be looked up
+                return RESTRICTED, (f"an ancestor's id {pid!r} is not a page id, so its read restrictions cannot be "
+                                    f"read and the page is not indexed")
             entry = listed.get(pid) or self._outside(pid)
             if entry is None or entry.readers is None:
-                return RESTRICTED, (f"the read restrictions of {'ancestor page ' + pid if pid != page.id else 'the page'} "
-                                    f"are not visible to Docent's account, so the page is not indexed")
+                whose = "ancestor page " + pid if pid != page.id else "the page"
+                why = f" ({entry.unknown})" if entry is not None and entry.unknown else ""
+                log.warning("%s: page %s is restricted: the read restrictions of %s are not known in full%s",
+                            self.source, page.id, whose, why)
+                return RESTRICTED, (f"the read restrictions of {whose} are not visible in full to Docent's account"
+                                    f"{why}, so the page is not indexed")
             if entry.readers:
                 levels.append(entry.readers)
         if not levels:
@@ -160,8 +160,9 @@ class ConfluenceRest:
         """An ancestor the selection does not hold (a cql filter): read by id, once per sync."""
         if pid not in self._extra:
             try:
-                raw = self.api.get(f"rest/api/content/{pid}", {"expand": LIST_EXPAND}, page=pid)
-                self._extra[pid] = _listed(raw)
+                raw = self.api.get(f"rest/api/content/{quote(pid, safe='')}", {"expand": LIST_EXPAND}, page=pid)
+                entry = _listed(raw)
+                self._extra[pid] = entry if entry is not None and entry.id == pid else None
             except PageError:
                 self._extra[pid] = None
         return self._extra[pid]
@@ -211,14 +212,14 @@ class ConfluenceRest:
         """One page's JSON into a document; problems become its `error`."""
         pid = str(raw["id"])
         links = raw.get("_links") or {}
-        url = self.base.rstrip("/") + links["webui"] if links.get("webui") else page_url(self.base, pid)
+        url = self.site.citation(links.get("webui")) or page_url(self.base, pid)
         doc = SourceDocument(source=self.source, path=f"pages/{pid}", url=url, access=scope[0], heading_ids=[])
         try:
             space = raw.get("space") or {}
             version = raw.get("version") or {}
-            # An ancestor without an id is not a page Docent can name: left out of both lists, so titles and
-            # ids stay aligned and no "None" is recorded (`_listed` skips it for restrictions alike).
-            ancestors = [a for a in raw.get("ancestors") or [] if isinstance(a, dict) and a.get("id")]
+            # An ancestor without a page id is not a page Docent can name: left out of both lists, so titles
+            # and ids stay aligned and no "None" is recorded (a malformed one has made the page RESTRICTED).
+            ancestors = [a for a in raw.get("ancestors") or [] if isinstance(a, dict) and page_id(a.get("id"))]
             labels = ((raw.get("metadata") or {}).get("labels") or {}).get("results") or []
             doc.title = str(raw.get("title") or "").strip()
             doc.updated_at = _when(version.get("when"))
@@ -276,7 +277,7 @@ class ConfluenceRest:
 
     def _attachments(self, listed: dict[str, Listed]) -> dict[str, _Attachment]:
         """The convertible attachments of the listed pages, by attachment id."""
-        spaces = sorted({e.space for e in listed.values() if e.space})
+        spaces = sorted({e.space for e in listed.values() if space_key(e.space)})  # quoted into CQL below
         if not spaces:
             return {}
         cql = "type = attachment and space in (" + ", ".join(f'"{s}"' for s in spaces) + ")"
@@ -285,8 +286,12 @@ class ConfluenceRest:
             page = str((raw.get("container") or {}).get("id") or "")
             name = str(raw.get("title") or "")
             download = (raw.get("_links") or {}).get("download")
+            aid = attachment_id(raw.get("id"))
+            if aid is None:
+                log.warning("%s: an attachment's id %r is not an attachment id: left out", self.source,
+                            str(raw.get("id"))[:40])
+                continue
             if page in listed and wanted(name) and download:
-                aid = str(raw.get("id"))
                 size = (raw.get("extensions") or {}).get("fileSize")
                 found[aid] = _Attachment(
                     id=aid, page=page, name=name, download=str(download), size=size if isinstance(size, int) else None,
@@ -295,7 +300,7 @@ class ConfluenceRest:
         return found
 
     def _attachment(self, att: _Attachment, scope: tuple[str, str | None], page: Listed) -> SourceDocument:
-        url = self.base.rstrip("/") + att.download
+        url = self.site.citation(att.download) or page_url(self.base, page.id)
         doc = SourceDocument(source=self.source, path=att.path, title=f"{att.name} ({page.title})", url=url,
                              access=scope[0], updated_at=att.listed.when, heading_ids=[],
                              metadata={"space": page.space, "page_id": page.id, "attached_to": page.title,
@@ -306,7 +311,7 @@ class ConfluenceRest:
             return doc
         try:
             if att.size is not None and att.size > self.limits.max_bytes:
-                raise FileRefused(f"file is {att.size / 1e6:.1f} MB, over the {self.limits.max_bytes / 1e6:.0f} MB limit")
+                raise FileRefused(f"file is {size_text(att.size)}, over the {size_text(self.limits.max_bytes)} limit")
             converted = convert(att.name, self.api.download(att.download, self.limits.max_bytes, page=page.id),
                                 self.limits)
             doc.text, doc.heading_ids = converted.text, converted.heading_ids
@@ -322,59 +327,13 @@ class _Attachment:
     id: str
     page: str
     name: str
-    download: str  # site-relative
+    download: str  # as the server gave it: `ConfluenceApi.download` checks it stays on the site
     size: int | None
     listed: Listed
 
     @property
     def path(self) -> str:
         return f"pages/{self.page}/attachments/{self.id}"
-
-
-def _stale(record: IndexedPage | None, entry: Listed, scope: str) -> bool:
-    """Whether a listed page (or attachment) must be read again."""
-    if record is None or record.failed or record.access != scope:
-        return True
-    if entry.when is None or record.updated_at is None:
-        return True
-    return entry.when > record.updated_at
-
-
-def _listed(raw: JsonObject) -> Listed | None:
-    if not raw.get("id"):
-        return None
-    ancestors = tuple(str(a.get("id")) for a in raw.get("ancestors") or [] if isinstance(a, dict) and a.get("id"))
-    return Listed(id=str(raw["id"]), title=str(raw.get("title") or ""), space=str((raw.get("space") or {}).get("key") or ""),
-                  when=_when((raw.get("version") or {}).get("when")), ancestors=ancestors, readers=_readers(raw),
-                  labels=tuple(str(lb.get("name")) for lb in ((raw.get("metadata") or {}).get("labels") or {}).get("results")
-                               or [] if isinstance(lb, dict) and lb.get("name")))
-
-
-def _readers(raw: JsonObject) -> frozenset[str] | None:
-    """Who a read restriction admits, as "user:…" (every id the server gives: account id, username,
-    user key) and "group:…"; empty: no restriction; None: the answer does not say."""
-    try:
-        found = raw["restrictions"]["read"]["restrictions"]
-        users, groups = found["user"]["results"], found["group"]["results"]
-    except (KeyError, TypeError):
-        return None
-    readers = {f"group:{g.get('name')}" for g in groups if isinstance(g, dict) and g.get("name")}
-    for user in users:
-        if isinstance(user, dict):
-            readers |= {f"user:{user[key]}" for key in ("accountId", "username", "userKey") if user.get(key)}
-    if (users or groups) and not readers:
-        return None  # restricted, to principals we cannot name: not "unrestricted"
-    return frozenset(readers)
-
-
-def _when(text: object) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 __all__ = ["RESTRICTED", "ConfluenceRest", "ConfluenceUnavailable"]

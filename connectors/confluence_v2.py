@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from connectors.confluence_api import ConfluenceApi, ConfluenceUnavailable, JsonObject
+from connectors.confluence_links import page_id
 
 SPACES = "api/v2/spaces"
 PAGE_LIMIT = 250  # v2's maximum page size for page lists
@@ -36,7 +37,7 @@ def space_ids(api: ConfluenceApi, keys: tuple[str, ...]) -> dict[str, JsonObject
     (as v1 CQL ignores it), so a renamed or deleted space reads as empty, not as an error."""
     found: dict[str, JsonObject] = {}
     for space in api.pages(SPACES, {"keys": ",".join(keys), "limit": PAGE_LIMIT}):
-        if space.get("key") and space.get("id"):
+        if space.get("key") and page_id(space.get("id")):  # its id goes into a URL path
             found[str(space["key"])] = space
     return found
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,7 +30,7 @@ from connectors.space_access import WILDCARD
 from sources.errors import SourcesError, checked_table
 from sources.remote import parse_remote
 from sources.scopes import check_scope_name
-from sources.sync_rules import MAX_DELETE_EXPECTED, DeletionLimit, Schedule, parse_max_delete, parse_schedule
+from sources.sync_rules import EMPTY_SITE, MAX_DELETE_EXPECTED, DeletionLimit, Schedule, parse_max_delete, parse_schedule
 
 KINDS = ("markdown", "confluence-html", "confluence-xml", "confluence")
 CONFLUENCE_KINDS = ("confluence-html", "confluence-xml", "confluence")  # may set access per space
@@ -193,7 +193,7 @@ def parse_source(entry: object, base: Path, where: str) -> SourceConfig:
             name=name, location=Path(f"confluence:{name}"), kind="confluence", base_url=table.base_url or remote.url,
             access=_access(table.access, "confluence", named), remote=remote,
             schedule=parse_schedule(table.schedule, where=f"{named}: schedule") if table.schedule is not None else None,
-            max_delete=parse_max_delete(table.max_delete, where=f"{named}: max_delete"))
+            max_delete=replace(parse_max_delete(table.max_delete, where=f"{named}: max_delete"), empty=EMPTY_SITE))
     if table.location is None:
         raise SourcesError(f"{named}: location is required")
     kind = table.kind

@@ -24,6 +24,10 @@ DELETE_FLOOR = 10
 # and a slow `rm -rf` or a mirror tool flushing as it goes must not empty a source 9 pages at a time.
 DELETE_WINDOW_SECONDS = 3600
 MAX_DELETE_EXPECTED = "a number of pages (e.g. 25) or a share such as \"50%\""
+# What a source that suddenly finds nothing most likely means, by where it reads from.
+EMPTY_FOLDER = "an empty or unmounted folder, or include/exclude globs that match nothing?"
+EMPTY_SITE = ("has Docent's account lost access to these spaces (its token revoked, its groups changed), "
+              "or do spaces/cql now select nothing?")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class DeletionLimit:
 
     share: float | None = DEFAULT_DELETE_SHARE
     pages: int | None = None
+    empty: str = EMPTY_FOLDER  # the likely cause of finding nothing, said when refusing (EMPTY_SITE for REST)
 
     def refusal(self, deleting: int, indexed: int, found: int | None, recent: int = 0) -> str | None:
         """Why deleting `deleting` of `indexed` pages (having found `found`; None: not a full
@@ -45,8 +50,7 @@ class DeletionLimit:
         if deleting == 0:
             return None
         if found == 0 and indexed > 0:
-            return (f"found no pages where {indexed} were indexed (an empty or unmounted folder, or "
-                    f"include/exclude globs that match nothing?); deleting none of them")
+            return f"found no pages where {indexed} were indexed ({self.empty}); deleting none of them"
         total, before = deleting + recent, indexed + recent  # `before`: the source's pages an hour ago
         counted = (f"would delete {deleting} of {indexed} pages" if not recent else
                    f"would delete {deleting} pages after {recent} deleted by syncs of the last hour: "

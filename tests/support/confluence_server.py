@@ -21,6 +21,15 @@ _links: {next, base}}` and a `Link: <…>; rel="next"` header; cursors are opaqu
 Faults on demand: `queue(status, retry_after=…)` answers the next requests with those statuses;
 `down_after(n)` drops every connection after n more requests (an outage mid-sync); `credentials`
 are checked (Basic email:token on Cloud, Bearer token on Data Center) and `forbidden` answers 403.
+
+A hostile server, behind explicit knobs (off by default): `tamper(path?query, payload)` rewrites
+every JSON answer before it is sent (ids, `_links.next`/`base`, `webui`, `download`, restriction
+lists); `redirect_to(url)` answers the next request with a 302 to `url` ("{path}" in it: the
+request's own); `drip` sends JSON answers one byte every `drip` seconds (`drip_headers`: from the
+status line on); `attach(…, endless=n)` serves a download of n bytes without a Content-Length
+(its listing's `fileSize` is the small `data`'s), counting what it wrote in `bytes_sent`;
+`authorizations` records each request's Authorization header.
+
 CQL understood: `type = page|attachment`, `space in (…)`/`space = X`, `id in (…)`,
 `lastmodified >= "yyyy/MM/dd HH:mm"` (UTC here), joined by `and`, optionally in parentheses.
 """
@@ -31,6 +40,8 @@ import base64
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +76,7 @@ class Attachment:
     media_type: str
     when: datetime
     version: int = 1
+    endless: int = 0  # > 0: the download is this many bytes (not `data`), sent without a Content-Length
 
 
 class FakeConfluence:
@@ -80,6 +92,12 @@ class FakeConfluence:
         self.drop_after: int | None = None
         self.forbidden = False
         self.v2_body_cap = 250  # v2's documented maximum page size; tests lower it to cross cursors
+        self.tamper: Callable[[str, dict], dict] | None = None
+        self.redirects: list[str] = []
+        self.drip: float | None = None
+        self.drip_headers = False
+        self.bytes_sent = 0
+        self.authorizations: list[str | None] = []
         self.lock = threading.Lock()
         self.clock = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
         if from_fixture:
@@ -131,10 +149,10 @@ class FakeConfluence:
                 page.space = space
         self.pages[pid].parent = parent
 
-    def attach(self, aid: str, pid: str, title: str, data: bytes, media_type: str) -> None:
+    def attach(self, aid: str, pid: str, title: str, data: bytes, media_type: str, endless: int = 0) -> None:
         old = self.attachments.get(aid)
         self.attachments[aid] = Attachment(id=aid, page=pid, title=title, data=data, media_type=media_type,
-                                           when=self.tick(), version=old.version + 1 if old else 1)
+                                           when=self.tick(), version=old.version + 1 if old else 1, endless=endless)
 
     def ancestors(self, page: Page) -> list[str]:
         chain, parent = [], page.parent
@@ -148,6 +166,9 @@ class FakeConfluence:
 
     def down_after(self, n: int) -> None:
         self.drop_after = len(self.requests) + n
+
+    def redirect_to(self, url: str) -> None:
+        self.redirects.append(url)
 
     # -- serving --------------------------------------------------------------------------------
 
@@ -316,12 +337,16 @@ def _handler(fake: FakeConfluence):
         def do_GET(self) -> None:
             with fake.lock:
                 fake.requests.append(self.path)
+                fake.authorizations.append(self.headers.get("Authorization"))
                 dropped = fake.drop_after is not None and len(fake.requests) > fake.drop_after
                 fault = fake.faults.pop(0) if fake.faults and not dropped else None
+                redirect = fake.redirects.pop(0) if fake.redirects and not dropped and fault is None else None
             if dropped:  # an outage: the connection closes without an answer
                 self.close_connection = True
                 self.connection.close()
                 return
+            if redirect is not None:
+                return self._send(302, {"message": "moved"}, {"Location": redirect.format(path=self.path)})
             if fault is not None:
                 status, retry_after = fault
                 return self._send(status, {"statusCode": status, "message": "simulated"},
@@ -355,6 +380,8 @@ def _handler(fake: FakeConfluence):
                 if m := re.fullmatch(r"/download/attachments/(\d+)/(.+)", path):
                     for att in fake.attachments.values():
                         if att.page == m.group(1) and quote(att.title) == m.group(2):
+                            if att.endless:
+                                return self._send_endless(att.endless, att.media_type)
                             return self._send_bytes(att.data, att.media_type)
                     return self._send(404, {"statusCode": 404, "message": "No attachment"})
             except LookupError:
@@ -364,7 +391,44 @@ def _handler(fake: FakeConfluence):
             self._send(404, {"statusCode": 404, "message": "not found"})
 
         def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-            self._send_bytes(json.dumps(payload).encode(), "application/json", status, headers)
+            if fake.tamper is not None:
+                payload = fake.tamper(self.path, payload)
+            data = json.dumps(payload).encode()
+            if fake.drip is not None:
+                return self._send_drip(data, status)
+            self._send_bytes(data, "application/json", status, headers)
+
+        def _send_drip(self, data: bytes, status: int) -> None:
+            """A slow server: one byte every `drip` seconds, of the body (the status line and headers
+            at once) or, with `drip_headers`, of the whole answer from its status line on."""
+            head = (f"HTTP/1.0 {status} OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(data)}\r\n\r\n").encode()
+            if fake.drip_headers:
+                data = head + data
+            else:
+                self.wfile.write(head)
+            try:
+                for n in range(len(data)):
+                    self.wfile.write(data[n:n + 1])
+                    self.wfile.flush()
+                    time.sleep(fake.drip or 0)
+            except OSError:  # the client gave up
+                self.close_connection = True
+
+        def _send_endless(self, size: int, media_type: str) -> None:
+            """`size` bytes, no Content-Length (the end is the connection's close), counted as written."""
+            self.send_response(200)
+            self.send_header("Content-Type", media_type)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b"\0" * 65536
+            try:
+                while fake.bytes_sent < size:
+                    self.wfile.write(chunk)
+                    fake.bytes_sent += len(chunk)
+            except OSError:  # the client stopped reading
+                pass
+            self.close_connection = True
 
         def _send_bytes(self, data: bytes, media_type: str, status: int = 200, headers: dict | None = None) -> None:
             self.send_response(status)
