@@ -226,6 +226,28 @@ def home_resync_done(name: str, result: str) -> str:
     return f"Resync of `{name}`: {result}"
 
 
+# -- verified answers given, and reviewed (bot.slack.verified_review) ----------------------------------
+
+def verified_voted_down(answer_id: int, verified_question: str, asked: str | None, where: str | None) -> str:
+    """The DM to whoever verified an answer, when someone votes it 👎. `verified_question`, `asked`
+    and `where` come escaped; `asked` is None when it was asked in a private conversation."""
+    lines = [f"👎 Someone found your verified answer #{answer_id} (“{verified_question}”) not helpful."]
+    lines.append(f"They asked: “{asked}”" if asked is not None else
+                 "They asked in a private conversation, so their question is not shown here.")
+    if where:
+        lines.append(f"The answer: {where}")
+    lines.append(f"If it needs changing: `kb answers show {answer_id}`, then `kb answers edit {answer_id} …` "
+                 f"or `kb answers retire {answer_id}`.")
+    return "\n".join(lines)
+
+
+SHARE_VERIFIED_REFUSED = ("I can't share this answer here: it is a verified answer that is not for this conversation, "
+                          "or it has been retired since. It stays visible only to you.")
+VERIFIED_DUE = "Verified answers due for review"
+VERIFIED_DUE_HINT = ("Still given, marked “due for review”. `kb answers show ID`, then `kb answers edit ID --reviewed` "
+                     "(or with the changes) or `kb answers retire ID`; `kb answers list --due` lists them all.")
+
+
 # -- `kb ask` (each an `error: …` line, but the prompt) -----------------------------------------------
 
 ASK_PROMPT = "Ask a question (Ctrl-D to quit)."

@@ -7,22 +7,26 @@ a paragraph, line, sentence or word boundary (never inside a link, an entity or 
 and ends with a pointer to its first source, where the full text lives.
 
 Layout of an answer: for an uncertain one, a ":warning: I'm not sure this answers it — check
-[1]." line first; the answer text (its lead sentences, then the passages; one or more
-sections), an optional note (e.g. the LLM
-fell back), a "Sources" context block (up to 5 numbered links: title › heading path, last
-updated) — "Nearest pages" when nothing was found — optionally who shared it and the vote tally,
+[1]." line first; for a verified one (`bot.verified`), "✅ Verified answer — by @Dana, 2 Dec
+2026" (the verifier a mention; "due for review since …" when it is) first, then its text as
+verified; the answer text (its lead sentences, then the passages; one or more sections), an
+optional note (e.g. the LLM fell back), a "Sources" context block (up to 5 numbered links:
+title › heading path, last updated; a verified answer's cited pages first) — "Nearest pages"
+when nothing was found — optionally who shared it and the vote tally,
 then the 👍 / 👎 buttons (and "Share in channel" on a private answer).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from bot import messages
 from bot.answering import Answer, Source
 from bot.slack.mrkdwn import FENCE, escape, link, neutralise, to_mrkdwn
+from bot.verified import VerifiedAnswer, header
 from indexing.search import Outcome
 
 SECTION_CHARS = 3000  # Slack: section text
@@ -40,6 +44,7 @@ FEEDBACK_BLOCK = "docent_feedback"
 VOTES_BLOCK = "docent_votes"
 SOURCES_BLOCK = "docent_sources"
 UNCERTAIN_BLOCK = "docent_uncertain"  # the "not sure this answers it" line above an uncertain answer
+VERIFIED_BLOCK = "docent_verified"  # "✅ Verified answer — by @Dana, 2 Dec 2026" above a verified answer
 REASON_CALLBACK = "docent_vote_reason"
 REASON_BLOCK = "reason"
 REASON_INPUT = "text"
@@ -89,7 +94,10 @@ def answer_blocks(
 
 def uncertain_head(answer: Answer, citations: dict[int, str]) -> tuple[list[Block], str]:
     """An uncertain answer's first line ("I'm not sure this answers it — check [1].") as a
-    warning line of its own above the passage, and the rest of the text; other answers as they are."""
+    warning line of its own above the passage, and the rest of the text; a verified answer's
+    provenance line likewise (`verified_line`); other answers as they are."""
+    if answer.verified is not None:
+        return [_context([verified_line(answer.verified)], block_id=VERIFIED_BLOCK)], verified_body(answer)
     if answer.outcome != Outcome.UNCERTAIN:
         return [], answer.text
     first, _, rest = answer.text.partition("\n\n")
@@ -97,10 +105,27 @@ def uncertain_head(answer: Answer, citations: dict[int, str]) -> tuple[list[Bloc
     return [_context([f":warning: {line}"], block_id=UNCERTAIN_BLOCK)], rest or first
 
 
+def verified_line(verified: VerifiedAnswer) -> str:
+    """"✅ Verified answer — by <@U…>, 2 Dec 2026" (and "due for review since …") as mrkdwn: the
+    verifier a mention when they are a Slack user, everything else escaped as text (a name given
+    to `kb answers add --by`, a page path in the due mark)."""
+    slot = f"\x00{uuid.uuid4().hex}\x00"  # where the mention goes; no text we are given holds it
+    line = header(verified, mention=lambda _: slot)
+    return neutralise(f"<@{verified.verified_by}>".join(escape(part) for part in line.split(slot)))
+
+
+def verified_body(answer: Answer) -> str:
+    """A verified answer's text as given, without its plain provenance line (`verified_text`:
+    the line, a blank line, the answer), which `verified_line` renders for Slack."""
+    _, blank, body = answer.text.partition("\n\n")
+    return body if blank else answer.text
+
+
 def fallback_text(answer: Answer) -> str:
     """The plain `text` of the message: what notifications and screen readers show."""
-    first = re.sub(r"[*_>`#|]", " ", _drop_table_rules(answer.text))
-    return neutralise(escape(_clip(" ".join(first.split()), FALLBACK_CHARS)))
+    text = verified_body(answer) if answer.verified is not None else answer.text
+    first = neutralise(escape(_clip(" ".join(re.sub(r"[*_>`#|]", " ", _drop_table_rules(text)).split()), FALLBACK_CHARS)))
+    return f"{verified_line(answer.verified)} {first}" if answer.verified is not None else first
 
 
 _RULE_LINE = re.compile(r"[\s:|-]*")  # a line that could be (part of) a table rule

@@ -6,7 +6,9 @@ the periodic re-syncs and asks the same leader lock (`indexing.ingest.scheduler`
 lock): with several `kb serve` replicas on one database, only the scheduler's leader posts it.
 
 Page titles in the digest are limited to the access scopes visible in that channel (as if asked
-there); the questions themselves are shown, so the channel should be the wiki owners' own.
+there); the questions themselves are shown, so the channel should be the wiki owners' own. The
+verified answers due for review (`bot.slack.verified_review`) visible there head it, when there
+are any.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from bot.slack.home_blocks import gaps_blocks
+from bot.slack.home_blocks import due_blocks, gaps_blocks
+from bot.slack.verified_review import due_for_review
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from bot.records import GapsReport
     from bot.settings import Settings
     from bot.slack.blocks import Block
+    from bot.verified import VerifiedAnswer
 
 log = logging.getLogger(__name__)
 
@@ -103,21 +107,23 @@ def post_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, channe
     listing = Listing(None if scopes is None else frozenset(scopes), settings.kb_gaps_include_private_channels,
                       lambda said_in: access.audience(said_in, None, narrow=False).scopes or ())
     report = kb.gaps(days, scopes=scopes, listing=listing)
-    message = digest_blocks(report)
+    due = due_for_review(kb.index, scopes)
+    message = digest_blocks(report, due)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "
-            f"👎 {c.down}")
+            f"👎 {c.down}" + (f", {len(due)} verified answers due for review" if due else ""))
     reply = client.chat_postMessage(channel=channel, text=text, blocks=message, unfurl_links=False, unfurl_media=False)
     ts: str = reply["ts"]  # Slack's reply is untyped JSON; a posted message's `ts` is a string
     return ts
 
 
-def digest_blocks(report: GapsReport) -> list[Block]:
+def digest_blocks(report: GapsReport, due: list[VerifiedAnswer] | None = None) -> list[Block]:
+    """The digest message: the gaps report, after the verified answers due for review when there are any."""
     head = {"type": "header", "text": {"type": "plain_text", "text": "📋 Docent's weekly gaps digest", "emoji": True}}
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
         f"The last {report.days} days to {report.generated_at:%Y-%m-%d %H:%M} UTC, against the {report.days} before. "
         f"`kb gaps --days {report.days}` prints the same in a terminal.")}]}
-    body: list[Block] = [head, note, *gaps_blocks(report)]
+    body: list[Block] = [head, note, *(due_blocks(due) if due else []), *gaps_blocks(report)]
     if len(body) > MESSAGE_BLOCKS:
         body = body[: MESSAGE_BLOCKS - 1] + [{"type": "context", "elements": [
             {"type": "mrkdwn", "text": "…shortened to fit Slack: `kb gaps` has the rest."}]}]

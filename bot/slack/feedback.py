@@ -4,8 +4,11 @@
   text is stored with the vote.
 - 👎 on an answer in a thread of a channel with `escalate` hands the thread over to those people,
   as "not found" does (`bot.slack.handover`: once per thread, within the channel's hourly cap).
+- 👎 on a verified answer (`bot.verified`) tells whoever verified it, in a direct message, once per
+  person and answer (`bot.slack.verified_review`); re-shown from the query log, it stays verified.
 - Share posts a private `/kb ask` answer in the channel, only if every page it cites (or lists
-  as nearest) is visible there now; otherwise it refuses and the answer stays private.
+  as nearest) is visible there now — and a verified one only if it is live and one of its scopes
+  is visible there; otherwise it refuses and the answer stays private.
 
 Every listener here acks at once and hands an explicit value (`Click`, `Reason`) to the answers
 pool (`Services.answers`, as `bot.slack.questions` does for questions): storing a vote, reading
@@ -28,6 +31,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import messages
+from bot.answering import Answer
 from bot.records import Database, question_log
 from bot.slack import blocks
 from bot.slack.client import post
@@ -35,6 +39,8 @@ from bot.slack.errors import apology_on_error, first_line, quietly, reference_id
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
+from bot.slack.verified_review import tell_verifier
+from bot.verified import store
 from sources import Audience
 from indexing.storage import is_unreachable
 
@@ -110,13 +116,17 @@ def vote(services: Services, click: Click, client: WebClient, respond: Respond, 
             client.views_open(trigger_id=click.trigger_id, view=blocks.reason_modal(click.answer_id))
         except Exception:
             log.warning("could not open the 👎 form for %s", click.answer_id, exc_info=True)
+    recorded = False
     with apology_on_error("recording a vote", lambda ref: respond(
             text=messages.apology(ref), response_type="ephemeral", replace_original=False), lambda: respond(
             text=messages.UNAVAILABLE_VOTE, response_type="ephemeral", replace_original=False)):
         votes = question_log.record_vote(services.db, click.answer_id, click.user, choice)
+        recorded = True
         show_votes(services.db, click, votes, client, respond)
     if choice == question_log.DOWN:
         quietly(hand_over_voted_down, services, click, client)
+        if recorded:  # a verified answer's verifier hears of it (once per person and answer)
+            quietly(tell_verifier, services, click, client)
 
 
 def hand_over_voted_down(services: Services, click: Click, client: WebClient) -> None:
@@ -130,7 +140,7 @@ def hand_over_voted_down(services: Services, click: Click, client: WebClient) ->
     row = question_log.find_answer(services.db, click.answer_id)
     if row is None or not row.thread_ts or row.channel_id != click.channel:
         return
-    hand_over(services.db, client, settings, row.thread_ts, question_log.answer_from_log(row),
+    hand_over(services.db, client, settings, row.thread_ts, logged_answer(services.db, row),
               services.settings.kb_handovers_per_hour, access=services.access, asker=row.user_id, voted_down=True)
 
 
@@ -154,7 +164,7 @@ def show_votes(db: Database, click: Click, votes: dict[str, int], client: WebCli
     if row is None:
         respond(text=messages.VOTE_RECORDED, response_type="ephemeral", replace_original=False)
         return
-    answer = question_log.answer_from_log(row)
+    answer = logged_answer(db, row)
     respond(text=blocks.fallback_text(answer), blocks=blocks.answer_blocks(answer, share=True, votes=votes),
             response_type="ephemeral", replace_original=True)
 
@@ -178,7 +188,12 @@ def share(services: Services, click: Click, client: WebClient, respond: Respond)
             respond(text=messages.NOT_HERE if audience.sees_nothing else messages.SHARE_REFUSED, response_type="ephemeral",
                     replace_original=False)
             return
-        answer = question_log.answer_from_log(row)
+        answer = logged_answer(db, row)
+        if row.verified_id is not None and not verified_shareable(answer, audience):
+            log.info("refused to share answer %s in %s: its verified answer is not for there, or retired", answer_id,
+                     channel)
+            respond(text=messages.SHARE_VERIFIED_REFUSED, response_type="ephemeral", replace_original=False)
+            return
         public = blocks.answer_blocks(answer, shared_by=user, question=row.question)
         posted = False
         if channel is not None:  # a click from a message names its conversation; without one, Slack would refuse the post
@@ -195,11 +210,31 @@ def share(services: Services, click: Click, client: WebClient, respond: Respond)
         respond(delete_original=True)
 
 
+def logged_answer(db: Database, row: question_log.QueryLog) -> Answer:
+    """The answer as the query log keeps it, to show again (a private answer's tally, Share, a
+    hand-over): a verified one stays verified — its provenance line read again
+    (`bot.verified.store.get`), its text as it was given."""
+    answer = question_log.answer_from_log(row)
+    if row.verified_id is not None:
+        with db.session() as session:
+            answer.verified = store.get(session, row.verified_id)
+    return answer
+
+
 def shareable(db: Database, doc_ids: list[str], audience: Audience) -> bool:
     """Whether every document an answer used is, now, in a scope `audience` sees (a document that is
     no longer indexed cannot be checked, so it is not shareable)."""
     access = question_log.document_access(db, doc_ids)
     return all(doc_id in access and audience.sees_all([access[doc_id]]) for doc_id in doc_ids)
+
+
+def verified_shareable(answer: Answer, audience: Audience) -> bool:
+    """Whether a verified answer may be posted for `audience`: still there, not retired, and one
+    of its scopes visible to them — as it would be given there (`bot.verified.lookup`)."""
+    verified = answer.verified
+    if verified is None or verified.retired:
+        return False
+    return audience.scopes is None or bool(set(verified.scopes) & set(audience.scopes))
 
 
 def store_reason(services: Services, reason: Reason, client: WebClient) -> None:

@@ -3,7 +3,8 @@
 Everyone sees how to ask, example questions (the most asked that were answered) and their own
 last questions with their outcomes. Admins (`KB_ADMIN_USERS`) also see the index's health — per
 source its pages, failed and skipped pages with reasons, last sync and last refused sync, with a
-button to resync it — and the gaps report (`bot.records.gaps`).
+button to resync it — the verified answers due for review (`due_blocks`), and the gaps report
+(`bot.records.gaps`).
 
 What a member sees is decided by whoever gathers the data (`bot.slack.home_tab`): this module renders
 what it is given. Slack rejects a Home view over `MAX_BLOCKS` blocks or with a section text over
@@ -23,6 +24,7 @@ from bot.records import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 from bot.slack.verify_form import ACTION_VERIFY_GAP
+from bot.verified import VerifiedAnswer
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
 SECTION_CHARS = 3000  # Slack: a section's text
@@ -30,6 +32,7 @@ HEADER_CHARS = 150  # Slack: a header's plain text
 BUTTON_CHARS = 75  # Slack: a button's text
 CONTEXT_ELEMENTS = 10  # Slack: elements of a context block
 ANSWERS_SHOWN = 10  # answered-by-people gaps shown (each a block)
+DUE_SHOWN = 10  # verified answers due for review listed (a line each; `kb answers list --due` has all)
 ACTION_RESYNC = "docent_home_resync"
 ACTION_REFRESH = "docent_home_refresh"
 OUTCOME = {"answered": "✅ answered", "uncertain": "🤔 not sure", "not_found": "❓ not found", "failed": "⚠️ failed"}
@@ -68,6 +71,7 @@ class HomeData:
     gaps: GapsReport | None = None
     note: str | None = None  # e.g. "Resync of wiki started"
     verifiable: set[tuple[str, str]] = field(default_factory=set)  # answered gaps (channel, thread) they may verify
+    due: list[VerifiedAnswer] | None = None  # verified answers due for review (admins: `verified_review.due_for_review`)
 
 
 def home_view(data: HomeData) -> dict[str, Any]:
@@ -102,9 +106,23 @@ def admin_blocks(data: HomeData) -> list[Block]:
             lines.append(f"…and {len(source.problems) - 10} more (`kb status`)")
         blocks.append({"type": "section", "text": _mrkdwn("\n".join(lines)),
                        "accessory": _button(f"Resync {source.name}", ACTION_RESYNC, source.name)})
+    if data.due is not None:
+        blocks += due_blocks(data.due)
     if data.gaps is not None:
         blocks += gaps_blocks(data.gaps, data.verifiable)
     return blocks
+
+
+def due_blocks(due: list[VerifiedAnswer]) -> list[Block]:
+    """Verified answers due for review (App Home and weekly digest): id, first question, since when and why."""
+    blocks: list[Block] = [_header(messages.VERIFIED_DUE)]
+    if not due:
+        return blocks + [_context("None.")]
+    lines = [f"• *#{a.id}* {_plain(a.questions[0] if a.questions else '', 200)} — due since "
+             f"{a.due_since or a.review_by:%Y-%m-%d}: {_plain(a.due_why, 200)}" for a in due[:DUE_SHOWN]]
+    if len(due) > DUE_SHOWN:
+        lines.append(f"…and {len(due) - DUE_SHOWN} more (`kb answers list --due`).")
+    return blocks + [_section("\n".join(lines)), _context(messages.VERIFIED_DUE_HINT)]
 
 
 def gaps_blocks(report: GapsReport, verifiable: Collection[tuple[str, str]] = ()) -> list[Block]:

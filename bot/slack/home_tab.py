@@ -12,7 +12,8 @@ What each person may see is decided here, then `bot.slack.home_blocks` renders i
   that page is visible to them now;
 - an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
   gaps report, with all titles: the Home tab is theirs alone — except the questions people
-  answered in channels, shown only where the admin's own scopes cover that channel's.
+  answered in channels, shown only where the admin's own scopes cover that channel's, and the
+  verified answers due for review, only those the admin could be given (`bot.slack.verified_review`).
 
 A resync button runs the same background sync as `/kb resync` (`Services.resyncs`, recorded as
 an admin action), and the Home tab is published again when it starts and when it ends. Events
@@ -37,6 +38,7 @@ from bot.slack.home_blocks import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, 
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
 from bot.slack.verify import verifies_in
+from bot.slack.verified_review import due_for_review
 from indexing.search import Outcome
 
 if TYPE_CHECKING:
@@ -99,6 +101,7 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
         # a Verify button on each answered gap they may verify (bot.slack.verify: the channel's verifiers)
         data.verifiable = {(a.channel, a.thread_ts) for a in data.gaps.answered_by_people
                            if verifies_in(services, user, a.channel)}
+        data.due = due_for_review(services.db, visible)  # likewise: those the admin may read in their DM
     return data
 
 

@@ -1,0 +1,82 @@
+"""Keeping verified answers right, in Slack: their verifier hears of a 👎, admins see which are due.
+
+- **A 👎 tells the verifier.** When someone votes a verified answer down (`bot.slack.feedback`),
+  whoever verified it — when that is a Slack user, and not the voter — gets a direct message from
+  Docent: which verified answer (its id and first question, to find it with `kb answers show`),
+  what was asked, and a link to the answer. Once per person and answer: the vote is claimed
+  (`bot.slack.store.Deduper`, `verified-down:<answer>:<voter>`) before the message is sent, so
+  voting 👎, 👍, 👎 again, or a second process handling a redelivered click, tells them once (for
+  as long as claims are kept, `bot.slack.store.KEEP`: three days). What
+  was asked is shown only when it was asked in a public channel (`ChannelKind.PUBLIC`): a
+  question from a DM, a private channel or a Slack Connect conversation is the asker's, and the
+  verifier may not be there.
+- **Due for review** (`bot.verified.store.listing(due=True)`: past its review-by date, or a page
+  it cites changed or went): the admins' App Home and the weekly digest list them — the id, the
+  first question, since when and why — limited to the answers visible where they are shown
+  (any of the answer's scopes), as the gaps report's people's answers are; `home_blocks.due_blocks`
+  renders them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from bot import messages
+from bot.records import ChannelKind, question_log
+from bot.slack.answered_gaps import permalink
+from bot.slack.client import post
+from bot.slack.mrkdwn import escape, link
+from bot.verified import VerifiedAnswer, slack_user, store
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from bot.records import Database
+    from bot.slack.feedback import Click
+    from bot.slack.services import Services
+
+log = logging.getLogger(__name__)
+
+
+# -- a 👎 on a verified answer ---------------------------------------------------------------------
+
+
+def tell_verifier(services: Services, click: Click, client: WebClient) -> bool:
+    """After a 👎 was recorded: the verifier's DM (see the module docstring); True when sent."""
+    row = question_log.find_answer(services.db, click.answer_id)
+    if row is None or row.verified_id is None:
+        return False
+    with services.db.session() as session:
+        verified = store.get(session, row.verified_id)
+    if verified is None or not slack_user(verified.verified_by) or verified.verified_by == click.user:
+        return False
+    if not services.deduper.claim(f"verified-down:{click.answer_id}:{click.user}"):
+        return False  # this person's 👎 on this answer was told already
+    public = row.channel_kind == ChannelKind.PUBLIC.value
+    where = None
+    if public and row.channel_id and click.message_ts and click.channel == row.channel_id:
+        url = permalink(client, row.channel_id, click.message_ts)
+        where = f"{link(url, 'open it')} in <#{row.channel_id}>" if url.startswith("https://") else None
+    first = escape(_clip(verified.questions[0] if verified.questions else "", 200))
+    asked = escape(_clip(row.question, 300)) if public else None
+    post(client, verified.verified_by, None, messages.verified_voted_down(verified.id, first, asked, where))
+    log.info("told %s of a 👎 on verified answer %s (answer %s)", verified.verified_by, verified.id, click.answer_id)
+    return True
+
+
+# -- due for review --------------------------------------------------------------------------------
+
+
+def due_for_review(db: Database, scopes: Collection[str] | None) -> list[VerifiedAnswer]:
+    """The live verified answers due for review that are visible in `scopes` (None: all), oldest due first."""
+    with db.session() as session:
+        due = store.listing(session, due=True)
+    visible = [a for a in due if scopes is None or set(a.scopes) & set(scopes)]
+    return sorted(visible, key=lambda a: (a.due_since or a.review_by, a.id))
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
