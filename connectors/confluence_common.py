@@ -44,6 +44,7 @@ from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, PageElement, Tag
 from markdownify import MarkdownConverter
 
 from connectors.document import SURROGATE
+from connectors.sizes import size_text
 
 # A storage body that is only a URL or a file name is page text, not a mistake (bs4 warns per page).
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
@@ -171,7 +172,7 @@ class ExportFiles:
         """A file's bytes, refused (ValueError) over `max_bytes` without reading it."""
         size = self.size(name)
         if size > max_bytes:
-            raise ValueError(f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+            raise ValueError(f"file is {size_text(size)}, over the {size_text(max_bytes)} limit")
         with self.open(name) as fh:
             return fh.read(max_bytes + 1)
 
@@ -221,7 +222,7 @@ class ExportFiles:
             total += info.file_size
             if total > max_bytes:
                 raise ExportError(
-                    f"refusing {self.location.name}: over {max_bytes / 1e6:.0f} MB uncompressed (zip bomb?)"
+                    f"refusing {self.location.name}: over {size_text(max_bytes)} uncompressed (zip bomb?)"
                 )
             if info.is_dir() or stat.S_ISLNK(info.external_attr >> 16):
                 continue

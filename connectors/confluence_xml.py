@@ -56,6 +56,7 @@ from connectors.confluence_common import (
 from connectors.confluence_storage import storage_to_markdown
 from connectors.export_attachments import AttachmentEntry, attachment_documents
 from connectors.document import PUBLIC, RESTRICTED, SourceDocument
+from connectors.sizes import size_text
 
 STORAGE = "2"  # BodyContent.bodyType of storage XHTML
 KEPT_CLASSES = {"Page", "Space", "BodyContent", "ConfluenceUserImpl", "Attachment", "ContentProperty",
@@ -184,7 +185,7 @@ class ConfluenceXmlExport:
             _, body = export.bodies.get(page_id, (STORAGE, ""))
             size = len(body.encode("utf-8"))
             if size > self.max_bytes:
-                raise ValueError(f"body is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.0f} MB limit")
+                raise ValueError(f"body is {size_text(size)}, over the {size_text(self.max_bytes)} limit")
 
             def link(title: str, space_key: str | None) -> str | None:  # a page we can cite, by title
                 space_id = export.space_ids.get(space_key, "") if space_key else page.get("space")

@@ -15,7 +15,7 @@ empty file (or one with only front matter) is `skipped`: nothing to index, nothi
 PDF, Word (.docx) and PowerPoint (.pptx) files kept beside the pages are read too when the
 source's `include` globs name them (`include = ["**/*.md", "policies/*.pdf"]`; with no include,
 only Markdown is read, as before), converted by `connectors.attachments` (a PDF's sections cite
-`file.pdf#page=N`), within its limits (50 MB a file) rather than the page's 10 MB.
+`file.pdf#page=N`), within its limits (50 MiB a file) rather than the page's 10 MiB.
 
 Files are not trusted: only regular files are read (a FIFO or a device named `x.md` would block or
 never end), never more than `max_bytes`, and never through a link that leaves the root. Front
@@ -41,6 +41,7 @@ from connectors.commonmark import Page, parse
 from connectors.document import PUBLIC, SURROGATE, SourceDocument, Unreadable
 from connectors.globs import GlobFilter
 from connectors.git_dates import GitDates
+from connectors.sizes import size_text
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
@@ -232,10 +233,10 @@ class MarkdownFolder:
             if not stat.S_ISREG(info.st_mode):
                 raise ValueError("not a regular file (a FIFO, socket or device); not read")
             if info.st_size > max_bytes:
-                raise ValueError(f"file is {info.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+                raise ValueError(f"file is {size_text(info.st_size)}, over the {size_text(max_bytes)} limit")
             raw = fh.read(max_bytes + 1)
         if len(raw) > max_bytes:  # it grew since it was measured
-            raise ValueError(f"file is over the {max_bytes / 1e6:.0f} MB limit")
+            raise ValueError(f"file is over the {size_text(max_bytes)} limit")
         return raw, info.st_mtime
 
     def url_for(self, rel: str) -> str:

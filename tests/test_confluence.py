@@ -476,11 +476,11 @@ def test_zip_bomb_is_refused_before_anything_is_read(tmp_path):
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
         z.write(HTML_FIXTURE / "index.html", "index.html")
-        z.writestr("Zeros_1.html", b"\0" * (3 * 1024 * 1024))  # 3 MB of zeros: ~3 KB compressed
+        z.writestr("Zeros_1.html", b"\0" * (3 * 1024 * 1024))  # 3 MiB of zeros: ~3 KB compressed
     assert archive.stat().st_size < 20_000
 
-    with pytest.raises(ExportError, match=r"refusing bomb.zip: over 2 MB uncompressed \(zip bomb\?\)"):
-        next(ConfluenceHtmlExport(archive, max_archive_bytes=2_000_000).documents())
+    with pytest.raises(ExportError, match=r"refusing bomb.zip: over 2 MiB uncompressed \(zip bomb\?\)"):
+        next(ConfluenceHtmlExport(archive, max_archive_bytes=2 * 1024 * 1024).documents())
     with pytest.raises(ExportError, match="zip bomb"):
         list(ConfluenceXmlExport(archive, max_archive_bytes=2_000_000).paths())
 

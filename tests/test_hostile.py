@@ -416,7 +416,7 @@ def hostile_folder(tmp_path):
     write("utf16-no-bom.md", "# UTF-16 without a BOM\n".encode("utf-16-le"))
     write("image.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + os.urandom(2000))
     write("random.txt", bytes(range(128, 256)) * 20)
-    with open(wiki / "huge.md", "wb") as fh:  # 200 MB, sparse: takes no disk and must not be read
+    with open(wiki / "huge.md", "wb") as fh:  # 200 MiB, sparse: takes no disk and must not be read
         fh.truncate(200 * 1024 * 1024)
     (wiki / "loop-a.md").symlink_to(wiki / "loop-b.md")
     (wiki / "loop-b.md").symlink_to(wiki / "loop-a.md")
@@ -451,7 +451,7 @@ def test_hostile_files_each_fail_alone_or_are_read_and_nothing_leaves_the_folder
     assert "not valid UTF-8" in failed["latin1.md"] and "not valid UTF-8" in failed["shift-jis.md"]
     assert "binary" in failed["image.md"] and "binary" in failed["utf16-no-bom.md"]
     assert "not valid UTF-8" in failed["random.txt"]
-    assert failed["huge.md"] == "file is 209.7 MB, over the 10 MB limit"
+    assert failed["huge.md"] == "file is 200 MiB, over the 10 MiB limit"
     assert "not a regular file" in failed["pipe.md"]
     assert failed["bad-\ufffd-name.md"] == "file name is not valid UTF-8; rename the file"
     assert rows["empty.md"].status == Status.SKIPPED and rows["empty.md"].error == "empty page"
@@ -489,7 +489,7 @@ def test_huge_file_is_refused_without_reading_it(tmp_path):
         fh.truncate(200 * 1024 * 1024)
     with timed("refusing a 200 MB file", 1):
         [doc] = MarkdownFolder(tmp_path).documents()
-    assert doc.error == "file is 209.7 MB, over the 10 MB limit"
+    assert doc.error == "file is 200 MiB, over the 10 MiB limit"
 
 
 def test_ten_thousand_unreadable_or_empty_files_are_recorded_in_a_real_sync_without_a_hang(index, tmp_path, caplog):
@@ -539,7 +539,7 @@ def test_zip_bomb_export_is_refused_with_a_clear_error_and_nothing_is_pruned(ind
 
     hi.zip_bomb(archive, "Bomb_{i}.html", real={"index.html": (FIXTURES / "html-export" / "index.html").read_bytes()})
     assert archive.stat().st_size < 10_000_000  # ~4.6 MB on disk, 4.4 GiB inflated
-    with timed("refusing a zip bomb", 5), pytest.raises(ExportError, match=r"over 4295 MB uncompressed \(zip bomb\?\)"):
+    with timed("refusing a zip bomb", 5), pytest.raises(ExportError, match=r"over 4 GiB uncompressed \(zip bomb\?\)"):
         sync_documents(index, export.documents(), source)
     with index.session() as s:
         rows = s.exec(select(DocumentRecord).where(DocumentRecord.source == source)).all()

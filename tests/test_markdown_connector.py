@@ -483,13 +483,13 @@ def test_front_matter_that_is_a_list_is_an_error(tmp_path):
 def test_file_over_the_default_size_limit_is_refused_without_reading_it(tmp_path):
     write(tmp_path, "good.md", "# Good\n\nfine\n")
     huge = tmp_path / "huge.md"
-    with huge.open("wb") as fh:  # 50 MB sparse file: real size on disk, no time writing it
+    with huge.open("wb") as fh:  # 50 MiB sparse file: real size on disk, no time writing it
         fh.truncate(50 * 1024 * 1024)
     assert huge.stat().st_size > DEFAULT_MAX_BYTES == 10 * 1024 * 1024
 
     docs = read_all(MarkdownFolder(tmp_path))
 
-    assert docs["huge.md"].error == "file is 52.4 MB, over the 10 MB limit"
+    assert docs["huge.md"].error == "file is 50 MiB, over the 10 MiB limit"
     assert docs["huge.md"].text == ""
     assert docs["good.md"].error is None
 
