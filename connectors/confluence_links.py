@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 # What a space key looks like (letters and digits; a personal space: "~" and a user name): no quote,
 # backslash or space, so one is safe inside CQL's "…".
@@ -80,11 +80,6 @@ class Site:
         if parts.username is not None or parts.password is not None or not parts.hostname:
             return False
         return _origin(parts.scheme, parts.hostname, port) == self.origin
-
-    def path(self, *parts: str) -> str:
-        """A site-relative path built by Docent from server-given parts (ids), each quoted: a part
-        cannot add a segment, a query or a host."""
-        return "/".join(quote(part, safe="") for part in parts)
 
     def resolve(self, link: object) -> str:
         """A server-given link as an absolute URL on this site, or `OffSite` saying why not."""
