@@ -1,8 +1,8 @@
 """`kb serve`: the Slack bot as a long-running service.
 
 - HTTP mode (the default): uvicorn serves `POST /slack/events` — Events API, interactivity and
-  slash commands on one URL, every request's signature checked with SLACK_SIGNING_SECRET —
-  and `GET /healthz`.
+  slash commands on one URL, every request's signature checked with SLACK_SIGNING_SECRET (its
+  headers before its body, which is capped: `bot.signed_requests`) — and `GET /healthz`.
 - Socket Mode (when SLACK_APP_TOKEN is set): the bot connects out to Slack over a WebSocket, so
   it needs no public URL; `GET /healthz` is still served on host:port for the orchestrator.
 - `GET /metrics` (Prometheus, `bot.metrics`) on a port of its own, `KB_METRICS_PORT` (9464), bound
@@ -31,6 +31,7 @@ from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -38,9 +39,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.slack.digest import digest_problem, schedule_digest
+from bot.database_watch import EmbeddedWatch
 from bot.housekeeping import start_housekeeping
 from bot.metrics import SLACK_ACK_SECONDS, exposition
 from bot.settings import Settings, secret
+from bot.signed_requests import Refusal, signed_body
 from bot.slack.audiences import SlackAccess
 from bot.slack.app import build_app, slack_access
 from bot.slack.client import web_client
@@ -60,7 +63,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"  # ready: the index can be read (503 while the database is away)
 METRICS_PATH = "/metrics"  # Prometheus (bot.metrics)
-LIVE_PATH = "/livez"  # alive: the process answers HTTP (a database outage is not a reason to restart it)
+LIVE_PATH = "/livez"  # alive: the process answers HTTP, and an embedded Postgres runs or could be started again
 SHUTDOWN_SECONDS = 30  # how long a stopping `kb serve` lets the answers being written finish
 
 
@@ -88,6 +91,9 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         metrics_sock = bind(host, settings.kb_metrics_port, setting="KB_METRICS_PORT")
         root.on_close(metrics_sock.close, "the metrics socket")
         index = root.index
+        watch = watch_embedded(index)
+        if watch is not None:
+            root.on_close(watch.stop, "the embedded database's watch")
         warn_unconfigured_sources(index, sources)
         say_where_reads_go(index)
         warm_up(index)
@@ -107,10 +113,19 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000) -> None
         if socket_mode:
             log.warning("Docent is connected to Slack (Socket Mode); health check on http://%s:%d%s",
                         host, port, HEALTH_PATH)
-            run_http(web_app(None, index), sock, settings.kb_log_level)
+            run_http(web_app(None, index, live=watch), sock, settings.kb_log_level)
         else:
             log.warning("Docent is listening on http://%s:%d%s", host, port, EVENTS_PATH)
-            run_http(web_app(app, index, metrics_token=secret(settings.kb_metrics_token)), sock, settings.kb_log_level)
+            run_http(web_app(app, index, metrics_token=secret(settings.kb_metrics_token), live=watch,
+                             signing_secret=secret(settings.slack_signing_secret)), sock, settings.kb_log_level)
+
+
+def watch_embedded(index: Index) -> EmbeddedWatch | None:
+    """With the embedded Postgres (no DATABASE_URL), a watch that starts it again if it dies and
+    tells `/livez` while it cannot (`bot.database_watch`). None with a DATABASE_URL."""
+    if index.config.database_url:
+        return None
+    return EmbeddedWatch(index.config.home).start()
 
 
 def drain(workers: Workers) -> None:
@@ -286,11 +301,16 @@ def bearer_matches(request: Request, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def web_app(bolt_app: App | None, index: Index, metrics_token: str | None = None) -> Starlette:
-    """The ASGI app: Slack's requests (if `bolt_app`), the readiness check (`/healthz`) and the
-    liveness check (`/livez`, which touches nothing but the event loop) — and, with Slack's
-    requests and a `metrics_token`, `/metrics` for scrapes that send that token (401 otherwise;
-    no route at all without a token: 404).
+def web_app(bolt_app: App | None, index: Index, metrics_token: str | None = None, *,
+            signing_secret: str | None = None, live: EmbeddedWatch | None = None) -> Starlette:
+    """The ASGI app: Slack's requests (if `bolt_app`, with the `signing_secret` they are signed
+    with), the readiness check (`/healthz`) and the liveness check (`/livez`: the event loop
+    answers and, with the embedded Postgres, its watch `live` has not found it dead for good —
+    503 then) — and, with Slack's requests and a `metrics_token`, `/metrics` for scrapes that send
+    that token (401 otherwise; no route at all without a token: 404).
+
+    Slack's requests pass `bot.signed_requests` before Bolt reads them: the signature's headers
+    first, the body capped while it is read, then the signature.
 
     Bolt's `SlackRequestHandler.handle` calls the synchronous `App.dispatch` inside the event
     loop, so one slow step (a database claim, the wait for a listener's ack) would stall every
@@ -307,6 +327,9 @@ def web_app(bolt_app: App | None, index: Index, metrics_token: str | None = None
         return JSONResponse({"ok": True, "chunks": chunks})
 
     async def livez(request: Request) -> Response:
+        if live is not None and not live.alive:
+            return JSONResponse({"ok": False, "error": "the embedded database stopped and cannot be started again"},
+                                status_code=503)
         return JSONResponse({"ok": True})
 
     routes = [Route(HEALTH_PATH, healthz, methods=["GET"]), Route(LIVE_PATH, livez, methods=["GET"])]
@@ -322,10 +345,20 @@ def web_app(bolt_app: App | None, index: Index, metrics_token: str | None = None
         routes.append(Route(METRICS_PATH, metrics, methods=["GET"]))
     if bolt_app is not None:
 
+        if not signing_secret:
+            raise ValueError("Slack's requests need the signing secret to be checked")
+        verifier = SignatureVerifier(signing_secret)
+
         async def slack_events(request: Request) -> Response:
             started = time.perf_counter()
-            body = await request.body()
-            response = await run_in_threadpool(bolt_app.dispatch, to_bolt_request(request, body))
+            body = await signed_body(request, verifier)  # headers, size, signature (bot.signed_requests)
+            if isinstance(body, Refusal):
+                return body.response()
+            try:
+                bolt_request = to_bolt_request(request, body)  # parses it: JSON, a form, a form's JSON payload
+            except ValueError:
+                return Refusal(400, "the body is not what its Content-Type says").response()
+            response = await run_in_threadpool(bolt_app.dispatch, bolt_request)
             SLACK_ACK_SECONDS.observe(time.perf_counter() - started)  # Bolt has acked when dispatch returns
             return to_starlette_response(response)
 

@@ -778,7 +778,7 @@ def slack_bot(settings, index, llm):
     workers = Workers()
     app = build_app(settings, index, web_client(settings), llm, workers=workers)
     try:
-        with serving_in_thread(web_app(app, index)) as url:
+        with serving_in_thread(web_app(app, index, signing_secret=settings.slack_signing_secret.get_secret_value())) as url:
             yield f"{url}/slack/events"
     finally:
         workers.wait_idle(20)

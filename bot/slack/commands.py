@@ -5,6 +5,12 @@ the answers pool and replies through the response URL. `/kb ask` answers private
 "Share in channel" button (`bot.slack.feedback`); `/kb resync` lives in `bot.slack.resync_command`
 and `/kb channel` in `bot.slack.channel_command`. A new
 subcommand is one entry in `SUBCOMMANDS`.
+
+Once per request: a signed `/kb` sent again within its five minutes (a replay: Slack itself never
+resends a slash command) is acknowledged again but answered once. The request's signature names
+its body and timestamp; the first of the work it starts claims it (`services.first_time`, Slack's
+delivery claims, `bot.slack.store`) — after the ack, on the answers pool, as a claim waits for the
+database and Slack's 3-second ack must not.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App, BoltRequest, Respond
 
 from bot import messages
 from bot.records import question_log
@@ -23,7 +29,7 @@ from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
 from bot.slack.resync_command import resync
-from bot.slack.services import Services
+from bot.slack.services import DELIVERY, Services, first_time
 from indexing.storage import IndexStatus
 
 COMMAND = "/kb"
@@ -31,13 +37,15 @@ COMMAND = "/kb"
 
 def register(app: App, services: Services) -> None:
     @app.command(COMMAND)
-    def kb(ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+    def kb(ack: Ack, command: dict[str, Any], respond: Respond, request: BoltRequest) -> None:
         """`/kb <subcommand> …`: each subcommand acks first."""
         name, _, rest = (command.get("text") or "").strip().partition(" ")
         subcommand = SUBCOMMANDS.get(name.lower())
         if subcommand is None:
             ack(text=messages.unknown_subcommand(neutralise(escape(name.lower()[:40]))), response_type="ephemeral")
             return
+        signature = (request.headers.get("x-slack-signature") or [""])[0]  # none in Socket Mode: nothing to replay
+        command = {**command, DELIVERY: f"command:{signature.removeprefix('v0=')}" if signature else ""}
         subcommand(services, ack, command, respond, rest.strip())
 
 
@@ -57,6 +65,8 @@ def ask(services: Services, ack: Ack, command: dict[str, Any], respond: Respond,
 
 def answer_privately(services: Services, command: dict[str, Any], respond: Respond, question: str, started: float) -> None:
     """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
+    if not first_time(services, command):
+        return
     channel, user = command.get("channel_id"), command["user_id"]
     details: Logged = {"surface": "command", "user_id": user, "channel_id": channel}
     db = services.db
@@ -92,6 +102,8 @@ def status(services: Services, ack: Ack, command: dict[str, Any], respond: Respo
 
 
 def show_status(services: Services, command: dict[str, Any], respond: Respond) -> None:
+    if not first_time(services, command):
+        return
     with apology_on_error("/kb status", lambda ref: respond(text=messages.apology(ref), response_type="ephemeral")):
         audience = services.access.audience(command.get("channel_id"), command.get("user_id"))
         text = status_text(services.kb.status(audience), visible_here=True)

@@ -9,8 +9,10 @@ both with `db`; it never reaches into the index or runs SQL itself.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from cachetools import LRUCache
 
@@ -23,7 +25,10 @@ from bot.slack.store import Deduper
 from bot.slack.workers import CountingPool
 from sources import ChannelsConfig
 
+log = logging.getLogger(__name__)
+
 RECENT_THREADS = 10_000  # threads remembered in memory, for follow-ups while the database is down
+DELIVERY = "docent_delivery"  # put in a `/kb` command by its listener: the key its request is claimed under
 
 
 class RecentThreads:
@@ -65,3 +70,14 @@ class Services:
     answers: CountingPool
     threads: RecentThreads = field(default_factory=RecentThreads)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (sources.channels)
+
+
+def first_time(services: Services, command: dict[str, Any]) -> bool:
+    """Whether the request behind a `/kb` command is handled for the first time: False for a
+    replay of the same signed request (`bot.slack.commands`), which is logged. Called after the
+    ack: the claim may wait for the database."""
+    key = command.get(DELIVERY)
+    if not key or services.deduper.claim(key):
+        return True
+    log.info("not handling a /kb request again: the same signed request was handled before (%s…)", key[:20])
+    return False

