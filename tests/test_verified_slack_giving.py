@@ -119,6 +119,18 @@ def test_a_verifier_who_is_not_a_slack_user_is_shown_as_text_escaped(bot, slack,
     assert query_rows(index, channel_id=channel)[0].verified_id == answer_id
 
 
+def test_an_answer_due_for_review_is_still_given_marked_so(bot, slack, index):
+    past = utc_today() - timedelta(days=2)
+    with verified(index, DOOR, DOOR_ANSWER, review_by=past):
+        channel = new_channel()
+        bot.event(mention(DOOR, channel))
+        post = slack.wait_for(lambda: posts_in(slack, channel))[0]
+    line = provenance(post.params["blocks"])
+    assert line == (f"✅ Verified answer — by <@{VERIFIER}>, {today()} · due for review since "
+                    f"{past.day} {past:%b %Y} (its review date passed)")
+    assert post.params["blocks"][1]["text"]["text"].startswith("It is 4711")
+
+
 def test_shown_again_from_the_log_it_stays_verified_tally_and_share(bot, slack, index):
     with verified(index, DOOR, DOOR_ANSWER) as answer_id:
         channel = new_channel()
