@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -56,12 +57,14 @@ def main() -> None:
     rng = np.random.default_rng(7)
     dim = len(index.embedder.embed_query("dimension"))
     started = time.perf_counter()
+    now = datetime.now(timezone.utc)
     with index.session() as s:
         for first in range(0, filler, 1000):
             n = min(1000, filler - first)
             ids = s.execute(insert(VerifiedAnswerRow).returning(VerifiedAnswerRow.id), [
-                {"answer": f"filler answer {first + i}", "verified_by": "bench", "scopes": ["public"], "cites": [],
-                 "review_by": store.default_review_by(180), "revision": 0} for i in range(n)]).scalars().all()
+                {"answer": f"filler answer {first + i}", "verified_by": "bench", "verified_at": now, "updated_at": now,
+                 "scopes": ["public"], "cites": [], "review_by": store.default_review_by(180), "revision": 0}
+                for i in range(n)]).scalars().all()
             vectors = rng.standard_normal((n * 3, dim)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             s.execute(insert(VerifiedQuestionRow), [

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from bot.answering import LanguageModel, LLMClient
     from bot.records import GapsReport, Listing
-    from bot.verified import Change
+    from bot.verified import Change, Given
     from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
@@ -71,9 +71,14 @@ class KnowledgeBase:
                  runner: SyncRunner | None = None) -> None:
         """`runner`: one shared with the watcher and the scheduler (`kb serve`); by default one of
         its own over `sources`."""
+        from bot.migrations import migrate_bot
+        from bot.verified import Lookup
+
         self.index = index
         self.llm = llm
         self.runner = runner or SyncRunner(index, list(sources))
+        migrate_bot(index.engine)  # the bot's own tables (verified answers): every process that answers has them
+        self.verified = Lookup()
 
     @property
     def configured(self) -> list[SourceConfig]:
@@ -99,7 +104,21 @@ class KnowledgeBase:
             from bot.answering import StreamingLLM
 
             llm = StreamingLLM(client, on_text)
-        return answer_question(self.index, text, scopes=audience.search_scopes, llm=llm, mode=mode)
+        scopes = audience.search_scopes
+
+        def find_verified(asked: str, vector: list[float] | None) -> Given | None:
+            return self.verified.find(self.index, self.index.embedder, asked, scopes, vector=vector,
+                                      synonyms=self.synonym_table())
+
+        # a follow-up ("and in Portland?") leans on its thread: only a question that stands alone gets a verified answer
+        return answer_question(self.index, text, scopes=scopes, llm=llm, mode=mode,
+                               verified=None if follows else find_verified)
+
+    def synonym_table(self) -> dict[str, list[str]]:
+        """The sources file's `[synonyms]` as written (word → the wiki's words), for the verified
+        answers' matcher."""
+        synonyms = self.index.config.synonyms
+        return {e.key: list(e.phrases) for e in synonyms.entries} if synonyms else {}
 
     def add_verified(self, change: Change, *, questions: Sequence[str], answer: str, scopes: Sequence[str],
                      review_by: date, channel_id: str | None = None, message_ts: str | None = None) -> int:

@@ -128,6 +128,7 @@ class Settings(BaseSettings):
     kb_handovers_per_hour: int = Field(default=10, ge=0)  # per help channel (bot.slack.handover); 0: none
     # What people said in private channels (answered gaps, questions) in the digest and App Home (bot.records.gap_listing)
     kb_gaps_include_private_channels: bool = False
+    kb_verified_review_days: int = Field(default=180, ge=1)  # a verified answer's review-by date, from the day it is verified
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(

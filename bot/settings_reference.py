@@ -200,6 +200,9 @@ ROWS: tuple[Row, ...] = (
         ("list questions and answered gaps from private channels in the gaps digest and the admins' App Home "
          "(off: only public channels', and only where every scope of their channel is visible; `kb gaps` in a "
          "terminal lists everything)")),
+    Row(('KB_VERIFIED_REVIEW_DAYS',),
+        ("a verified answer's review-by date, in days from the day it is verified (or reviewed); past it the answer "
+         "is still given, marked due for review ([Verified answers](verified-answers.md))")),
     Row(('KB_DIGEST_CHANNEL',),
         ("a channel id (e.g. the wiki owners'): `kb serve` posts the weekly gaps digest (what `kb gaps` "
          'prints) there; page titles only of scopes visible in that channel'),

@@ -48,14 +48,23 @@ class ConfigurationError(RuntimeError):
 
 
 def open_index(settings: Settings) -> Index:
-    """The configured index, or a `ConfigurationError` saying why it cannot open."""
+    """The configured index with the bot's tables migrated too, or a `ConfigurationError` saying
+    why it cannot open."""
     from indexing.index import Index
     from indexing.storage import DatabaseUnavailable, MigrationFailed
 
+    from bot.migrations import migrate_bot
+
     try:
-        return Index(settings.index_config())
+        index = Index(settings.index_config())
     except (DatabaseUnavailable, MigrationFailed, ValueError) as exc:  # ValueError: a setting that cannot work
         raise ConfigurationError(str(exc)) from None
+    try:
+        migrate_bot(index.engine)  # the bot's own tables (bot.migrations), right after the index's
+    except MigrationFailed as exc:
+        index.close()
+        raise ConfigurationError(str(exc)) from None
+    return index
 
 
 def _from_sources_file(read: Callable[[], T]) -> T:

@@ -76,7 +76,7 @@ class IndexConfig:
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first
     # The gate (indexing.search.gate.gate_outcome): not found below `refuse_below`, answered from
-    # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/tuning.md §8).
+    # `answer_from`, uncertain between; fitted leave-one-corpus-out (docs/history.md, tuning log §8).
     gate_refuse_below: float = 0.285
     gate_answer_from: float = 0.485
     gate_refuse_below_cjk: float = 0.385

@@ -69,7 +69,7 @@ class Index:
         self.engine = connect(self.url)
         self.read_url, self.read_engine = self.url, self.engine
         try:
-            migrate(self.engine)  # every Docent table, the bot's too (indexing.storage.migrations)
+            migrate(self.engine)  # the index's tables (indexing.storage.migrations); the bot's are bot.migrations'
             if config.database_read_url:
                 self.read_url = database_url(config.database_read_url, config.home, setting=standby.SETTING)
                 self.read_engine = standby.connect_standby(self.read_url, self.engine)

@@ -56,11 +56,14 @@ def kb_home():
 
 @pytest.fixture(scope="session")
 def index(kb_home):
-    """The one index of the test run (embedded Postgres in a temp dir, real bundled model)."""
+    """The one index of the test run (embedded Postgres in a temp dir, real bundled model), with the
+    bot's tables too (as `kb` and `kb serve` open it: bot.wiring.open_index)."""
+    from bot.migrations import migrate_bot
     from indexing.config import IndexConfig
     from indexing.index import Index
 
     idx = Index(IndexConfig(home=kb_home))
+    migrate_bot(idx.engine)
     yield idx
     idx.close()
 

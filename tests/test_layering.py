@@ -31,7 +31,7 @@ OVER_THE_CAP: dict[str, str] = {}
 # The rooms with a public face: bot imports their names only from the package (`from indexing.search
 # import Hit`), never from the module behind it; a room of bot's is entered the same way from outside it.
 FACES = ("indexing.storage", "indexing.vectors", "indexing.keyword", "indexing.ingest", "indexing.search",
-         "bot.answering", "bot.records", "bot.quality")
+         "bot.answering", "bot.records", "bot.quality", "bot.verified")
 # The sources file's model has a face too, its names imported with the package (nothing behind it is
 # heavy, and `kb --help` imports none of it): indexing and bot import them from `sources` only.
 SOURCES_FACE = "sources"

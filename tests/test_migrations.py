@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from tests.support.databases import scratch_database
 from indexing.storage import migrations
 from bot.migrations import BOT_MIGRATIONS, BOT_TABLES, migrate_bot
-from indexing.storage.migrations import DOCENT_TABLES, MIGRATIONS, TABLE, applied, migrate
+from indexing.storage.migrations import INDEX_TABLES, MIGRATIONS, MOVED_TO_BOT, TABLE, applied, migrate
 
 REPO = Path(__file__).resolve().parents[1]
 DUMPS = sorted((REPO / "tests" / "data" / "schemas").glob("*.sql"))
@@ -160,8 +160,8 @@ def test_an_empty_database_gets_every_docent_table_and_records_every_migration(d
     assert migrate(database) == [m.name for m in MIGRATIONS]
     assert migrate_bot(database) == [m.name for m in BOT_MIGRATIONS]
     assert schema(database) == target
-    assert tables(target) == {*DOCENT_TABLES, *BOT_TABLES, TABLE}
-    assert applied(database) == [m.name for m in MIGRATIONS] + [m.name for m in BOT_MIGRATIONS]
+    assert tables(target) == {*INDEX_TABLES, *BOT_TABLES, TABLE}
+    assert applied(database) == [m.name for m in MIGRATIONS] + sorted(m.name for m in BOT_MIGRATIONS)  # by when, then name
     assert target["enums"] == {"status": "PENDING,PROCESSING,SUCCESS,FAILED,SKIPPED"}
     defaults = {key: default for key, (_, _, default) in target["columns"].items() if default is not None}
     assert defaults == DEFAULTS
@@ -218,7 +218,7 @@ def fill(engine: Engine) -> dict[str, list[dict]]:
         columns: dict[str, list[tuple[str, str]]] = {}
         for table, column, kind in conn.execute(text(
                 "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name = ANY(:t)"), {"t": list(DOCENT_TABLES)}):
+                "WHERE table_schema = current_schema() AND table_name = ANY(:t)"), {"t": [*INDEX_TABLES, *BOT_TABLES]}):
             columns.setdefault(table, []).append((column, kind))
         for table, cols in columns.items():
             # the one user-defined type is the status enum; strings are short enough for VARCHAR(32)
@@ -343,12 +343,30 @@ def test_a_failing_migration_leaves_the_database_as_it_was(database, monkeypatch
         assert conn.execute(text("SELECT to_regclass('documents')")).scalar() is None
 
 
+def test_a_database_that_recorded_the_bots_migrations_in_indexings_set_runs_neither_again(database, caplog):
+    """A database migrated before the bot had its own set recorded m004, m005, m007 and m008 under
+    indexing: the bot's set knows them as its own and runs none again; indexing does not take them for
+    a newer release's."""
+    migrate(database)
+    with database.begin() as conn:  # as such a database's migrations table reads
+        for name in sorted(MOVED_TO_BOT):
+            conn.execute(text(f"INSERT INTO {TABLE} (name) VALUES (:n)"), {"n": name})
+        conn.execute(text("CREATE TABLE query_log (id SERIAL PRIMARY KEY)"))  # only what the moved ones made
+    with caplog.at_level("WARNING", logger="indexing.storage.migrations"):
+        assert migrate(database) == []
+        assert migrate_bot(database) == [m.name for m in BOT_MIGRATIONS if m.name not in MOVED_TO_BOT]
+    assert "newer version" not in caplog.text
+
+
 def test_migrations_have_distinct_numbered_names_in_order():
     names = [m.name for m in MIGRATIONS]
     assert len(set(names)) == len(names)
     assert names == sorted(names) and all(n[0] == "m" and n[1:4].isdigit() and n[4] == "_" for n in names)
     bot = [m.name for m in BOT_MIGRATIONS]
-    assert bot == sorted(bot) and all(n.startswith("bot_m") and n[5:8].isdigit() and n[8] == "_" for n in bot)
+    moved, own = bot[:len(MOVED_TO_BOT)], bot[len(MOVED_TO_BOT):]
+    assert set(moved) == MOVED_TO_BOT and moved == sorted(moved) and not MOVED_TO_BOT & set(names)
+    assert own == sorted(own) and all(n.startswith("bot_m") and n[5:8].isdigit() and n[8] == "_" for n in own)
+    assert len(set(bot)) == len(bot)
 
 
 def test_each_set_warns_only_of_its_own_unknown_names(database, caplog):

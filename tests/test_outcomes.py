@@ -9,6 +9,7 @@ from sqlalchemy import inspect, text
 from bot.records import question_log
 from bot.answering.answer import Answer
 from bot.messages import uncertain_line
+from bot.migrations import migrate_bot
 from indexing.storage.migrations import migrate
 
 
@@ -54,7 +55,9 @@ def test_the_migration_adds_the_outcome_column_to_an_older_query_log(index):
         conn.execute(text("DROP TABLE _docent_migrations"))
     assert "outcome" not in {c["name"] for c in inspect(index.engine).get_columns("query_log")}
     migrate(index.engine)
+    migrate_bot(index.engine)  # query_log is the bot's table (bot.migrations)
     migrate(index.engine)  # idempotent
+    migrate_bot(index.engine)
     assert "outcome" in {c["name"] for c in inspect(index.engine).get_columns("query_log")}
     row = question_log.log_query(index, surface="dm", user_id="UMIG", question="q?", answer=_answer("uncertain"))
     assert question_log.find_answer(index, row.answer_id).outcome == "uncertain"

@@ -101,6 +101,7 @@ def test_assistant_prompts_never_offer_a_question_from_a_private_place(asked, sl
 def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_path):
     """An older query log (no `channel_kind` column) migrated: its rows are of unknown kind, so
     two people's question there is no example; the same question asked twice in a public channel is."""
+    from bot.migrations import migrate_bot
     from indexing.storage.migrations import migrate
 
     with isolated_index(index, tmp_path) as (own, _):
@@ -117,6 +118,7 @@ def test_rows_logged_before_kinds_were_kept_never_become_examples(index, tmp_pat
                     {"id": f"old-{user}", "user": user, "q": "an old question from before kinds?",
                      "docs": f'["{public[0]}"]'})
         migrate(own.engine)
+        migrate_bot(own.engine)
         rows = query_rows(own, question="an old question from before kinds?")
         assert [r.channel_kind for r in rows] == ["", ""]
         assert example_questions(own, {"public"}) == []

@@ -39,7 +39,7 @@ def test_chinese_question_finds_the_chinese_page(index, sample_synced):
 def test_unanswerable_questions_are_not_answered_confidently_and_answerable_ones_pass(index, sample_synced):
     questions = eval_questions(SAMPLE_WIKI / "QUESTIONS.jsonl")
     outcome = {q["id"]: retrieve(index, q["question"], scopes=["sample"]).outcome for q in questions}
-    # The gate's thresholds are fitted leave-one-corpus-out (docs/tuning.md §8): it refuses almost
+    # The gate's thresholds are fitted leave-one-corpus-out (docs/history.md, tuning log §8): it refuses almost
     # no answerable question, and answers few unanswerable ones confidently (most are "uncertain").
     # These bounds pin down today's behaviour so a regression shows.
     unanswerable = [q for q in questions if q["kind"] == "not_found"]

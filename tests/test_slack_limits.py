@@ -229,6 +229,7 @@ def test_the_thread_lookup_behind_follow_ups_uses_an_index(index):
 def test_the_thread_indexes_are_added_to_an_existing_query_log(index):
     """A query log from before the thread indexes, in a database from before named migrations
     (no migrations table): the migrations add them when the index opens."""
+    from bot.migrations import migrate_bot
     from indexing.storage.migrations import migrate
 
     with index.engine.begin() as conn:
@@ -236,7 +237,8 @@ def test_the_thread_indexes_are_added_to_an_existing_query_log(index):
         conn.execute(text("DROP INDEX IF EXISTS ix_query_log_channel_message"))
         conn.execute(text("DROP TABLE _docent_migrations"))
 
-    migrate(index.engine)  # as every Docent process does when it opens the index
+    migrate(index.engine)  # as every Docent process does when it opens the index, then the bot's set
+    migrate_bot(index.engine)
 
     with index.engine.connect() as conn:
         names = set(conn.execute(text("SELECT indexname FROM pg_indexes WHERE tablename = 'query_log'")).scalars())

@@ -8,7 +8,7 @@ Three sources of data the public sets lack (issues 14 and 34):
   `not_found` there. Only pairs from different domains are used (company handbooks vs Wikipedia
   articles vs an open-source community's Chinese handbook): a Clef question asked of the
   Sourcegraph handbook is often answerable ("how many vacation days"), a SQuAD question about the
-  Normans never is. A sample was checked by hand (docs/tuning.md §8);
+  Normans never is. A sample was checked by hand (docs/history.md, tuning log §8);
 - **near-topic unanswerable questions** written by hand for the English handbooks, each checked
   against the whole corpus (`benchmarks/unanswerable/README.md`): the page retrieval finds talks
   about the topic but does not answer. They are their own set, "unanswerable", so results can be

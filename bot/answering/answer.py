@@ -16,8 +16,10 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot import messages
 from bot.answering.lead import LeadSentence, choose_lead, render_lead
@@ -27,6 +29,11 @@ from bot.answering.llm import LanguageModel, NotAChatReply, says_not_found
 from indexing.index import Index
 from indexing.ingest import HeadingPath
 from indexing.search import Hit, Outcome, retrieve
+
+if TYPE_CHECKING:
+    from bot.verified import Given, VerifiedAnswer
+
+    FindVerified = Callable[[str, list[float] | None], Given | None]  # (question, its vector if known) → given
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
@@ -77,6 +84,7 @@ class Answer:
     lead: str = ""  # the lead sentences with their [n], as at the top of an extractive answer
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
     answer_span: str | None = None  # the words a span reader points at, shown in bold in the lead (None: none)
+    verified: VerifiedAnswer | None = None  # the verified answer given (bot.verified), None: the wiki's answer
 
     def __post_init__(self) -> None:
         self.outcome = Outcome(self.outcome)  # "answered" as well as Outcome.ANSWERED
@@ -100,6 +108,7 @@ class Answer:
             "signals": self.signals,
             "searched": self.searched,
             "answer_span": self.answer_span,
+            "verified": self.verified.to_json() if self.verified else None,
         }
 
 
@@ -122,11 +131,14 @@ def clean_question(question: str) -> str:
 
 def answer_question(
     index: Index, question: str, scopes: list[str] | None = None, llm: LanguageModel | None = None,
-    mode: str = "hybrid",
+    mode: str = "hybrid", verified: FindVerified | None = None,
 ) -> Answer:
     """Retrieve, gate, and answer. `llm` is a `bot.answering.llm.LLMClient` or None for extractive answers;
     `mode` ("hybrid", "vector", "bm25") exists so `kb eval --compare` can score one leg alone.
-    `scopes`: the access scopes the asker may see (None: all); an empty list sees nothing."""
+    `scopes`: the access scopes the asker may see (None: all); an empty list sees nothing.
+    `verified`: finds the verified answer people gave to this question (`bot.verified.Lookup`):
+    when there is one it is the answer, verbatim (no lead, no model), its cited pages first among
+    the sources and then the wiki's."""
     question = clean_question(question)
     started = time.perf_counter()
     if scopes is not None and not scopes:  # nothing visible: nothing to search, no nearest pages
@@ -143,6 +155,12 @@ def answer_question(
                     searched=retrieval.searched_for)
     if answer.searched:  # logged with the question (query_log.signals), and shown again on a re-render
         answer.signals["searched"] = answer.searched
+    given = verified(question, retrieval.question_vector if retrieval.searched == question else None) if verified else None
+    timings["verified"] = round((time.perf_counter() - clock) * 1000, 2)
+    if given is not None:
+        _give_verified(index, answer, given, scopes)
+        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+        return answer
     lead: list[LeadSentence] = []
     if answer.found:
         lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),
@@ -175,6 +193,34 @@ def answer_question(
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return answer
+
+
+def _give_verified(index: Index, answer: Answer, given: Given, scopes: list[str] | None) -> None:
+    """`answer` becomes the verified one: its text with who verified it and when, the pages it
+    cites that the asker may see first among the sources, then the wiki's own when the wiki had
+    any (the nearest pages of a question it found nothing for are no sources of this answer)."""
+    from sqlmodel import col, select
+
+    from bot.verified import verified_text
+    from indexing.storage import DocumentRecord, Status
+
+    cited = [c.doc_id for c in given.answer.cites]
+    with index.read_session() as s:
+        rows = {d.id: d for d in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(cited),
+                                                                     DocumentRecord.status == Status.SUCCESS)).all()}
+    pages = [rows[c] for c in cited if c in rows and (scopes is None or rows[c].access in scopes)]
+    first = [Source(n=0, doc_id=d.id, source=d.source, path=d.path, title=d.title or d.path, heading_path=HeadingPath([]),
+                     url=d.url, score=0.0, updated_at=d.updated_at) for d in pages]
+    shown = {d.id for d in pages}
+    wiki = answer.sources if answer.found else []  # the wiki's own outcome, before it is the verified one's
+    answer.sources = [*first, *(s for s in wiki if s.doc_id not in shown)]
+    for n, source in enumerate(answer.sources, start=1):
+        source.n = n
+    answer.verified = given.answer
+    answer.text = verified_text(given.answer)
+    answer.outcome, answer.lead, answer.answer_span = Outcome.ANSWERED, "", None
+    answer.signals = {**answer.signals, "verified_id": given.answer.id, "verified_similarity": given.similarity,
+                      "verified_question": given.question}
 
 
 def _sources(hits: list[Hit]) -> tuple[list[Source], dict[str, int]]:

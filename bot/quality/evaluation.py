@@ -102,6 +102,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
                 "lead_keywords": [keywords_in(q.keywords, answer.lead.replace("**", "")), len(q.keywords)],
                 "lead": answer.lead, "answer_span": answer.answer_span,
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
+                "verified": answer.verified.to_json() if answer.verified else None,
                 **({"rerank": [s.rerank for s in answer.sources]} if index.rerank is not None else {}),
             })
     finally:

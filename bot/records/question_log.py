@@ -16,8 +16,8 @@
   where (channel, thread, permalink), when, and the access scopes visible in that channel, which
   limit where it is shown (`bot.records.gaps`).
 
-The classes are the Python view of the tables; `indexing.storage.migrations` creates and changes them
-(when the index opens), so a column added here needs a migration there.
+The classes are the Python view of the tables; `bot.migrations` creates and changes them (right
+after the index opens), so a column added here needs a migration there.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class QueryLog(SQLModel, table=True):
     timings_ms: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON))
     llm_used: bool = False
     error_ref: str | None = Field(default=None, index=True)  # the reference id the user was shown
+    verified_id: int | None = Field(default=None, index=True)  # the verified answer given (bot.verified), if one was
 
 
 class Feedback(SQLModel, table=True):
@@ -167,6 +168,7 @@ def log_query(
         row.signals = dict(answer.signals)
         row.timings_ms = {**answer.timings_ms, **row.timings_ms}
         row.llm_used = answer.llm_used
+        row.verified_id = answer.verified.id if answer.verified else None
     with index.session() as s:
         s.add(row)
         s.commit()

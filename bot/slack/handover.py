@@ -7,7 +7,7 @@ Docent asks the people named there, once, in the question's thread:
 with the nearest pages the channel may see (the answer's own sources: retrieval searched only the
 channel's scopes). At most one hand-over per thread and at most `KB_HANDOVERS_PER_HOUR` per
 channel in any rolling hour — both decided in Postgres (`bot.slack.store.claim_handover`: the
-`handovers` table, created by migration in `indexing.storage.migrations`) under a per-channel advisory
+`handovers` table, created by migration in `bot.migrations`) under a per-channel advisory
 lock, so a restart, a redelivered event or a second replica never pings the group twice for one
 thread, and a burst of unanswerable questions cannot page a team a hundred times.
 

@@ -61,7 +61,7 @@ KEEP = timedelta(days=3)  # Slack retries within minutes; older claims are prune
 
 class DeliveryClaim(SQLModel, table=True):
     """A Slack delivery this process or another has claimed (answered, or is answering). The table
-    is made by `indexing.storage.migrations` (m005_slack_tables)."""
+    is made by `bot.migrations` (m005_slack_tables)."""
 
     __tablename__ = "slack_deliveries"
 
@@ -110,7 +110,7 @@ class Deduper:
 
 class AnswerMessage(SQLModel, table=True):
     """Which message is Docent's answer to which question (for edits, deletions, DM threads).
-    The table is made by `indexing.storage.migrations` (m005_slack_tables)."""
+    The table is made by `bot.migrations` (m005_slack_tables)."""
 
     __tablename__ = "answer_messages"
 
@@ -193,7 +193,7 @@ def prune_answers(db: Database, before: datetime) -> int:
 
 class HandoverRecord(SQLModel, table=True):
     """A thread Docent handed over to people, and what became of it. The table is made by
-    `indexing.storage.migrations` (m005_slack_tables, m007_answered_gaps)."""
+    `bot.migrations` (m005_slack_tables, m007_answered_gaps)."""
 
     __tablename__ = "handovers"
     __table_args__ = (Index("handovers_channel_created_idx", "channel", "created_at"),)

@@ -6,7 +6,7 @@ sentence boundaries into several parents. A *child* is a small window of a paren
 20% overlap). Children are embedded and searched; their parent is what an answer quotes and
 cites. all-MiniLM-L6-v2 reads 256 word-pieces: with the title and heading path in front, 2.6% of
 the Sourcegraph handbook's children are longer and their tail reaches only BM25 — the size was
-chosen by a sweep of 96-256 tokens anyway (docs/tuning.md §6).
+chosen by a sweep of 96-256 tokens anyway (docs/history.md, tuning log §6).
 
 Children are embedded and BM25-indexed with the page title and heading path in front of their
 text, so a chunk that says "15 days" is still found by a question about "vacation".
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from llama_index.core.node_parser import SentenceSplitter
 
 # Token counts use llama-index's default tokenizer (tiktoken cl100k); MiniLM's word-pieces run
-# ~1.2x that for English. Swept on four labelled sets (docs/tuning.md §6): 200 / 40 ranked best on
+# ~1.2x that for English. Swept on four labelled sets (docs/history.md, tuning log §6): 200 / 40 ranked best on
 # the Sourcegraph handbook (MRR 0.824 at 160 / 32) and equal on the others.
 CHILD_TOKENS = 200
 CHILD_OVERLAP = 40

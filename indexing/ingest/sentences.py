@@ -141,7 +141,7 @@ def in_context(heading: str | None, text: str) -> str:
     is "Not at this time." — so, as a chunk is embedded with its heading path, it is scored
     together with the heading that says what it is about (it is still shown as written).
     Applied to every sentence, headings would drown the sentences' own words: measured worse
-    (docs/tuning.md §9). `heading`: the section's last heading, else its page's title."""
+    (docs/history.md, tuning log §9). `heading`: the section's last heading, else its page's title."""
     if HEADING_CONTEXT and heading and word_count(text) < SHORT_WORDS:
         return f"{heading}: {text}"
     return text

@@ -33,7 +33,8 @@ No one document can stop or stall a sync. Whatever a connector yields is made st
 characters and lone surrogates, which Postgres text refuses, are dropped or replaced), then held to
 the per-document limit every source shares: at most `MAX_TEXT_CHARS` of Markdown (chunking costs
 ~20 ms per KB, embedding more). Over it, the document is FAILED with the reason. The chunker
-reads any line, however hostile, in linear time (`indexing.ingest.chunking._heading`). The connectors
+reads any line, however hostile, in linear time (headings come from the one CommonMark parse,
+`connectors.commonmark`). The connectors
 bound their own reading and conversion (bytes, tags, nesting depth, a per-page deadline).
 Failures are written in batches, so a folder of 10,000 unreadable files costs seconds, not minutes.
 """

@@ -132,7 +132,7 @@ def chunk_search_text(text: str, title: str | None, heading_path: str | None, pa
     """What BM25 indexes for a child: its page's title, heading path and file path count as
     words of the chunk. The path's folders and file name name a page as a title does, and split
     at separators they match the question's words ("on_call.md" → "on call"); measured in
-    docs/tuning.md §7. Changing what goes in here means bumping `bm25_terms.TERMS_VERSION`."""
+    docs/history.md, tuning log §7. Changing what goes in here means bumping `bm25_terms.TERMS_VERSION`."""
     return f"{title or ''} {heading_path or ''} {path_words(path or '')}\n{text}"
 
 

@@ -10,13 +10,13 @@ from indexing.faces import load
 if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
     from indexing.storage.database import DatabaseUnavailable, affected, is_unreachable, revive_embedded
     from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, timestamptz, utcnow
-    from indexing.storage.migrations import MigrationFailed
+    from indexing.storage.migrations import Migration, MigrationFailed, migrate, registry, run_sql
     from indexing.storage.notify import Listener, notify_now
     from indexing.storage.status import IndexStatus, KeywordState, index_status
 
-__all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "KeywordState", "Listener", "MigrationFailed",
-           "RunResult", "Status", "SyncRun", "affected", "index_status", "is_unreachable", "notify_now", "revive_embedded",
-           "timestamptz", "utcnow"]
+__all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "KeywordState", "Listener", "Migration",
+           "MigrationFailed", "RunResult", "Status", "SyncRun", "affected", "index_status", "is_unreachable", "migrate",
+           "notify_now", "registry", "run_sql", "revive_embedded", "timestamptz", "utcnow"]
 
 
 def __getattr__(name: str) -> object:

@@ -38,12 +38,14 @@ def own_index(index, folder: Path, prefix: str = "docent_own"):
     keyword leg's statistics are per audience now, so a test searching only scopes of its own is
     safe from other scopes' pages there; the vector leg's HNSW graph still holds every scope's
     chunks. `folder` holds its home directory."""
+    from bot.migrations import migrate_bot
     from indexing.config import IndexConfig
     from indexing.index import Index
 
     with scratch_database(index, prefix) as url:
         own = Index(IndexConfig(home=folder, database_url=url.render_as_string(hide_password=False)),
                     embedder=index.embedder)
+        migrate_bot(own.engine)  # the bot's tables too, as a process that answers has them
         try:
             yield own
         finally:
