@@ -157,7 +157,10 @@ class ConfluenceRest:
                             f"restrictions setting, so the page is not indexed")
 
     def _outside(self, pid: str) -> Listed | None:
-        """An ancestor the selection does not hold (a cql filter): read by id, once per sync."""
+        """An ancestor the selection does not hold (a cql filter): read by id, once per sync; an id
+        that is not a page id is not asked for (None: its restrictions are unknown)."""
+        if page_id(pid) is None:
+            return None
         if pid not in self._extra:
             try:
                 raw = self.api.get(f"rest/api/content/{quote(pid, safe='')}", {"expand": LIST_EXPAND}, page=pid)

@@ -294,8 +294,9 @@ def test_a_429_with_an_hours_retry_after_waits_our_cap_and_retries_exactly_retri
 # -- 15. hostile ids -------------------------------------------------------------------------------
 
 
-def test_hostile_ids_make_no_path_no_request_and_no_cql_of_their_own(tmp_path):
-    fake = FakeConfluence(cloud=False)
+@pytest.mark.parametrize("cloud", [True, False], ids=["cloud-v2-bodies", "datacenter"])
+def test_hostile_ids_make_no_path_no_request_and_no_cql_of_their_own(tmp_path, cloud):
+    fake = FakeConfluence(cloud=cloud)
 
     def hostile(path, payload):
         if listing(path):
