@@ -21,7 +21,8 @@ Each request (`ConfluenceApi._fetch`):
   time is not retried (the server is answering, too slowly: waiting again would multiply it);
 - counts against the sync's budget (`begin_sync`): requests, bytes and time, so no server can
   hold a sync (and its source's sync lock) for ever; a listing follows at most
-  `max_listing_pages` `_links.next`, and one that points back to a page already read is a loop.
+  `max_listing_pages` `_links.next` and holds at most `max_results` results, and a `next` that
+  points back to a page already read is a loop.
 
 Errors are sorted into the two a sync must tell apart: `ConfluenceUnavailable` (cannot be reached,
 still failing after the retries, 401/403, a listing that cannot be trusted — the sync refuses and
@@ -79,6 +80,7 @@ class ApiSettings:
     max_retry_after: float = 120.0  # a longer Retry-After is waited this long, then retried
     max_json_bytes: int = 64 * MiB  # one JSON answer (v2 lists 250 bodies a request)
     max_listing_pages: int = 20_000  # `_links.next` followed per listing (4 M pages at 200 a request)
+    max_results: int = 1_000_000  # results per listing (a source's pages, or its attachments): memory stays bounded
     max_requests: int = 200_000  # per sync
     max_bytes: int = 50 * 1024 * MiB  # per sync, JSON and downloads
     max_seconds: float = 12 * 3600.0  # per sync
@@ -171,13 +173,18 @@ class ConfluenceApi:
     def pages(self, path: str, params: Params) -> Iterator[JsonObject]:
         """Every result of a listing, following `_links.next` (v1 `start/limit` on Data Center,
         cursors on Cloud — the server writes either into `next`, so following it is both), at
-        most `max_listing_pages` of them, never the same page twice."""
+        most `max_listing_pages` of them with at most `max_results` results, never the same page twice."""
         seen = {_page_key(f"{self.url}/{path}", params)}
         data = self.get(path, params)
+        count = 0
         while True:
             results = data.get("results")
             if not isinstance(results, list):
                 raise ConfluenceUnavailable(f"{self._where(path)}: the answer has no results list")
+            count += len(results)
+            if count > self.settings.max_results:
+                raise ConfluenceUnavailable(f"{self._where(path)}: more than {self.settings.max_results:,} results; "
+                                            f"stopped, nothing was deleted")
             yield from (r for r in results if isinstance(r, dict))
             links = data.get("_links")
             following = links.get("next") if isinstance(links, dict) else None

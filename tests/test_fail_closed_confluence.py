@@ -195,6 +195,7 @@ def test_a_next_link_that_loops_ends_with_an_error(tmp_path, loop):
 
 @pytest.mark.parametrize("cap, message", [
     ({"max_listing_pages": 2}, "more than 2 pages of results"),
+    ({"max_results": 399}, "/rest/api/content/search: more than 399 results"),
     ({"max_requests": 2}, "this sync has made 2 requests, its cap"),
     ({"max_bytes": 4096}, "this sync has read 4 KiB, its cap"),
     ({"max_seconds": 0.0}, "this sync has run 0 s, its cap"),
