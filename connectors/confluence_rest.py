@@ -22,8 +22,10 @@ Access (fail closed): a page takes its space's scope (`access = { HR = "hr-priva
 unless it or an ancestor has read restrictions. Then each restricted level must be readable by a
 user or group the sources file's `restrictions` maps to one common scope, which the page takes;
 otherwise it is SKIPPED with scope `RESTRICTED` and the reason (shown by `kb status`), and any
-version indexed before is withdrawn. Restrictions Docent cannot see (an ancestor its account
-cannot read, an answer without them) are treated the same way.
+version indexed before is withdrawn. Restrictions Docent cannot see in full (an ancestor its
+account cannot read, an answer without them, a list shorter than its `size`: see
+`connectors.confluence_listing`) are treated the same way, as is an ancestor whose id is not a
+page id. Links and ids the server gives are checked before use (`connectors.confluence_links`).
 
 Attachments (PDF, .docx, .pptx) of the selected pages are documents of their own
 (`pages/<page id>/attachments/<attachment id>`), under their page's scope, converted by
