@@ -7,12 +7,19 @@ every browser's PDF viewer follows). Each PDF page is a `# Page N` section whose
 `page=N` (`Converted.heading_ids`); Word headings become Markdown headings, each slide a section.
 
 Files are not trusted. Limits, checked before or while converting, each a `FileRefused` (the file
-FAILS with the reason, its previous version keeps serving): `max_bytes` per file (50 MB), at most
+FAILS with the reason, its previous version keeps serving): `max_bytes` per file (50 MiB), at most
 `max_pages` PDF pages or slides (500), and for the zip containers that .docx and .pptx are, at
-most `max_unzipped` bytes declared uncompressed (200 MB: a zip bomb is refused before it is
-inflated). An encrypted PDF or Office file, or one the library cannot parse, is refused too. A
-PDF with no text layer (a scan) is `NoText`: SKIPPED with the reason, since nothing is broken
-but nothing can be indexed without OCR, which Docent does not do.
+most `max_unzipped` bytes declared uncompressed (200 MiB) and no member over 1 MiB packed tighter
+than `max_ratio` (100:1): a zip bomb is refused before it is inflated (Python's zipfile never
+inflates a member past its declared size). Text stops at `max_chars` (500,000, what a sync
+indexes of a document): a PDF page by page, a Word file paragraph by paragraph as it is parsed
+(`connectors.docx_text`), a deck slide by slide; past it the file is refused. Every conversion
+runs in a child process (`connectors.conversion_budget`) that may take `max_seconds` (60) and
+`max_memory_mb` (1 GiB) at most, a PDF page `max_page_seconds` (10): a small file that asks the
+parser for minutes or gigabytes is stopped and refused with the reason, and the sync goes on. An
+encrypted PDF or Office file, or one the library cannot parse, is refused too. A PDF with no text
+layer (a scan) is `NoText`: SKIPPED with the reason, since nothing is broken but nothing can be
+indexed without OCR, which Docent does not do.
 """
 
 from __future__ import annotations
@@ -20,9 +27,14 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
+
+from connectors.conversion_budget import Budget, OverBudget, run_within
+from connectors.sizes import MiB, size_text
 
 SUFFIXES = {".pdf", ".docx", ".pptx"}
 MEDIA_TYPES = {
@@ -30,6 +42,7 @@ MEDIA_TYPES = {
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
 }
+_RATIO_FLOOR = MiB  # members smaller than this may pack as tightly as they like
 
 
 class FileRefused(ValueError):
@@ -45,6 +58,11 @@ class FileLimits:
     max_bytes: int = 50 * 1024 * 1024
     max_pages: int = 500
     max_unzipped: int = 200 * 1024 * 1024
+    max_ratio: int = 100  # uncompressed : compressed, per zip member over 1 MiB
+    max_chars: int = 500_000  # of text; indexing.ingest.sync.MAX_TEXT_CHARS, which a sync indexes at most
+    max_seconds: float = 60.0  # per file, wall clock, in the converting process
+    max_page_seconds: float = 10.0  # per PDF page
+    max_memory_mb: int = 1024  # MiB per file, in the converting process
 
 
 @dataclass
@@ -64,21 +82,34 @@ def wanted(name: str) -> bool:
 
 
 def convert(name: str, data: bytes, limits: FileLimits | None = None) -> Converted:
-    """A file's bytes as Markdown, by its extension; `FileRefused` or `NoText` otherwise."""
+    """A file's bytes as Markdown, by its extension; `FileRefused` or `NoText` otherwise. The
+    conversion runs in a child process under the limits' time and memory budget."""
     limits = limits or FileLimits()
     suffix = PurePosixPath(name).suffix.lower()
     if suffix not in SUFFIXES:
         raise FileRefused(f"{suffix or 'no extension'}: not a PDF, Word (.docx) or PowerPoint (.pptx) file")
     if len(data) > limits.max_bytes:
-        raise FileRefused(f"file is {len(data) / 1e6:.1f} MB, over the {limits.max_bytes / 1e6:.0f} MB limit")
+        raise FileRefused(f"file is {size_text(len(data))}, over the {size_text(limits.max_bytes)} limit")
+    try:
+        return run_within(Budget(seconds=limits.max_seconds, memory_mb=limits.max_memory_mb),
+                          convert_here, suffix, data, limits)
+    except OverBudget as exc:
+        raise FileRefused(f"converting this {suffix[1:].upper()} file {exc}: stopped, not indexed") from None
+
+
+def convert_here(suffix: str, data: bytes, limits: FileLimits) -> Converted:
+    """The conversion itself, in this process and without the time and memory budget: what
+    `convert` runs in its child process (and the benchmark runs to show what the budget saves)."""
     try:
         if suffix == ".pdf":
             return _pdf(data, limits)
-        _check_zip(data, limits)
-        return _docx(data) if suffix == ".docx" else _pptx(data, limits)
+        archive = _checked_zip(data, limits)
+        return _docx(archive, limits) if suffix == ".docx" else _pptx(data, limits)
     except (FileRefused, NoText):
         raise
     except Exception as exc:  # the libraries raise their own zoo of errors on broken files
+        if isinstance(exc, MemoryError) or "Memory allocation failed" in str(exc):
+            raise  # the budget's to report
         raise FileRefused(f"cannot read this {suffix[1:].upper()} file: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
@@ -97,9 +128,19 @@ def _pdf(data: bytes, limits: FileLimits) -> Converted:
     count = len(reader.pages)
     if count > limits.max_pages:
         raise FileRefused(f"the PDF has {count} pages, over the {limits.max_pages}-page limit")
-    sections, ids = [], []
+    sections, ids, chars = [], [], 0
+    read: dict[tuple[str, str], str] = {}  # pages drawn by the same content stream: read once
     for n, page in enumerate(reader.pages, start=1):
-        text = _tidy(page.extract_text() or "")
+        key = _drawn_by(page)
+        text = read.get(key) if key else None
+        if text is None:
+            text = _tidy(_page_text(page, n, limits))
+            if key:
+                read[key] = text
+        chars += len(text)
+        if chars > limits.max_chars:
+            raise FileRefused(f"the PDF's text passes {limits.max_chars:,} characters at page {n} of {count}, "
+                              "over the limit")
         if text:
             sections.append(f"# Page {n}\n\n{text}")
             ids.append((f"Page {n}", f"page={n}"))
@@ -109,49 +150,78 @@ def _pdf(data: bytes, limits: FileLimits) -> Converted:
     return Converted(text="\n\n".join(sections), pages=count, heading_ids=ids, title=title)
 
 
-def _check_zip(data: bytes, limits: FileLimits) -> None:
+def _drawn_by(page: Any) -> tuple[str, str] | None:
+    """What a page's text depends on: its content streams (as object numbers) and its resources
+    (fonts). Pages alike in both have the same text: a file of 500 pages sharing one stream is
+    read once (issue 45: 128 s and 100 M characters before)."""
+    from pypdf.generic import IndirectObject
+
+    contents = page.raw_get("/Contents") if "/Contents" in page else None
+    refs: list[Any] = contents if isinstance(contents, list) else [contents]
+    if contents is None or not all(isinstance(r, IndirectObject) for r in refs):
+        return None
+    where = "/Resources" if "/Resources" in page else "/Parent"  # inherited from the page tree
+    return ",".join(str(r.idnum) for r in refs), repr(page.raw_get(where) if where in page else None)
+
+
+def _page_text(page: Any, n: int, limits: FileLimits) -> str:
+    """One page's text, stopped once it has taken `max_page_seconds` (checked at each operator)."""
+    deadline = time.monotonic() + limits.max_page_seconds
+
+    def in_time(*_: object) -> None:
+        if time.monotonic() > deadline:
+            raise FileRefused(f"reading page {n} of the PDF took more than {limits.max_page_seconds:g} s: stopped")
+
+    return str(page.extract_text(visitor_operand_before=in_time) or "")
+
+
+def _checked_zip(data: bytes, limits: FileLimits) -> zipfile.ZipFile:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         if data[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":  # OLE2: an encrypted Office file (or .doc/.ppt)
             raise FileRefused("the file is encrypted with a password, or an old binary Office file") from None
         raise FileRefused("not a valid Office file (not a zip container)") from None
-    unzipped = sum(info.file_size for info in archive.infolist())
+    members = archive.infolist()
+    unzipped = sum(info.file_size for info in members)
     if unzipped > limits.max_unzipped:
-        raise FileRefused(f"the file unpacks to {unzipped / 1e6:.0f} MB, over the "
-                          f"{limits.max_unzipped / 1e6:.0f} MB limit")
+        raise FileRefused(f"the file unpacks to {size_text(unzipped)}, over the {size_text(limits.max_unzipped)} limit")
+    for info in members:
+        if info.file_size > _RATIO_FLOOR and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+            raise FileRefused(f"{info.filename} packs {size_text(info.file_size)} into {size_text(info.compress_size)} "
+                              f"({info.file_size // max(info.compress_size, 1)}:1), "
+                              f"over the {limits.max_ratio}:1 a document's parts compress to: a zip bomb?")
+    return archive
 
 
-def _docx(data: bytes) -> Converted:
-    import docx
+def _docx(archive: zipfile.ZipFile, limits: FileLimits) -> Converted:
+    from connectors import docx_text
 
-    document = docx.Document(io.BytesIO(data))
-    # Style names by id, read once: python-docx's `paragraph.style` scans every style per paragraph
-    # (18 s for 880 paragraphs, measured), this is a dictionary lookup.
-    names = {style.style_id: style.name or "" for style in document.styles}
+    try:
+        word = docx_text.read(archive, limits.max_chars)
+    except docx_text.TooMuchText as exc:
+        raise FileRefused(f"the Word file holds {exc}, over the limit") from None
     blocks: list[str] = []
-    for item in document.iter_inner_content():
-        if isinstance(item, docx.table.Table):
-            blocks.append(_table([[cell.text for cell in row.cells] for row in item.rows]))
+    for block in word.blocks:
+        if block.rows:
+            blocks.append(_table([list(row) for row in block.rows]))
             continue
-        text = _tidy(item.text)
+        text = _tidy(block.text)
         if not text:
             continue
-        style_id = item._p.pPr.pStyle.val if item._p.pPr is not None and item._p.pPr.pStyle is not None else None
-        style = names.get(style_id, "") if style_id else ""
-        level = re.fullmatch(r"Heading (\d)", style)
+        level = re.fullmatch(r"Heading (\d)", block.style)
         if level:
             blocks.append("#" * min(int(level.group(1)), 6) + " " + " ".join(text.split()))
-        elif style == "Title":
+        elif block.style == "Title":
             blocks.append("# " + " ".join(text.split()))
-        elif style.startswith("List"):
+        elif block.style.startswith("List"):
             blocks.append(f"- {text}")
         else:
             blocks.append(text)
     text = "\n\n".join(b for b in blocks if b)
     if not text.strip():
         raise NoText("the Word file holds no text")
-    return Converted(text=text, title=(document.core_properties.title or "").strip())
+    return Converted(text=text, title=word.title)
 
 
 def _pptx(data: bytes, limits: FileLimits) -> Converted:
@@ -161,7 +231,7 @@ def _pptx(data: bytes, limits: FileLimits) -> Converted:
     slides = list(deck.slides)
     if len(slides) > limits.max_pages:
         raise FileRefused(f"the deck has {len(slides)} slides, over the {limits.max_pages}-slide limit")
-    sections = []
+    sections, chars = [], 0
     for n, slide in enumerate(slides, start=1):
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None and title_shape.has_text_frame else ""
@@ -176,6 +246,10 @@ def _pptx(data: bytes, limits: FileLimits) -> Converted:
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             lines.append(_tidy(slide.notes_slide.notes_text_frame.text))
         body = "\n\n".join(line for line in lines if line)
+        chars += len(title) + len(body)
+        if chars > limits.max_chars:
+            raise FileRefused(f"the deck's text passes {limits.max_chars:,} characters at slide {n} of "
+                              f"{len(slides)}, over the limit")
         if title or body:
             sections.append(f"# Slide {n}" + (f": {title}" if title else "") + (f"\n\n{body}" if body else ""))
     if not sections:

@@ -55,7 +55,7 @@ def test_each_slide_is_a_section_with_its_title_once():
     ("locked.pdf", office_files.pdf([["secret"]], password="pw"), FileLimits(), "encrypted with a password"),
     ("broken.pdf", b"%PDF-1.7\nnot really", FileLimits(), "cannot read this PDF file"),
     ("broken.docx", b"PK\x03\x04 torn", FileLimits(), "not a valid Office file"),
-    ("big.pdf", office_files.pdf([["x"]]), FileLimits(max_bytes=100), "over the 0 MB limit"),
+    ("big.pdf", office_files.pdf([["x"]]), FileLimits(max_bytes=100), "over the 0.1 KiB limit"),
     ("long.pdf", office_files.pdf([["a"], ["b"], ["c"]]), FileLimits(max_pages=2), "3 pages, over the 2-page limit"),
     ("deck.pptx", office_files.pptx([("a", []), ("b", []), ("c", [])]), FileLimits(max_pages=2), "3 slides"),
     ("old.doc", b"\xd0\xcf\x11\xe0", FileLimits(), "not a PDF, Word (.docx) or PowerPoint"),
@@ -68,9 +68,9 @@ def test_broken_encrypted_and_oversized_files_are_refused_with_the_reason(name, 
 def test_a_zip_bomb_is_refused_before_it_is_inflated():
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("word/document.xml", b"\0" * (3 * 1024 * 1024))  # 3 MB of zeros: ~3 KB packed
+        archive.writestr("word/document.xml", b"\0" * (3 * 1024 * 1024))  # 3 MiB of zeros: ~3 KB packed
     assert len(out.getvalue()) < 10_000
-    with pytest.raises(FileRefused, match="unpacks to 3 MB, over the 1 MB limit"):
+    with pytest.raises(FileRefused, match="unpacks to 3 MiB, over the 1 MiB limit"):
         convert("bomb.docx", out.getvalue(), FileLimits(max_unzipped=1024 * 1024))
 
 

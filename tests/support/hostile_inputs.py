@@ -11,6 +11,7 @@ mangled: truncated, re-encoded, or spliced with raw bytes.
 
 from __future__ import annotations
 
+import io
 import random
 import string
 import struct
@@ -296,6 +297,73 @@ def zip_bomb(path: Path, name_pattern: str, member_bytes: int = 64 * 1024 * 1024
     path.write_bytes(bytes(local + central + end))
     assert zipfile.is_zipfile(path)
     return path
+
+
+# --- attachments that cost minutes and gigabytes (issue 45) ----------------------------------
+
+
+def bloated_docx(declared_mib: int = 180) -> bytes:
+    """A real Word file (python-docx's) whose word/document.xml is `declared_mib` MiB of one short
+    paragraph repeated (`<w:p><w:r><w:t>x</w:t></w:r></w:p>`), deflated to ~0.3% of that: under the
+    200 MiB unzipped limit (a 585 KB file, as in issue 45), and python-docx's whole-tree parse took 143 s and 3.35 GB on it."""
+    from tests.support import office_files
+
+    plain = zipfile.ZipFile(io.BytesIO(office_files.docx([("p", "x")])))
+    paragraph = b"<w:p><w:r><w:t>x</w:t></w:r></w:p>"
+    document = plain.read("word/document.xml")
+    head, tail = document.split(b"<w:body>", 1)[0] + b"<w:body>", b"</w:body></w:document>"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in plain.infolist():
+            if info.filename != "word/document.xml":
+                archive.writestr(info.filename, plain.read(info.filename))
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            member.write(head)
+            block = paragraph * (1024 * 1024 // len(paragraph))
+            for _ in range(declared_mib * 1024 * 1024 // len(block)):
+                member.write(block)
+            member.write(tail)
+    return out.getvalue()
+
+
+def _pdf(streams: list[bytes], pages: list[int]) -> bytes:
+    """A PDF whose page k is drawn by content stream `streams[pages[k]]` (flate-compressed, so a
+    stream shared by many pages is stored once) in Helvetica."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    refs = []
+    for content in streams:
+        stream = DecodedStreamObject()
+        stream.set_data(content)
+        refs.append(writer._add_object(stream.flate_encode(level=9)))
+    for k in pages:
+        page = writer.add_blank_page(width=612, height=792)
+        page[NameObject("/Contents")] = refs[k]
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def shared_stream_pdf(pages: int = 500, chars: int = 200_000) -> bytes:
+    """`pages` pages all drawn by one content stream of `chars` characters of text (~80 KB in
+    all): read page by page it was 128 s and 100 M characters, past any character cap."""
+    line = b"(" + b"Quarterly figures, restated. " * 3 + b") Tj T*\n"
+    body = b"BT /F1 12 Tf 14 TL 72 720 Td\n" + line * (chars // (len(line) - 9)) + b"ET\n"
+    return _pdf([body], [0] * pages)
+
+
+def slow_pdf(pages: int = 3, operators: int = 950_000) -> bytes:
+    """`pages` pages, each its own content stream of `operators` one-letter `Tj` operators (~10 KB
+    compressed a page, just under pypdf's 2 M-token budget for a stream): pypdf reads each page
+    in ~20 s, a 30 KB file in a minute or more."""
+    body = b"BT /F1 12 Tf 72 720 Td\n" + b"(x) Tj\n" * operators + b"ET\n"
+    return _pdf([body] * pages, list(range(pages)))
 
 
 def gibberish(chars: int, seed: int = 33) -> str:
