@@ -365,3 +365,33 @@ def test_an_empty_listing_says_the_account_may_have_lost_access_not_a_folder(ind
             assert refused.startswith("found no pages where 6 were indexed (has Docent's account lost access")
             assert "folder" not in refused
     indexed_sources.forget(index, source.name)
+
+
+# -- through `kb sync`: one clear line, no secret, nothing synced from elsewhere ---------------------
+
+
+def test_kb_sync_refuses_a_next_link_elsewhere_and_a_loop_with_one_line_each(index, kb_home, tmp_path, elsewhere):
+    from typer.testing import CliRunner
+
+    from bot.cli import app as kb_cli
+
+    with FakeConfluence(cloud=False) as fake:
+        source = remote(tmp_path, fake)
+        env = {"KB_HOME": str(kb_home), "KB_SOURCES": str(tmp_path / "conf.toml"), "KB_WIKI": None,
+               "DATABASE_URL": None, "KB_LOG_LEVEL": "WARNING", "SLACK_BOT_TOKEN": None}
+        for hostile, reason in [(elsewhere.url + "/rest/api/content/search?start=200", "refused to follow a link"),
+                                ("{first}", "points back to a page of this listing already read")]:
+            first: dict = {}
+
+            def tampered(path, payload, hostile=hostile, first=first):
+                if listing(path) and "_links" in payload:
+                    payload["_links"]["next"] = hostile.format(first=first.setdefault("path", path))
+                return payload
+
+            fake.tamper = tampered
+            result = within(60, lambda: CliRunner().invoke(kb_cli, ["sync", "--source", source.name], env=env))
+            assert result.exit_code != 0 and reason in result.output, result.output
+            assert result.output.startswith("error: source conf: ") and result.output.count("\n") == 1
+            assert TOKEN not in result.output
+        assert elsewhere.requests == [] and len([r for r in fake.requests if listing(r)]) == 2
+    indexed_sources.forget(index, source.name)
