@@ -241,6 +241,11 @@ def verified_voted_down(answer_id: int, verified_question: str, asked: str | Non
     return "\n".join(lines)
 
 
+def verified_vote_reason(answer_id: int, quoted: str) -> str:
+    """The second DM to the verifier: what the 👎 voter wrote in the form (`quoted`: escaped, "> " lines)."""
+    return f"📝 About your verified answer #{answer_id}, the person who voted 👎 wrote:\n{quoted}"
+
+
 SHARE_VERIFIED_REFUSED = ("I can't share this answer here: it is a verified answer that is not for this conversation, "
                           "or it has been retired since. It stays visible only to you.")
 VERIFIED_DUE = "Verified answers due for review"

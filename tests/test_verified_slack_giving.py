@@ -25,7 +25,7 @@ import pytest
 from slack_sdk import WebClient
 
 from tests.support.openai_server import FakeOpenAI
-from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER
+from tests.support.slack_api_server import BOT_ID, BOT_TOKEN, BOT_USER, TEAM
 from tests.support.slack_harness import (
     ADMIN, all_text, bot_settings, button, click, mention, new_channel, posts_in, query_rows, running_bot, wait_until)
 
@@ -82,6 +82,16 @@ def as_posted(post) -> dict:
 
 def dms_to(slack, user: str) -> list:
     return slack.calls_to("chat.postMessage", channel=user)
+
+
+def reason_form(user: str, answer_id: str, text: str) -> dict:
+    """The 👎 form sent back with `text` in it, as Slack sends a view submission."""
+    view = blocks.reason_modal(answer_id)
+    return {"type": "view_submission", "team": {"id": TEAM, "domain": "acme"}, "api_app_id": "A0DOCENT",
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM}, "token": "legacy",
+            "trigger_id": f"{time.time()}.trigger", "response_urls": [],
+            "view": {**view, "id": "V" + uuid.uuid4().hex[:8].upper(), "state": {"values": {
+                blocks.REASON_BLOCK: {blocks.REASON_INPUT: {"type": "plain_text_input", "value": text}}}}}}
 
 
 # -- given, with its provenance ----------------------------------------------------------------
@@ -197,12 +207,17 @@ def test_a_thumbs_down_tells_the_verifier_once_per_person(bot, slack, index):
         assert f"https://acme.slack.com/archives/{channel}/p{posted['ts'].replace('.', '')}" in text
         assert f"kb answers show {answer_id}" in text
 
+        bot.interaction(reason_form("U5", given, "The code changed in <November> & nobody said."))
+        why = all_text(slack.wait_for(lambda: dms_to(slack, VERIFIER)[1:])[0].params["blocks"])
+        assert f"verified answer #{answer_id}" in why and "> The code changed in &lt;November&gt; &amp; nobody said." in why
+
         vote(blocks.ACTION_VOTE_UP, "U5")  # changing back and forth …
         vote(blocks.ACTION_VOTE_DOWN, "U5")  # … tells them once
+        bot.interaction(reason_form("U5", given, "Still wrong."))  # and the note once
         vote(blocks.ACTION_VOTE_DOWN, VERIFIER)  # their own 👎 is not news to them
-        assert len(dms_to(slack, VERIFIER)) == 1
-        vote(blocks.ACTION_VOTE_DOWN, "U6")  # someone else's is
         assert len(dms_to(slack, VERIFIER)) == 2
+        vote(blocks.ACTION_VOTE_DOWN, "U6")  # someone else's is
+        assert len(dms_to(slack, VERIFIER)) == 3
 
 
 def test_a_thumbs_down_from_a_private_channel_does_not_show_the_question(bot, slack, index):
@@ -214,6 +229,9 @@ def test_a_thumbs_down_from_a_private_channel_does_not_show_the_question(bot, sl
         bot.interaction(click(blocks.ACTION_VOTE_DOWN, given, user="U5", channel=channel,
                               response_url=slack.response_url("vote-" + given), message=as_posted(post)))
         dm = all_text(slack.wait_for(lambda: dms_to(slack, "UVERIFY2"))[0].params["blocks"])
+        bot.interaction(reason_form("U5", given, "Wrong for the project we discussed here."))
+        bot.wait_idle()
+        assert len(dms_to(slack, "UVERIFY2")) == 1, "a note on a private conversation's answer stays there"
     assert f"verified answer #{answer_id}" in dm and f"(“{DOOR}”)" in dm, "the verified question is theirs"
     assert "private conversation" in dm and "They asked: " not in dm and "archives" not in dm
 

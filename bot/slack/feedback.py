@@ -39,7 +39,7 @@ from bot.slack.errors import apology_on_error, first_line, quietly, reference_id
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
 from bot.slack.services import Services
-from bot.slack.verified_review import tell_verifier
+from bot.slack.verified_review import tell_verifier, tell_verifier_why
 from bot.verified import store
 from sources import Audience
 from indexing.storage import is_unreachable
@@ -242,7 +242,6 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
     user is told in a direct message from Docent, with what they wrote, so it is not lost."""
     try:
         question_log.record_reason(services.db, reason.answer_id, reason.user, reason.text)
-        return
     except Exception as exc:
         ref = reference_id()
         if is_unreachable(exc):
@@ -252,6 +251,9 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
         else:
             log.exception("could not store a 👎 reason for %s [ref %s]", reason.answer_id, ref)
             why = messages.note_failed(ref)
+    else:
+        quietly(tell_verifier_why, services, reason, client)  # a verified answer's verifier reads it too
+        return
     message = messages.note_not_saved(why)
     if reason.text:
         message += f"\n{messages.WHAT_YOU_WROTE}\n" + "\n".join(f"> {escape(line)}" for line in reason.text.splitlines())

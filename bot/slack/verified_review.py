@@ -9,7 +9,8 @@
   as long as claims are kept, `bot.slack.store.KEEP`: three days). What
   was asked is shown only when it was asked in a public channel (`ChannelKind.PUBLIC`): a
   question from a DM, a private channel or a Slack Connect conversation is the asker's, and the
-  verifier may not be there.
+  verifier may not be there. What the voter then writes in the 👎 form follows in a second message
+  (once, and for a public channel's question only: a note may quote a private conversation).
 - **Due for review** (`bot.verified.store.listing(due=True)`: past its review-by date, or a page
   it cites changed or went): the admins' App Home and the weekly digest list them — the id, the
   first question, since when and why — limited to the answers visible where they are shown
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from slack_sdk import WebClient
 
     from bot.records import Database
-    from bot.slack.feedback import Click
+    from bot.records import QueryLog
+    from bot.slack.feedback import Click, Reason
     from bot.slack.services import Services
 
 log = logging.getLogger(__name__)
@@ -46,14 +48,9 @@ log = logging.getLogger(__name__)
 def tell_verifier(services: Services, click: Click, client: WebClient) -> bool:
     """After a 👎 was recorded: the verifier's DM (see the module docstring); True when sent."""
     row = question_log.find_answer(services.db, click.answer_id)
-    if row is None or row.verified_id is None:
+    verified = _to_tell(services, row, click.user, f"verified-down:{click.answer_id}:{click.user}")
+    if row is None or verified is None:
         return False
-    with services.db.session() as session:
-        verified = store.get(session, row.verified_id)
-    if verified is None or not slack_user(verified.verified_by) or verified.verified_by == click.user:
-        return False
-    if not services.deduper.claim(f"verified-down:{click.answer_id}:{click.user}"):
-        return False  # this person's 👎 on this answer was told already
     public = row.channel_kind == ChannelKind.PUBLIC.value
     where = None
     if public and row.channel_id and click.message_ts and click.channel == row.channel_id:
@@ -66,6 +63,37 @@ def tell_verifier(services: Services, click: Click, client: WebClient) -> bool:
     return True
 
 
+def tell_verifier_why(services: Services, reason: Reason, client: WebClient) -> bool:
+    """After the 👎 form's text was stored: what the voter wrote, to the verifier — once per person
+    and answer, and only for a question asked in a public channel (the note may quote what was
+    said in a private one); True when sent."""
+    if not reason.text:
+        return False
+    row = question_log.find_answer(services.db, reason.answer_id)
+    if row is None or row.channel_kind != ChannelKind.PUBLIC.value:
+        return False
+    verified = _to_tell(services, row, reason.user, f"verified-why:{reason.answer_id}:{reason.user}")
+    if verified is None:
+        return False
+    quoted = "\n".join(f"> {escape(line)}" for line in _clip_lines(reason.text, 1000))
+    post(client, verified.verified_by, None, messages.verified_vote_reason(verified.id, quoted))
+    return True
+
+
+def _to_tell(services: Services, row: QueryLog | None, voter: str, claim: str) -> VerifiedAnswer | None:
+    """The verified answer the logged answer `row` gave, when its verifier is to be told of
+    `voter`'s vote: a Slack user, not the voter, and `claim` not made before (made here)."""
+    if row is None or row.verified_id is None:
+        return None
+    with services.db.session() as session:
+        verified = store.get(session, row.verified_id)
+    if verified is None or not slack_user(verified.verified_by) or verified.verified_by == voter:
+        return None
+    if not services.deduper.claim(claim):
+        return None  # told already
+    return verified
+
+
 # -- due for review --------------------------------------------------------------------------------
 
 
@@ -75,6 +103,12 @@ def due_for_review(db: Database, scopes: Collection[str] | None) -> list[Verifie
         due = store.listing(session, due=True)
     visible = [a for a in due if scopes is None or set(a.scopes) & set(scopes)]
     return sorted(visible, key=lambda a: (a.due_since or a.review_by, a.id))
+
+
+def _clip_lines(text: str, limit: int) -> list[str]:
+    """At most `limit` characters of a note, line by line (a longer one ends with "…")."""
+    text = text.strip()
+    return (text if len(text) <= limit else text[: limit - 1].rstrip() + "…").splitlines()
 
 
 def _clip(text: str, limit: int) -> str:
