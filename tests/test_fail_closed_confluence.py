@@ -234,6 +234,18 @@ def test_a_json_answer_over_its_cap_is_refused(tmp_path):
             read_all(tmp_path, fake, ApiSettings(retries=0, max_json_bytes=2 * MiB))
 
 
+def test_a_compressed_answer_is_capped_on_what_it_inflates_to(tmp_path):
+    with FakeConfluence(cloud=False) as fake:
+        def padded(path, payload):
+            payload["padding"] = " " * (64 * MiB)  # ~64 KiB gzipped: its Content-Length is under the cap
+            return payload
+
+        fake.tamper, fake.gzip = padded, True
+        with pytest.raises(ConfluenceUnavailable, match=r"/rest/api/content/search: the answer is over the 4 MiB "
+                                                        r"limit; not read"):
+            read_all(tmp_path, fake, ApiSettings(retries=0, max_json_bytes=4 * MiB))
+
+
 # -- 6. timeout is a deadline for the whole request ----------------------------------------------
 
 

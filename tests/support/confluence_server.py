@@ -26,9 +26,9 @@ A hostile server, behind explicit knobs (off by default): `tamper(path?query, pa
 every JSON answer before it is sent (ids, `_links.next`/`base`, `webui`, `download`, restriction
 lists); `redirect_to(url)` answers the next request with a 302 to `url` ("{path}" in it: the
 request's own); `drip` sends JSON answers one byte every `drip` seconds (`drip_headers`: from the
-status line on); `attach(…, endless=n)` serves a download of n bytes without a Content-Length
-(its listing's `fileSize` is the small `data`'s), counting what it wrote in `bytes_sent`;
-`authorizations` records each request's Authorization header.
+status line on); `gzip` compresses JSON answers; `attach(…, endless=n)` serves a download of n
+bytes without a Content-Length (its listing's `fileSize` is the small `data`'s), counting what it
+wrote in `bytes_sent`; `authorizations` records each request's Authorization header.
 
 CQL understood: `type = page|attachment`, `space in (…)`/`space = X`, `id in (…)`,
 `lastmodified >= "yyyy/MM/dd HH:mm"` (UTC here), joined by `and`, optionally in parentheses.
@@ -37,6 +37,7 @@ CQL understood: `type = page|attachment`, `space in (…)`/`space = X`, `id in (
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import threading
@@ -96,6 +97,7 @@ class FakeConfluence:
         self.redirects: list[str] = []
         self.drip: float | None = None
         self.drip_headers = False
+        self.gzip = False
         self.bytes_sent = 0
         self.authorizations: list[str | None] = []
         self.lock = threading.Lock()
@@ -396,6 +398,8 @@ def _handler(fake: FakeConfluence):
             data = json.dumps(payload).encode()
             if fake.drip is not None:
                 return self._send_drip(data, status)
+            if fake.gzip:  # what a proxy in front of the site may do; a small body that inflates
+                data, headers = gzip.compress(data), (headers or {}) | {"Content-Encoding": "gzip"}
             self._send_bytes(data, "application/json", status, headers)
 
         def _send_drip(self, data: bytes, status: int) -> None:
