@@ -116,7 +116,13 @@ def verified_line(verified: VerifiedAnswer) -> str:
 
 def verified_body(answer: Answer) -> str:
     """A verified answer's text as given, without its plain provenance line (`verified_text`:
-    the line, a blank line, the answer), which `verified_line` renders for Slack."""
+    the line, a blank line, the answer), which `verified_line` renders for Slack. Shown again from
+    the query log, the line may differ from today's (it became due since): then up to the first
+    blank line."""
+    assert answer.verified is not None
+    line = header(answer.verified) + "\n\n"
+    if answer.text.startswith(line):
+        return answer.text[len(line):]
     _, blank, body = answer.text.partition("\n\n")
     return body if blank else answer.text
 
