@@ -126,7 +126,7 @@ def vote(services: Services, click: Click, client: WebClient, respond: Respond, 
     if choice == question_log.DOWN:
         quietly(hand_over_voted_down, services, click, client)
         if recorded:  # a verified answer's verifier hears of it (once per person and answer)
-            quietly(tell_verifier, services, click, client)
+            quietly(tell_verifier, services, client, click.answer_id, click.user, click.channel, click.message_ts)
 
 
 def hand_over_voted_down(services: Services, click: Click, client: WebClient) -> None:
@@ -252,7 +252,7 @@ def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
             log.exception("could not store a 👎 reason for %s [ref %s]", reason.answer_id, ref)
             why = messages.note_failed(ref)
     else:
-        quietly(tell_verifier_why, services, reason, client)  # a verified answer's verifier reads it too
+        quietly(tell_verifier_why, services, client, reason.answer_id, reason.user, reason.text)  # its verifier too
         return
     message = messages.note_not_saved(why)
     if reason.text:

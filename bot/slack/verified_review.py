@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from bot.records import Database
     from bot.records import QueryLog
-    from bot.slack.feedback import Click, Reason
     from bot.slack.services import Services
 
 log = logging.getLogger(__name__)
@@ -45,37 +44,39 @@ log = logging.getLogger(__name__)
 # -- a 👎 on a verified answer ---------------------------------------------------------------------
 
 
-def tell_verifier(services: Services, click: Click, client: WebClient) -> bool:
-    """After a 👎 was recorded: the verifier's DM (see the module docstring); True when sent."""
-    row = question_log.find_answer(services.db, click.answer_id)
-    verified = _to_tell(services, row, click.user, f"verified-down:{click.answer_id}:{click.user}")
+def tell_verifier(services: Services, client: WebClient, answer_id: str, voter: str, channel: str | None,
+                  message_ts: str | None) -> bool:
+    """After `voter`'s 👎 on answer `answer_id` was recorded (clicked on the message `message_ts` in
+    `channel`, when a posted one): the verifier's DM (see the module docstring); True when sent."""
+    row = question_log.find_answer(services.db, answer_id)
+    verified = _to_tell(services, row, voter, f"verified-down:{answer_id}:{voter}")
     if row is None or verified is None:
         return False
     public = row.channel_kind == ChannelKind.PUBLIC.value
     where = None
-    if public and row.channel_id and click.message_ts and click.channel == row.channel_id:
-        url = permalink(client, row.channel_id, click.message_ts)
+    if public and row.channel_id and message_ts and channel == row.channel_id:
+        url = permalink(client, row.channel_id, message_ts)
         where = f"{link(url, 'open it')} in <#{row.channel_id}>" if url.startswith("https://") else None
     first = escape(_clip(verified.questions[0] if verified.questions else "", 200))
     asked = escape(_clip(row.question, 300)) if public else None
     post(client, verified.verified_by, None, messages.verified_voted_down(verified.id, first, asked, where))
-    log.info("told %s of a 👎 on verified answer %s (answer %s)", verified.verified_by, verified.id, click.answer_id)
+    log.info("told %s of a 👎 on verified answer %s (answer %s)", verified.verified_by, verified.id, answer_id)
     return True
 
 
-def tell_verifier_why(services: Services, reason: Reason, client: WebClient) -> bool:
-    """After the 👎 form's text was stored: what the voter wrote, to the verifier — once per person
+def tell_verifier_why(services: Services, client: WebClient, answer_id: str, voter: str, text: str | None) -> bool:
+    """After `voter`'s 👎 form `text` was stored: what they wrote, to the verifier — once per person
     and answer, and only for a question asked in a public channel (the note may quote what was
     said in a private one); True when sent."""
-    if not reason.text:
+    if not text:
         return False
-    row = question_log.find_answer(services.db, reason.answer_id)
+    row = question_log.find_answer(services.db, answer_id)
     if row is None or row.channel_kind != ChannelKind.PUBLIC.value:
         return False
-    verified = _to_tell(services, row, reason.user, f"verified-why:{reason.answer_id}:{reason.user}")
+    verified = _to_tell(services, row, voter, f"verified-why:{answer_id}:{voter}")
     if verified is None:
         return False
-    quoted = "\n".join(f"> {escape(line)}" for line in _clip_lines(reason.text, 1000))
+    quoted = "\n".join(f"> {escape(line)}" for line in _clip_lines(text, 1000))
     post(client, verified.verified_by, None, messages.verified_vote_reason(verified.id, quoted))
     return True
 
