@@ -48,6 +48,17 @@ class _Snapshot:
     questions: list[str] = field(default_factory=list)
     scopes: list[frozenset[str]] = field(default_factory=list)
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))  # unit rows
+    masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)  # visible scopes → which rows
+
+    def visible(self, scopes: frozenset[str]) -> np.ndarray:
+        """Which questions an asker seeing `scopes` may be given (an answer is visible when any of its
+        scopes is), computed once per set of scopes and snapshot: askers come from few channels."""
+        mask = self.masks.get(scopes)
+        if mask is None:
+            mask = np.fromiter((bool(s & scopes) for s in self.scopes), dtype=bool, count=len(self.scopes))
+            if len(self.masks) < 1024:  # a bound: each distinct set of scopes is one bool per question
+                self.masks[scopes] = mask
+        return mask
 
 
 class Lookup:
@@ -73,10 +84,9 @@ class Lookup:
                 return None
             sims = snap.matrix @ (query / norm)
             if scopes is not None:
-                visible = set(scopes)
-                sims = np.where(np.fromiter((bool(s & visible) for s in snap.scopes), dtype=bool, count=len(snap.scopes)),
-                                sims, -np.inf)
-            top = np.argsort(-sims)[:CANDIDATES]
+                sims = np.where(snap.visible(frozenset(scopes)), sims, -np.inf)
+            top = np.argpartition(-sims, CANDIDATES)[:CANDIDATES] if len(sims) > CANDIDATES else np.arange(len(sims))
+            top = top[np.argsort(-sims[top])]
             candidates = [Candidate(int(snap.answer_ids[i]), snap.questions[i], float(sims[i]))
                           for i in top if np.isfinite(sims[i])]
             match = best_match(question, candidates, synonyms or {})
