@@ -71,17 +71,20 @@ def one_line_failures(command: Callable[P, R]) -> Callable[P, R]:
     """`command` with the composition root's `ConfigurationError` (no database, a mistake in the
     sources file, a setting that cannot work, a migration that failed) printed as one `error:`
     line, exit 1 — wherever in the command the part that could not be built was first asked for;
-    and with no control character in anything it prints (`bot.cli.plain_output`)."""
+    so is an ONNX export found unusable only when the model first loads (`OnnxBackendError`: one
+    damaged after the start, with no torch to export it again); and with no control character in
+    anything it prints (`bot.cli.plain_output`)."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         from bot.cli.plain_output import plain_output
         from bot.wiring import ConfigurationError
+        from indexing.vectors.onnx_embedding import OnnxBackendError
 
         with plain_output():
             try:
                 return command(*args, **kwargs)
-            except ConfigurationError as exc:
+            except (ConfigurationError, OnnxBackendError) as exc:
                 fail(str(exc))
 
     return run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +15,19 @@ from bot.cli import common
 from bot.cli.common import fail
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
+    from bot.knowledge import KnowledgeBase
     from bot.wiring import Root
     from connectors.document import SourceDocument
     from indexing.ingest import SyncReport, indexed_sources
     from sources import SourceConfig
+
+
+log = logging.getLogger(__name__)
+
+SYNC_FAILED = "not synced"  # the first error of the report of a source that could not be synced at all
 
 
 class AdhocOptions(TypedDict):
@@ -61,6 +69,8 @@ def sync(
     else:
         sources = configured
     reports = run_sync(root, sources, allow_deletes=allow_deletes, full=full)
+    if any(not_synced(r) for r in reports):
+        raise typer.Exit(1)
     if any(r.refused for r in reports):
         raise typer.Exit(4)
     if any(r.failed for r in reports):
@@ -145,13 +155,16 @@ def run_sync(root: Root, sources: list[SourceConfig], trigger: str = "cli", allo
     """Sync each of `sources` through `root`'s index, with a progress bar and a one-line summary;
     returns the reports.
 
-    A sync the deletion guard refused gets one `error:` line (and its report `refused`)."""
+    Each source syncs on its own: one that cannot be synced (a folder gone, a Confluence site
+    down, an export that cannot be read) gets one `error:` line, a report with `SYNC_FAILED` first
+    in its errors, and the next source goes on. A database that is full or gone stops the rest
+    (they would fail the same way), each named. A sync the deletion guard refused gets one
+    `error:` line (and its report `refused`)."""
     from rich.console import Console
     from rich.markup import escape  # names, paths and reasons are text, never markup
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sources import SourcesError, open_connector
     from bot.knowledge import sync_counts
+    from indexing.ingest import SyncReport
 
     from bot.cli.plain_output import clean, raw
 
@@ -159,19 +172,19 @@ def run_sync(root: Root, sources: list[SourceConfig], trigger: str = "cli", allo
     # one line per summary, whatever the terminal width; Rich's own colours pass, every text it is given is cleaned
     console = Console(file=raw(sys.stderr), soft_wrap=True)
     reports = []
-    for source in sources:
-        if not source.exists():
-            fail(f"source {source.name}: {source.location} does not exist")
+    for number, source in enumerate(sources):
         try:
-            total = sum(1 for _ in open_connector(source).paths())
-            with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
-                task = bar.add_task("sync", total=total, source=escape(clean(source.name)))
-                report = kb.sync(source.name, trigger=trigger, progress=_advancing(bar, task),
-                                 allow_deletes=allow_deletes, full=full)
-            assert report is not None  # None only when told not to wait for another sync of the source
-        except (OSError, ValueError, SourcesError) as exc:  # an unreadable export or folder: nothing was pruned
-            fail(f"source {source.name}: {exc}")
+            report = _sync_source(kb, source, console, trigger=trigger, allow_deletes=allow_deletes, full=full)
+        except Exception as exc:
+            reason, stop = _sync_failure(exc)
+            typer.echo(f"error: source {source.name}: {reason}", err=True)
+            reports.append(SyncReport(source=source.name, errors=[f"{SYNC_FAILED}: {reason}"]))
+            if stop:
+                for later in sources[number + 1 :]:
+                    typer.echo(f"error: source {later.name}: not synced (the database failed)", err=True)
+                    reports.append(SyncReport(source=later.name, errors=[f"{SYNC_FAILED}: not synced"]))
+                break
+            continue
         console.print(
             f"[bold]{escape(clean(source.name))}[/]: {sync_counts(report, zero_skipped=False)} — {report.chunks} chunks, "
             f"{report.sentences} sentences, {report.embedded} embedded, {report.seconds:.1f}s", highlight=False
@@ -186,6 +199,56 @@ def run_sync(root: Root, sources: list[SourceConfig], trigger: str = "cli", allo
                        f"if the pages are meant to go", err=True)
         reports.append(report)
     return reports
+
+
+def not_synced(report: SyncReport) -> bool:
+    """Whether `report` is of a source `run_sync` could not sync at all."""
+    return bool(report.errors) and report.errors[0].startswith(SYNC_FAILED)
+
+
+def _sync_source(kb: KnowledgeBase, source: SourceConfig, console: Console, *, trigger: str, allow_deletes: bool,
+                 full: bool) -> SyncReport:
+    """One source's sync, with its progress bar (from 20 documents)."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sources import open_connector
+
+    from bot.cli.plain_output import clean
+
+    if not source.exists():
+        raise FileNotFoundError(f"{source.location} does not exist")
+    total = sum(1 for _ in open_connector(source).paths())
+    with Progress(TextColumn("syncing {task.fields[source]}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True, disable=total < 20) as bar:
+        task = bar.add_task("sync", total=total, source=escape(clean(source.name)))
+        report = kb.sync(source.name, trigger=trigger, progress=_advancing(bar, task),
+                         allow_deletes=allow_deletes, full=full)
+    assert report is not None  # None only when told not to wait for another sync of the source
+    return report
+
+
+def _sync_failure(exc: Exception) -> tuple[str, bool]:
+    """Why a source could not be synced, in one line, and whether the sources after it should stop
+    too: a database that is out of disk space or unreachable fails every one of them. A database
+    error is said in the server's words, never with the statement and its parameters (page text)
+    that SQLAlchemy's own message carries; a bug (no expected kind) is logged with its traceback."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from indexing.storage.database import is_disk_full, is_unreachable, short_error
+    from sources import SourcesError
+
+    if is_disk_full(exc):
+        return (f"the database is out of disk space ({short_error(exc)}); nothing more was written. "
+                "Free space on the database's disk, then run `kb sync` again"), True
+    if is_unreachable(exc):
+        return f"the database is unreachable ({short_error(exc)}); run `kb sync` again when it is back", True
+    if isinstance(exc, SQLAlchemyError):
+        return f"the database refused a write: {short_error(exc)}", False
+    if isinstance(exc, (OSError, ValueError, SourcesError)):  # an unreadable export or folder, a site down
+        return str(exc), False
+    log.error("sync failed", exc_info=exc)
+    return f"sync failed: {type(exc).__name__}: {exc}", False
 
 
 def _advancing(bar: Progress, task: TaskID) -> Callable[[SourceDocument], None]:

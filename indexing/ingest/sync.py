@@ -58,6 +58,7 @@ from indexing.ingest.chunking import CHUNKING_VERSION, Parent, chunk_document
 from indexing.ingest.sentence_backfill import backfill
 from indexing.vectors.embedding import embed_with_cache
 from indexing.index import Index
+from indexing.storage.database import is_disk_full, short_error
 from indexing.storage.memory import release_free_memory
 from indexing.storage.index_tables import RUNNER_ID, DocumentRecord, RunResult, Status, SyncRun
 from indexing.ingest.storable import storable
@@ -136,9 +137,9 @@ def sync_documents(
         _record_skips(index, skips, report, withdraw=False)
         if report.changed or index.bm25.stale():  # stale: e.g. pages relabelled before the abort
             index.bm25.rebuild()
-        report.errors.insert(0, f"sync aborted: {exc}")
+        report.errors.insert(0, f"sync aborted: {short_error(exc)}")
         report.seconds = time.perf_counter() - started
-        finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {exc}")
+        finish_run(index, run, report, RunResult.ABORTED, reason=f"sync aborted: {short_error(exc)}")
         raise
     _fail_unreadable(source, unreadable, indexed, found, failures)
     failures.finish()
@@ -308,8 +309,10 @@ def _flush(index: Index, pending: list[_ChunkedDocument], report: SyncReport) ->
                 upsert_record(s, item.doc, status=Status.SUCCESS, chunk_count=chunks,
                                content_hash=indexed_hash(item.doc, index.embedder.name))
         except Exception as exc:
-            log.exception("could not write %s", item.doc.doc_id)
-            mark_failed(index, item.doc, f"could not write to the index: {exc}", report)
+            if is_disk_full(exc):  # every later write would fail the same way: the sync stops here
+                raise
+            log.warning("could not write %s: %s", item.doc.doc_id, short_error(exc))
+            mark_failed(index, item.doc, f"could not write to the index: {short_error(exc)}", report)
             continue
         report.chunks += chunks
         if item.is_new:
@@ -335,11 +338,13 @@ def _embed(index: Index, pending: list[_ChunkedDocument],
             vectors = embed_with_cache(s, index.embedder, texts)
             sentence_vectors.embed_sections(s, index.embedder, [section for doc in sections for section in doc])
     except Exception as exc:
+        if is_disk_full(exc):  # the vector cache's write: no document alone would fare better
+            raise
         if len(pending) > 1:
             log.warning("embedding a batch of %d documents failed (%s: %s); trying them one by one",
-                        len(pending), type(exc).__name__, exc, exc_info=True)
+                        len(pending), type(exc).__name__, short_error(exc))
             return [pair for item in pending for pair in _embed(index, [item], report)]
-        mark_failed(index, pending[0].doc, f"embedding failed: {exc}", report)
+        mark_failed(index, pending[0].doc, f"embedding failed: {short_error(exc)}", report)
         return []
     embedded, offset = [], 0
     for item, doc_sections in zip(pending, sections):

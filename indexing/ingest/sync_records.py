@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 from connectors.document import UNKNOWN_SCOPE, SourceDocument
 from sources import DELETE_WINDOW_SECONDS
 from indexing.index import Index
+from indexing.storage.database import is_disk_full, short_error
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, utcnow
 from indexing.storage.store import ChunkStore
 
@@ -141,15 +142,20 @@ class Failures:
                         record = rows.get(doc.doc_id) or DocumentRecord(id=doc.doc_id, source=doc.source, path=doc.path)
                         upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True, record=record,
                                        store=self.index.store, report=self.report)
-            except Exception:  # one record the database refuses must not lose the others
-                log.exception("could not record %d failures in one batch; recording them one by one", len(batch))
+            except Exception as exc:  # one record the database refuses must not lose the others
+                if is_disk_full(exc):  # ... but a full disk refuses each of them: the sync stops
+                    raise
+                log.warning("could not record %d failures in one batch (%s); recording them one by one", len(batch),
+                            short_error(exc))
                 for doc, reason in batch:
                     try:
                         with self.index.session() as s, s.begin():
                             upsert_record(s, doc, status=Status.FAILED, error=reason, keep_version=True,
                                            store=self.index.store, report=self.report)
-                    except Exception:
-                        log.exception("could not record the failure of %s", doc.doc_id)
+                    except Exception as one:
+                        if is_disk_full(one):
+                            raise
+                        log.error("could not record the failure of %s: %s", doc.doc_id, short_error(one))
 
     def finish(self) -> None:
         self.flush()

@@ -91,6 +91,44 @@ def _unreachable(exc: BaseException | None) -> bool:
     return False
 
 
+DISK_FULL = "53100"  # SQLSTATE disk_full: "could not extend file …: No space left on device", and its kin
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    """`exc`, what it was raised from, and what was being handled when it was raised (a sync that
+    fails to record its own failure on a full disk raises anew while handling the first error)."""
+    found: list[BaseException] = []
+    while exc is not None and all(exc is not seen for seen in found):
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return found
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an error in its chain, is the database server out of disk space (SQLSTATE
+    53100, which Postgres gives for every write that hit ENOSPC): every later write fails the same
+    way, so a sync stops at the first rather than failing each page with it."""
+    import psycopg2
+    from sqlalchemy.exc import DBAPIError
+
+    for error in _chain(exc):
+        orig = error.orig if isinstance(error, DBAPIError) else error
+        if isinstance(orig, psycopg2.Error) and orig.pgcode == DISK_FULL:
+            return True
+    return False
+
+
+def short_error(exc: BaseException) -> str:
+    """A database error in one line, the server's own words: never the statement SQLAlchemy adds to
+    its message, nor the statement's parameters — which are page text (a disk-full sync once
+    printed 14,098 lines of them)."""
+    from sqlalchemy.exc import StatementError
+
+    orig = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
+    first = next((line.strip() for line in str(orig).splitlines() if line.strip()), type(orig).__name__)
+    return first if len(first) <= 300 else first[:299] + "…"
+
+
 URL_FORM = ("expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE, with an @, :, / or % in the password "
             "percent-encoded (@ is %40)")
 SECRET_PARAMETERS = ("password", "sslpassword")  # libpq options a URL's query can carry
@@ -208,6 +246,7 @@ def engine_for(url: URL) -> Engine:
     return create_engine(
         url,
         pool_pre_ping=True,  # a restarted server costs one retry, not an error
+        hide_parameters=True,  # an error's message names its statement, never the values: they are page text
         pool_size=10,
         max_overflow=10,
         # pgvector 0.8: keep scanning the HNSW index until filtered queries have enough rows; and
@@ -223,11 +262,22 @@ def unreachable(exc: OperationalError, url: URL, what: str = "database") -> Data
     return DatabaseUnavailable(f"{what} unreachable at {safe_url(url)}: {reason}")
 
 
+SETUP_LOCK = "schema setup"  # the advisory lock (`locks.lock_key`) every CREATE made outside the migrations takes
+
+
 def connect(url: URL) -> Engine:
-    """An engine with pgvector enabled, or DatabaseUnavailable with a one-line reason."""
+    """An engine with pgvector enabled, or DatabaseUnavailable with a one-line reason.
+
+    The extension is created under the setup lock: two `CREATE EXTENSION IF NOT EXISTS` at once on
+    a new database both find it missing and the second fails with a duplicate key in Postgres'
+    catalog (three `kb sync` started together on a fresh KB_HOME: one crashed so). The lock is the
+    transaction's, released when the extension is committed; a later one finds it there."""
+    from indexing.storage.locks import lock_key
+
     engine = engine_for(url)
     try:
         with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key(SETUP_LOCK)})
             conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
             version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
     except OperationalError as exc:

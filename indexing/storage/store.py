@@ -80,17 +80,24 @@ class ChunkStore:
     (`indexing.storage.standby`); by default `engine`'s, which creates the table and takes the writes."""
 
     def __init__(self, engine: Engine, url: URL, reads: tuple[Engine, URL] | None = None) -> None:
+        from indexing.storage.database import SETUP_LOCK
+        from indexing.storage.locks import advisory_lock
+
         self.vector_store = _vector_store(engine, url, setup=True)
-        self.vector_store._initialize()  # create the table and HNSW index now, not on first query
-        self.table = self.vector_store._table_class
-        self._create_indexes(engine)
+        # The table and its indexes now, not on first query; under the setup lock, as the
+        # extension was: PGVectorStore creates its table if a look finds none, and two processes
+        # opening a new database together would both look, then both create it (a duplicate key).
+        with advisory_lock(engine, SETUP_LOCK):
+            self.vector_store._initialize()
+            self.table = self.vector_store._table_class
+            self._create_indexes(engine)
         self.searched = self.vector_store  # the store `dense_search` queries
         if reads is not None and reads[0] is not engine:
             self.searched = _vector_store(*reads, setup=False)  # a standby refuses CREATE, even IF NOT EXISTS
 
     def _create_indexes(self, engine: Engine) -> None:
-        """Two indexes PGVectorStore does not create (idempotent; a race with another process is
-        harmless):
+        """Two indexes PGVectorStore does not create (idempotent; under the setup lock, and a race
+        with an older Docent that takes none is harmless):
 
         - a b-tree on node_id: retrieval reads the matched children's text by node_id, a
           sequential scan of the whole table without it (~80 ms at 100,000 chunks; scale benchmark);

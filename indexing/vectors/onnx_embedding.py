@@ -16,7 +16,9 @@ How, without `optimum` (which pins transformers 4.x, while sentence-transformers
   `EXPORT_VERSION`: a new model or a new export recipe exports again; a later start (of any
   KB_HOME: the cache is per user, `KB_MODEL_CACHE`, default `~/.cache/docent`) only loads the file
   and imports neither torch nor sentence-transformers. Processes that start together export once:
-  the others wait on a file lock, then load the file;
+  the others wait on a file lock, then load the file. An export is loaded only if it is whole and
+  this user's (`model_cache`): a damaged one is found at start and exported again, or stops the
+  start in one line where it cannot be;
 - texts are tokenised with the model's own fast tokenizer (`tokenizer.json`, truncated at the
   model's `max_seq_length`), shortest first, each batch padded to its longest text, as the torch
   path does.
@@ -40,11 +42,14 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from indexing.vectors import model_cache
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -122,6 +127,7 @@ class OnnxEmbedder:
         self.model_dir = Path(model_path) if model_path else bundled_model_path()
         self.max_length = _pipeline_max_length(self.model_dir)
         _check_cache(self.cache)
+        check_export(self.model_dir, self.cache, quantized)  # a damaged export: found now, not at every page
 
     @property
     def name(self) -> str:
@@ -237,17 +243,29 @@ def export_path(model_dir: Path, cache: Path, quantized: bool) -> Path:
 def _check_cache(cache: Path) -> None:
     """Refuse at start a cache that can neither be written nor holds an export: otherwise a first
     sync fails every page with the same reason. A read-only cache with exports in it (the Docker
-    image's) passes; `exported_model` still says so if this model's file is not among them."""
+    image's) passes; `exported_model` still says so if this model's file is not among them. A
+    cache another user could have written into is refused too (`model_cache.untrusted`); one
+    Docent creates is private (0700)."""
     folder = cache / "onnx"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        model_cache.make_private(cache)
+        model_cache.make_private(folder)
     except OSError as exc:
         problem = str(exc)
     else:
+        for path in (cache, folder):
+            _refuse_untrusted(path)
         if os.access(folder, os.W_OK | os.X_OK) or any(folder.glob("*/model*.onnx")):
             return
         problem = "not writable"
     raise _unwritable(folder, problem)
+
+
+def _refuse_untrusted(folder: Path) -> None:
+    problem = model_cache.untrusted(folder)
+    if problem:
+        raise OnnxBackendError(f"the model cache folder {folder} is not used: {problem}. Make it yours and private "
+                               f"(chmod go-w) and delete the exports in it, or set KB_MODEL_CACHE to a folder of your own")
 
 
 def _unwritable(folder: Path, problem: object) -> OnnxBackendError:
@@ -255,29 +273,84 @@ def _unwritable(folder: Path, problem: object) -> OnnxBackendError:
                             "KB_MODEL_CACHE to a writable folder")
 
 
-def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path, bool]:
-    """The cached ONNX file for this model (int8 or float), exporting it first if it is not there.
-    Returns the path and whether it was exported now. Files are written aside and renamed into
-    place, so a process that starts while another exports never loads half a file; processes that
-    start together take turns on a lock file, so the second finds the first's export and loads it."""
+def _can_export(folder: Path) -> bool:
+    """Whether this process could export the model again into `folder`: torch and transformers
+    installed, the folder writable (an image's read-only cache without torch cannot)."""
+    import importlib.util
+
+    def installed(package: str) -> bool:
+        try:
+            return importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):  # ValueError: marked unavailable (None in sys.modules)
+            return False
+
+    return os.access(folder, os.W_OK | os.X_OK) and installed("torch") and installed("transformers")
+
+
+def _unusable(target: Path, problem: str) -> OnnxBackendError:
+    return OnnxBackendError(f"the ONNX export {target} cannot be used: {problem}. Export it again with "
+                            f"`python -m indexing.vectors.onnx_embedding {target.parents[2]}` (needs torch), or set "
+                            "KB_MODEL_CACHE to another folder")
+
+
+def check_export(model_dir: Path, cache: Path, quantized: bool) -> None:
+    """At start, before any page: an export in the cache that cannot be used (`model_cache.damaged`:
+    truncated, edited, planted) is removed, for the first embedding to export it again — or, where
+    this process could not export it (no torch, a read-only cache), stops the start with one line."""
     target = export_path(model_dir, cache, quantized)
-    folder, full, int8 = target.parent, target.with_name("model.onnx"), target.with_name("model-int8.onnx")
-    if target.is_file():
-        return target, False
+    if not target.is_file():
+        return
+    _refuse_untrusted(target.parent)
+    if model_cache.damaged(target) is None:
+        return
+    with _export_lock(target.parent):
+        problem = model_cache.damaged(target) if target.is_file() else None  # another process may have redone it
+        if problem is None:
+            return
+        if not _can_export(target.parent):
+            raise _unusable(target, problem)
+        log.warning("the ONNX export %s cannot be used (%s): removed; the first embedding exports it again", target, problem)
+        for path in (target, model_cache.digest_path(target)):
+            path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _export_lock(folder: Path) -> Iterator[None]:
+    """The lock processes of one cache take turns on to export (or remove) its files."""
+    import fcntl
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        model_cache.make_private(folder)
         lock = (folder / ".export.lock").open("a")
     except OSError as exc:
         raise _unwritable(folder, exc) from None
-    import fcntl
-
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if target.is_file():
+        yield
+
+
+def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path, bool]:
+    """The cached ONNX file for this model (int8 or float), exporting it first if it is not there
+    or cannot be used (`model_cache.damaged`). Returns the path and whether it was exported now.
+    Files are written aside and renamed into place, so a process that starts while another exports
+    never loads half a file; processes that start together take turns on a lock file, so the second
+    finds the first's export and loads it."""
+    target = export_path(model_dir, cache, quantized)
+    folder, full, int8 = target.parent, target.with_name("model.onnx"), target.with_name("model-int8.onnx")
+    if target.is_file() and model_cache.untrusted(folder) is None and model_cache.damaged(target) is None:
+        return target, False
+    with _export_lock(folder):
+        _refuse_untrusted(folder)
+        problem = model_cache.damaged(target) if target.is_file() else None
+        if target.is_file() and problem is None:
             return target, False  # another process exported it while this one waited
+        if problem is not None:
+            if not _can_export(folder):
+                raise _unusable(target, problem)
+            log.warning("the ONNX export %s cannot be used (%s): exporting it again", target, problem)
         log.warning("exporting %s to ONNX%s in %s (once; later starts load the file)",
                     model_dir, " (int8)" if quantized else "", folder)
-        if not full.is_file():
+        if not full.is_file() or model_cache.damaged(full) is not None:
             _export(model_dir, full)
         if quantized:
             _quantize(full, int8)
@@ -321,6 +394,7 @@ def _export(model_dir: Path, target: Path) -> None:
         torch.onnx.export(Pipeline(model), (ids, mask, torch.zeros_like(ids)), str(aside), input_names=list(_INPUTS),
                           output_names=["sentence_embedding"], opset_version=17, dynamo=False,
                           dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "sentence_embedding": {0: "batch"}})
+    model_cache.record(aside, target)
     os.replace(aside, target)
 
 
@@ -339,13 +413,16 @@ def _quantize(full: Path, target: Path) -> None:
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})  # shape inference misses some MatMul outputs
     finally:
         root.setLevel(level)
+    model_cache.record(aside, target)
     os.replace(aside, target)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m indexing.vectors.onnx_embedding [CACHE [MODEL]]`: export the bundled model (or the
     sentence-transformers folder MODEL) into CACHE (default: `default_model_cache()`) now, float and
-    int8, and print the files: for images and machines that should never export at a first start."""
+    int8, and print the files: for images and machines that should never export at a first start.
+    Its folders are left readable by every user (0755, written by their owner only): an image's
+    runtime user is not the one that built it."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -353,8 +430,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_dir = Path(args[1]) if len(args) > 1 else bundled_model_path()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     _pipeline_max_length(model_dir)  # the refusal a start would give, before a minute of torch
+    _check_cache(cache)
     for quantized in (False, True):
         print(exported_model(model_dir, cache, quantized)[0])
+    for folder in (cache, cache / "onnx", export_path(model_dir, cache, False).parent):
+        folder.chmod(model_cache.SHARED_FOLDER)
 
 
 if __name__ == "__main__":
