@@ -1,9 +1,9 @@
 """Verified answers: does the matcher give a verified answer to its paraphrases and never to its near misses?
 
-    python -m benchmarks.verified_matching [--show dev|held-out|held-out-2]
+    python -m benchmarks.verified_matching [--show PART] [--swaps]
 
-The labelled set `benchmarks/verified/answers.jsonl` (30 verified answers for the sample wiki's
-company, written before the rule; its README says how) and the sample wiki's own 20 questions
+The labelled set `benchmarks/verified/answers.jsonl` (64 verified answers for the sample wiki's
+company, written in four parts; its README says how) and the sample wiki's own 20 questions
 (`sample-wiki/QUESTIONS.jsonl`, which no verified answer answers). Every variant of every answer
 is the candidate pool, embedded by the index's default embedder (the bundled all-MiniLM-L6-v2
 under ONNX Runtime), as `bot.verified.lookup` does; each question is embedded the same way, its
@@ -13,12 +13,18 @@ under ONNX Runtime), as `bot.verified.lookup` does; each question is embedded th
   and the lowest threshold that keeps near misses ≤ 0.05 on the dev half),
 - **the rule**: `bot.verified.matching.best_match` with the sample wiki's `[synonyms]`.
 
-Printed per part of the set (dev: the rule was designed on it; held-out: scored once with the
-first rule, then used to improve it; held-out-2: written after that, scored once with the rule
-as it stands — benchmarks/verified/README.md): the share of paraphrases given their own answer,
-of near misses given any answer, the count of the sample's questions given one, and the
-matcher's time per question over 10 candidates. `--show` lists every question of a part the
-rule gets wrong, with the verdict of its own answer's candidate (or the nearest one).
+Printed per part of the set (dev: the rule was designed on it; held-out and held-out-2: each
+scored once with the rule of its day, then used to improve it; held-out-3: written before the
+third round, scored once at its end — benchmarks/verified/README.md): the share of paraphrases
+given their own answer, of near misses given any answer, the count of the sample's questions
+given one, and the matcher's time per question over 10 candidates. `--show` lists every question
+of a part the rule gets wrong, with the verdict of its own answer's candidate (or the nearest one).
+
+`--swaps` measures an idea the rule does not use: telling a synonym swapped in place ("visitor"
+for "guest") from a near miss ("staff" for "guest") by the bundled model's cosine of the two
+words. For every question the rule refuses as one thing swapped in place (paraphrases: against
+their own answer's variant; near misses: against any), the highest word cosine of its swaps, and
+how many of each kind a word-cosine threshold would let through.
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ def main() -> None:
     from sources import load_synonyms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2"), help="list the rule's mistakes on this half")
+    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2", "held-out-3"),
+                        help="list the rule's mistakes on this part")
+    parser.add_argument("--swaps", action="store_true", help="the word cosines of swaps in place, by kind")
     args = parser.parse_args()
     labelled = load_set()
     synonyms = load_synonyms(SAMPLE_SOURCES)
@@ -125,6 +133,47 @@ def main() -> None:
             got_id = labelled.ids[got] if got is not None else "none"
             print(f"{a.kind:10} got {got_id:22} {a.text!r}\n{'':10} vs {shown.variant!r} "
                   f"({shown.similarity:.2f}): {verdict.reason}")
+
+    if args.swaps:
+        swap_cosines(labelled, candidates, synonyms)
+
+
+def swap_cosines(labelled, candidates: dict[str, list], synonyms) -> None:
+    """The `--swaps` table (see the module's docstring)."""
+    import re
+    import tempfile
+
+    import numpy as np
+
+    from bot.verified.matching import judge
+    from indexing.config import IndexConfig
+    from indexing.index import make_embedder
+
+    swaps: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (kind, question) → its (added, left out) runs
+    for a in labelled.asked:
+        if a.kind == "sample":
+            continue
+        for c in candidates[a.text]:
+            if a.kind == "paraphrase" and c.answer_id != a.expected:
+                continue
+            found = re.fullmatch(r"'(.+)' in place of '(.+)'", judge(a.text, c, synonyms).reason)
+            if found:
+                swaps.setdefault((a.kind, a.text), []).append((found.group(1), found.group(2)))
+    embedder = make_embedder(IndexConfig(home=Path(tempfile.mkdtemp(prefix="docent-verified-"))))
+    words = sorted({w for pairs in swaps.values() for pair in pairs for w in pair})
+    vectors = np.asarray(embedder.embed_unindexed(words), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    at = {w: vectors[i] for i, w in enumerate(words)}
+    best = {key: max((float(at[x] @ at[y]), x, y) for x, y in pairs) for key, pairs in swaps.items()}
+    for kind in ("paraphrase", "near miss"):
+        print(f"{kind}s refused as a swap in place, by the highest word cosine of their swaps:")
+        for (cos, x, y), (_, text) in sorted(((v, k) for k, v in best.items() if k[0] == kind), reverse=True):
+            print(f"  {cos:.2f}  {x!r} for {y!r}  ({text!r})")
+    for threshold in (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75):
+        let = {kind: sum(v[0] >= threshold for k, v in best.items() if k[0] == kind) for kind in ("paraphrase", "near miss")}
+        total = {kind: sum(k[0] == kind for k in best) for kind in ("paraphrase", "near miss")}
+        print(f"word cosine ≥ {threshold:.2f} lets through {let['paraphrase']}/{total['paraphrase']} of these paraphrases "
+              f"and {let['near miss']}/{total['near miss']} of these near misses")
 
 
 if __name__ == "__main__":

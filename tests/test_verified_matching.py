@@ -81,6 +81,30 @@ def test_chinese_is_compared_by_character():
     assert given("上海办公室怎么连打印机", "上海办公室的打印机怎么连接？", 0.95)
 
 
+def test_chinese_may_add_around_the_variants_words_not_inside_them():
+    parking = "上海办公室可以停车吗？"
+    assert given("上海办公室有停车位吗", parking, 0.95)  # 停车 whole, 位 after it: a parking space
+    assert not given("上海办公室可以停自行车吗？", parking, 0.97)  # 自行 inside 停车: a bicycle
+    assert not given("里斯本办公室有停车位吗", parking, 0.95)  # another office
+    assert not given("上海办公室停车费多少", "上海办公室停车位多少", 0.95)  # a fee, not a space: 费 in place of 位
+
+
+def test_chinese_question_phrases_are_set_aside():
+    assert [w.term for w in key_terms("上海办公室什么时候开门")] == [w.term for w in key_terms("上海办公室几点开门")]
+    assert given("上海办公室年会日期", "上海办公室的年会是哪天？", 0.92)  # "its date" for "which day"
+    assert given("今年上海办公室年会什么时候", "上海办公室的年会是哪天？", 0.89)
+    assert not given("上海办公室团建是哪天", "上海办公室的年会是哪天？", 0.95)  # a team outing, not the annual party
+
+
+def test_the_organisation_as_the_subject_may_be_left_out():
+    eye_tests = "Does Acme pay for eye tests in Lisbon?"
+    assert given("are eye exams covered in lisbon", eye_tests, 0.77)
+    assert given("can lisbon employees get an eye test paid for", eye_tests, 0.84)
+    assert not given("are eye exams covered", eye_tests, 0.8)  # which office's? not said
+    assert not given("Does Globex pay for eye tests in Lisbon?", eye_tests, 0.9)  # another company named
+    assert not given("is the office open on weekends", "Is Lisbon office open on weekends?", 0.8)  # a place after "is"
+
+
 def test_a_variant_without_words_to_agree_on_is_never_given():
     assert not given("how do I get on the guest wifi in Lisbon?", "What is it?", 0.9)
     assert not given("anything", "", 0.9)

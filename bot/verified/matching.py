@@ -11,7 +11,9 @@ question agrees with it word by word where it matters:
 2. **The variant's names are in the question**: words it writes capitalised mid-sentence, in
    capitals or in mixed case (Lisbon, DUNS, FedEx, Project Falcon) — a question without "Lisbon"
    is not asking about Lisbon. An owner in the possessive ("Acme Widgets' DUNS number") may be
-   left out ("our DUNS number"), and one word of a name of several is enough ("falcon" for
+   left out ("our DUNS number"), and so may the subject of a question opening with "does", "will",
+   "can"… ("*Does Acme pay* for eye tests in Lisbon?": the organisation, which people leave out —
+   "are eye tests covered in lisbon"); one word of a name of several is enough ("falcon" for
    "Project Falcon") unless the question puts another word in its place.
 3. **Not one thing swapped for another in place**: when the words the variant has and the
    question lacks are one run of consecutive words, the words the question has and the variant
@@ -29,22 +31,28 @@ question agrees with it word by word where it matters:
 Asymmetric cases, decided: a question may *leave out* the variant's ordinary words ("lisbon guest
 wifi pw" for "What's the guest wifi password in the Lisbon office?") and may *add* words of its
 own ("… in the Lisbon office on weekends") — the verified answer covers the narrower question —
-but not a number or a name written as one (capitalised) the variant lacks, nor Chinese
-characters: the bundled model reads no Chinese (every "上海办公室…" question is at 0.95–1.00 to
-every other), so there the words alone decide, and any character added is refused. Leaving out a
+but not a number or a name written as one (capitalised) the variant lacks. Chinese is stricter:
+the bundled model reads no Chinese (every "上海办公室…" question is at 0.95–1.00 to every other),
+so there the characters alone decide — characters may be added only *around* the variant's words,
+every pair of neighbouring characters it writes being in the question too ("上海办公室有停车位吗"
+for "上海办公室可以停车吗": 停车 whole), never inside them ("停自行车": a bicycle). Leaving out a
 word *and* adding one in its place is rule 3.
 
 Words are compared as the keyword leg analyses them (`indexing.keyword.bm25`: its stop words,
 question words and Snowball stemmer: case, plurals and possessives do not matter), after the
 phrasing words people wrap a question in ("how do I get", "who do I talk to", `LIGHT_WORDS`) are
 set aside. Chinese, Japanese and Korean text is compared by character, without its function
-characters (`CJK_FUNCTION`). Measured on a labelled set in docs/tuning.md ("Verified answers: the
-matcher"); `python -m benchmarks.verified_matching`.
+characters (`CJK_FUNCTION`) and question phrases (`CJK_QUESTION_PHRASES`: "什么时候" is "哪天").
+Measured on a labelled set in docs/tuning.md ("Verified answers: the matcher");
+`python -m benchmarks.verified_matching`.
 
 What it cannot tell: a one-word synonym it is not told ("visitor" for "guest", "enroll" for
-"sign up") reads as a near miss, so such a paraphrase falls through to the ordinary answer — add
-the wording as another variant, or to `[synonyms]`. A company's name as a variant's subject ("Does
-Acme pay for…") is a name the question must repeat; write variants without it.
+"sign up"; in Chinese "午饭" for "午餐") reads as a near miss, so such a paraphrase falls through
+to the ordinary answer — add the wording as another variant, or to `[synonyms]`. The bundled
+model's similarity of the two words does not tell them apart either ("visitor"/"guest" 0.59,
+"breakfast"/"lunch" 0.72: docs/tuning.md). A company's name elsewhere than as the subject
+("order Acme Widgets hoodies") is a name the question must repeat; write variants without it. A
+place as the subject ("Does Lisbon offer…") is taken for the organisation: write "in Lisbon".
 
 Pure and cheap: no model, no database; ~0.1 ms for ten candidates (docs/tuning.md).
 """
@@ -73,6 +81,15 @@ about from after before during over under near via per within without up down of
 """.split())
 # Chinese function characters (particles, pronouns, question words): asking 吗 or 呢 changes nothing
 CJK_FUNCTION = frozenset("的了吗呢吧啊么什怎多少哪几是有在我你他她们这那个些和与及或就都也还很要会能可以请问")
+# Chinese question phrases of several characters, set aside whole: "什么时候" (when) is "哪天" (which
+# day) is "几点" (what time); "有没有" is "有…吗". Their other characters (时候, 天) name nothing asked about.
+CJK_QUESTION_PHRASES = ("什么时候", "哪一天", "哪天", "几号", "几点", "哪里", "哪儿", "如何", "怎么样",
+                        "有没有", "能不能", "可不可以", "是不是", "会不会", "要不要")
+_CJK_QUESTION = re.compile("|".join(CJK_QUESTION_PHRASES))
+# A question opening with one of these, then a name and a lowercase word, has that name as the
+# subject of a verb ("Does Acme pay for…", "Will Acme Widgets cover…"): the organisation, asked
+# about what it does. Not "is"/"has": "Is Lisbon office open…" names a place.
+_AUXILIARIES = frozenset("do does did will would can could should shall may might must".split())
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -169,9 +186,10 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
             continue
         return no(f"the question lacks {word.surface!r}")
     missing = [w for w in missing if not w.owner]  # "our DUNS number" for "Acme Widgets' DUNS number"
-    if any(w.kind == "cjk" for w in (*missing, *extra)) and extra:  # its similarity says nothing (the model reads no Chinese)
+    chinese = any(w.kind == "cjk" for w in (*missing, *extra))  # its similarity says nothing (the model reads no Chinese)
+    if chinese and extra and (missing or not _holds_cjk(question, variant)):
         return no(f"{''.join(w.surface for w in extra)!r} added" + (
-            f" in place of {''.join(w.surface for w in missing)!r}" if missing else ""))
+            f" in place of {''.join(w.surface for w in missing)!r}" if missing else " inside the variant's words"))
     if missing and extra:
         if _in_place(variant, missing, question, extra) and not all(map(_says_how, (*missing, *extra))):
             return no(f"{' '.join(w.surface for w in extra)!r} in place of {' '.join(w.surface for w in missing)!r}")
@@ -204,6 +222,32 @@ def _says_how(word: Word) -> bool:
     """A participle or adverb ("provided", "catered", "friendly"): it says how something is asked
     about, not which thing — a swap of one is a rewording, weighed by similarity, not a near miss."""
     return word.kind == "word" and word.surface.endswith(("ed", "ly")) and len(word.surface) > 4
+
+
+def _holds_cjk(question: tuple[Word, ...], variant: tuple[Word, ...]) -> bool:
+    """Whether the question holds every pair of neighbouring Chinese characters of the variant (and
+    each character standing alone there): it says all the variant says and adds around it
+    ("上海办公室有停车位吗" holds 停车), while one that writes something inside a word breaks a pair
+    ("上海办公室可以停自行车吗": a bicycle, not a car)."""
+    pairs = _cjk_pairs(question)
+    chars = {w.term for w in question if w.kind == "cjk"}
+    return all(gram in (pairs if len(gram) > 1 else chars) for gram in _cjk_pairs(variant))
+
+
+def _cjk_pairs(words: tuple[Word, ...]) -> frozenset[str]:
+    """The pairs of neighbouring characters of each stretch of Chinese between function characters,
+    and a character alone when its stretch has no other."""
+    pairs: set[str] = set()
+    for i, word in enumerate(words):
+        if word.kind != "cjk":
+            continue
+        before = words[i - 1] if i > 0 else None
+        after = words[i + 1] if i + 1 < len(words) else None
+        if after is not None and after.kind == "cjk" and after.run == word.run:
+            pairs.add(word.term + after.term)
+        elif before is None or before.kind != "cjk" or before.run != word.run:
+            pairs.add(word.term)
+    return frozenset(pairs)
 
 
 def _short_forms(missing: list[Word], extra: list[Word]) -> tuple[list[Word], list[Word]]:
@@ -270,15 +314,21 @@ def _words(text: str) -> tuple[Word, ...]:
     sentence_start = True
     run = -1
     in_name = False
-    for token in _TOKEN.findall(text):
+    tokens = _TOKEN.findall(_CJK_QUESTION.sub("。", text))  # a question phrase ends a stretch of Chinese
+    subjects = _subject_names(tokens)
+    for at, token in enumerate(tokens):
         if token in ".?!;:":
             sentence_start, in_name = True, False
             continue
         if bm25.CJK.match(token):
-            out += [Word(c, c, "cjk") for c in token if c not in CJK_FUNCTION]
+            for c in token:  # each stretch between function characters is one run (`_cjk_pairs`)
+                if c in CJK_FUNCTION or not out or out[-1].kind != "cjk":
+                    run += 1
+                if c not in CJK_FUNCTION:
+                    out.append(Word(c, c, "cjk", run=run))
             sentence_start, in_name = False, False
             continue
-        owner = token.endswith(("'s", "’s", "'", "’"))
+        owner = token.endswith(("'s", "’s", "'", "’")) or at in subjects
         bare = re.sub(r"['’]s?$", "", token)
         lower = bare.lower().replace("'", "").replace("’", "")
         starts = sentence_start
@@ -307,6 +357,22 @@ def _words(text: str) -> tuple[Word, ...]:
         out = [Word(w.term, w.surface, w.kind, True, w.run) if w.run in owners and w.kind == "name" else w
                for w in out]
     return tuple(out)
+
+
+def _subject_names(tokens: list[str]) -> frozenset[int]:
+    """Which tokens are a name as the subject of a question opening with an auxiliary ("*Does*
+    Acme pay for…"): the organisation asked about itself, left out as people leave it out ("are eye
+    tests paid for…"), like an owner in the possessive. A name at the end ("Is it Acme?") is not one."""
+    out: set[int] = set()
+    for start, token in enumerate(tokens):
+        if token.lower() not in _AUXILIARIES or start > 0 and tokens[start - 1] not in ".?!;:":
+            continue
+        end = start + 1
+        while end < len(tokens) and tokens[end][:1].isupper() and not bm25.CJK.match(tokens[end]):
+            end += 1
+        if start + 1 < end < len(tokens) and tokens[end][:1].islower():
+            out.update(range(start + 1, end))
+    return frozenset(out)
 
 
 def _number(word: str) -> str | None:

@@ -24,7 +24,7 @@ class Asked:
 
     text: str
     kind: str  # "paraphrase", "near miss" or "sample"
-    split: str  # "dev", "held-out" or "held-out-2" (the sample's questions are in each)
+    split: str  # "dev", "held-out", "held-out-2" or "held-out-3" (the sample's questions are in each)
     expected: int | None
 
 
