@@ -107,6 +107,9 @@ def main() -> None:
             cells += [f"{s.paraphrases:.2f}", f"{s.near_misses:.2f}", str(s.samples)]
         table.add_row(name, *cells)
     Console(width=150).print(table)
+    rule = by_rule(candidates, synonyms)
+    print("the rule's paraphrases given another answer than theirs (a wrong answer, counted as not given above): "
+          + ", ".join(f"{split} {score(asked, rule).others}" for split, asked in halves.items()))
 
     texts = list(candidates)
     for cold in (False, True):
@@ -122,7 +125,6 @@ def main() -> None:
               f"p50 {pct(times, 50):.3f} ms, p95 {pct(times, 95):.3f} ms ({len(times)} calls)")
 
     if args.show:
-        rule = by_rule(candidates, synonyms)
         for a in halves[args.show]:
             got = rule(a.text)
             if got == a.expected:

@@ -126,15 +126,19 @@ def test_best_match_gives_the_closest_agreeing_candidate_or_none():
 def test_the_labelled_set_with_the_bundled_model():
     """The set's targets (docs/tuning.md, "Verified answers: the matcher"), embedded and ranked as
     `bot.verified.lookup` does. The issue's paraphrase target (0.85) is not reached: the floor
-    asserted is what the rule measures, so a change that loses paraphrases fails here too."""
+    asserted is what the rule measures, so a change that loses paraphrases fails here too. One
+    held-out-3 paraphrase is given another answer ("lisbon office bicycle parking?" the car park's:
+    "bicycle" for "car" in another order reads as a rewording), measured, not wanted."""
     from bot.settings import SAMPLE_SOURCES
     from sources import load_synonyms
 
     labelled = load_set()
     candidates = candidate_lists(labelled)
     rule = by_rule(candidates, load_synonyms(SAMPLE_SOURCES))
-    for split, floor in (("dev", 0.69), ("held-out", 0.68), ("held-out-2", 0.61)):  # measured 32/46, 31/45, 26/42
+    measured = (("dev", 0.69, 0), ("held-out", 0.71, 0), ("held-out-2", 0.73, 0), ("held-out-3", 0.56, 1))
+    for split, floor, others in measured:  # paraphrases given: 32/46, 32/45, 31/42, 34/60
         result = score([a for a in labelled.asked if a.split == split], rule)
         assert result.near_misses <= 0.05, (split, result.counts)
         assert result.samples == 0, (split, result.counts)
         assert result.paraphrases >= floor, (split, result.counts)
+        assert result.others <= others, (split, result.counts, result.others)

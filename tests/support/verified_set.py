@@ -78,6 +78,7 @@ class Score:
     near_misses: float  # share given any answer
     samples: int  # the sample's questions given any answer
     counts: str  # "41/46 · 1/32 · 0/20"
+    others: int = 0  # paraphrases given another answer than theirs: a wrong answer, like a near miss given
 
 
 def score(asked: Sequence[Asked], given: Callable[[str], int | None]) -> Score:
@@ -85,10 +86,11 @@ def score(asked: Sequence[Asked], given: Callable[[str], int | None]) -> Score:
     near = [a for a in asked if a.kind == "near miss"]
     samples = [a for a in asked if a.kind == "sample"]
     right = sum(given(a.text) == a.expected for a in para)
+    others = sum(given(a.text) not in (None, a.expected) for a in para)
     wrong = sum(given(a.text) is not None for a in near)
     unrelated = sum(given(a.text) is not None for a in samples)
     return Score(right / len(para), wrong / len(near), unrelated,
-                 f"{right}/{len(para)} · {wrong}/{len(near)} · {unrelated}/{len(samples)}")
+                 f"{right}/{len(para)} · {wrong}/{len(near)} · {unrelated}/{len(samples)}", others)
 
 
 def by_cosine(candidates: dict[str, list], threshold: float) -> Callable[[str], int | None]:
