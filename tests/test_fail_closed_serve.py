@@ -4,7 +4,7 @@
 - an unsigned or oversized POST to /slack/events is refused before its body is read, and a body is
   never read past the cap: the server's memory does not grow (item 2);
 - malformed requests get 400/401, never 500 and a traceback (item 10);
-- a signed `/kb` sent again (a replay within its five minutes) is answered once (item 16);
+- a signed `/kb` or Share click sent again (a replay within its five minutes) is handled once (item 16);
 - a killed embedded Postgres is started again, and one that cannot be fails `/livez` (item 13).
 """
 
@@ -31,15 +31,18 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from tests.support.slack_api_server import BOT_TOKEN, TEAM, FakeSlack
-from tests.support.slack_harness import SECRET
+from tests.support.slack_harness import SECRET, button, click, posts_in
 
 from bot import messages
+from bot.slack import blocks
 from bot.serve import EVENTS_PATH, HEALTH_PATH, LIVE_PATH
 from bot.signed_requests import MAX_BODY_BYTES
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 FORGED = "v0=" + "ab" * 32  # the form of a signature, signing nothing
+CHANNEL = "CFAILCLOSED"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 @dataclass
@@ -106,10 +109,18 @@ def kb_serve(kb_home: Path, slack: FakeSlack, folder: Path, name: str) -> Iterat
             child.wait(timeout=10)
 
 
+def kb_sync(kb_home: Path, slack: FakeSlack, folder: Path, name: str) -> None:
+    synced = subprocess.run([sys.executable, "-m", "bot.cli", "sync"], cwd=REPO, capture_output=True, text=True,
+                            env=kb_environment(kb_home, slack, folder, name), timeout=300)
+    assert synced.returncode == 0, synced.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def served(index, kb_home, slack, tmp_path_factory) -> Iterator[Served]:
-    """One `kb serve` on the session's embedded Postgres for the request tests."""
-    with kb_serve(kb_home, slack, tmp_path_factory.mktemp("fail_closed_serve"), "fail_closed_serve") as running:
+    """One `kb serve` on the session's embedded Postgres for the request tests, its one-page wiki synced."""
+    folder = tmp_path_factory.mktemp("fail_closed_serve")
+    kb_sync(kb_home, slack, folder, "fail_closed_serve")
+    with kb_serve(kb_home, slack, folder, "fail_closed_serve") as running:
         yield running
 
 
@@ -123,7 +134,7 @@ def signed(body: bytes, stamp: str | None = None) -> dict[str, str]:
 
 
 def command_form(text: str, response_url: str) -> bytes:
-    form = {"token": "legacy", "team_id": TEAM, "team_domain": "acme", "channel_id": "CFAILCLOSED",
+    form = {"token": "legacy", "team_id": TEAM, "team_domain": "acme", "channel_id": CHANNEL,
             "channel_name": "general", "user_id": "U1", "user_name": "u1", "command": "/kb", "text": text,
             "api_app_id": "A0DOCENT", "response_url": response_url, "trigger_id": f"{time.time()}.trigger"}
     return urlencode(form).encode()
@@ -180,7 +191,7 @@ def test_a_chunked_body_is_read_no_further_than_the_cap_and_memory_stays_flat(se
 def test_a_signed_request_under_the_cap_is_still_answered(served, slack):
     body = command_form("help", slack.response_url("fail-closed-help"))
     reply = httpx.post(served.url + EVENTS_PATH, content=body, timeout=30,
-                       headers={"Content-Type": "application/x-www-form-urlencoded", **signed(body)})
+                       headers={**FORM, **signed(body)})
     assert reply.status_code == 200 and reply.json()["text"] == messages.HELP
 
 
@@ -230,7 +241,7 @@ def test_a_malformed_request_gets_a_4xx_and_no_traceback(served, kind, signature
 def test_a_replayed_slash_command_is_answered_once(served, slack):
     url = slack.response_url("fail-closed-replayed")
     body = command_form("ask how many weeks of parental leave does the primary caregiver get?", url)
-    headers = {"Content-Type": "application/x-www-form-urlencoded", **signed(body)}
+    headers = {**FORM, **signed(body)}
     first = httpx.post(served.url + EVENTS_PATH, content=body, headers=headers, timeout=30)
     again = httpx.post(served.url + EVENTS_PATH, content=body, headers=headers, timeout=30)
 
@@ -239,9 +250,33 @@ def test_a_replayed_slash_command_is_answered_once(served, slack):
     slack.wait_for(lambda: slack.calls_to("response:fail-closed-replayed"), timeout=120)
     marker = command_form("ask how many weeks of parental leave?", slack.response_url("fail-closed-after"))
     httpx.post(served.url + EVENTS_PATH, content=marker, timeout=30,
-               headers={"Content-Type": "application/x-www-form-urlencoded", **signed(marker)})
+               headers={**FORM, **signed(marker)})
     slack.wait_for(lambda: slack.calls_to("response:fail-closed-after"), timeout=120)
     assert len(slack.calls_to("response:fail-closed-replayed")) == 1
+
+
+def _answered(served: Served, slack: FakeSlack, question: str, name: str):
+    """`/kb ask` sent once; its answer through the response URL `name`."""
+    body = command_form(f"ask {question}", slack.response_url(name))
+    httpx.post(served.url + EVENTS_PATH, content=body, headers={**FORM, **signed(body)}, timeout=30)
+    return slack.wait_for(lambda: slack.calls_to(f"response:{name}"), timeout=120)[0]
+
+
+def test_a_replayed_share_click_posts_the_answer_once(served, slack):
+    answer = _answered(served, slack, "how many weeks of parental leave does the primary caregiver get?",
+                       "fail-closed-share-ask")
+    share = button(answer.params["blocks"], blocks.ACTION_SHARE)
+    assert share is not None and "sixteen weeks" in json.dumps(answer.params["blocks"])
+    payload = click(blocks.ACTION_SHARE, share["value"], user="U1", channel=CHANNEL,
+                    response_url=slack.response_url("fail-closed-share"), ephemeral=True)
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    headers = {**FORM, **signed(body)}
+    for _ in range(2):  # the click, then the same signed request again
+        assert httpx.post(served.url + EVENTS_PATH, content=body, headers=headers, timeout=30).status_code == 200
+
+    slack.wait_for(lambda: slack.calls_to("response:fail-closed-share"))  # the private copy deleted: shared
+    _answered(served, slack, "how many weeks of parental leave?", "fail-closed-share-after")
+    assert len(posts_in(slack, CHANNEL)) == 1
 
 
 # -- item 13: the embedded Postgres of a kb serve of its own --------------------------------------
@@ -289,9 +324,7 @@ def _wait(condition, timeout: float, what: str) -> None:
 
 
 def test_a_killed_embedded_postgres_is_started_again_and_questions_are_answered(own_home, slack, tmp_path):
-    synced = subprocess.run([sys.executable, "-m", "bot.cli", "sync"], cwd=REPO, capture_output=True, text=True,
-                            env=kb_environment(own_home, slack, tmp_path, "fail_closed_livez"), timeout=300)
-    assert synced.returncode == 0, synced.stderr[-2000:]
+    kb_sync(own_home, slack, tmp_path, "fail_closed_livez")
     with kb_serve(own_home, slack, tmp_path, "fail_closed_livez") as running:
         killed = _kill_postgres(own_home)
         _wait(lambda: (_postmaster_pid(own_home) or killed) != killed, 60, "the embedded Postgres was not started again")
@@ -300,7 +333,7 @@ def test_a_killed_embedded_postgres_is_started_again_and_questions_are_answered(
 
         body = command_form("ask how many weeks of parental leave?", slack.response_url("fail-closed-revived"))
         httpx.post(running.url + EVENTS_PATH, content=body, timeout=30,
-                   headers={"Content-Type": "application/x-www-form-urlencoded", **signed(body)})
+                   headers={**FORM, **signed(body)})
         [answer] = slack.wait_for(lambda: slack.calls_to("response:fail-closed-revived"), timeout=120)
         assert answer.params.get("replace_original") and "sixteen weeks" in json.dumps(answer.params["blocks"])
         assert "started again" in running.log_text() or "runs again" in running.log_text()

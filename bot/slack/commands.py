@@ -29,7 +29,7 @@ from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
 from bot.slack.channel_command import show_channel
 from bot.slack.resync_command import resync
-from bot.slack.services import DELIVERY, Services, first_time
+from bot.slack.services import DELIVERY, Services, delivery_key, first_time
 from indexing.storage import IndexStatus
 
 COMMAND = "/kb"
@@ -44,8 +44,7 @@ def register(app: App, services: Services) -> None:
         if subcommand is None:
             ack(text=messages.unknown_subcommand(neutralise(escape(name.lower()[:40]))), response_type="ephemeral")
             return
-        signature = (request.headers.get("x-slack-signature") or [""])[0]  # none in Socket Mode: nothing to replay
-        command = {**command, DELIVERY: f"command:{signature.removeprefix('v0=')}" if signature else ""}
+        command = {**command, DELIVERY: delivery_key(request)}  # claimed by the work it starts (`first_time`)
         subcommand(services, ack, command, respond, rest.strip())
 
 
@@ -65,7 +64,7 @@ def ask(services: Services, ack: Ack, command: dict[str, Any], respond: Respond,
 
 def answer_privately(services: Services, command: dict[str, Any], respond: Respond, question: str, started: float) -> None:
     """The one reply, in place of the "Looking that up…" acknowledgement (`replace_original`)."""
-    if not first_time(services, command):
+    if not first_time(services, command.get(DELIVERY)):
         return
     channel, user = command.get("channel_id"), command["user_id"]
     details: Logged = {"surface": "command", "user_id": user, "channel_id": channel}
@@ -102,7 +101,7 @@ def status(services: Services, ack: Ack, command: dict[str, Any], respond: Respo
 
 
 def show_status(services: Services, command: dict[str, Any], respond: Respond) -> None:
-    if not first_time(services, command):
+    if not first_time(services, command.get(DELIVERY)):
         return
     with apology_on_error("/kb status", lambda ref: respond(text=messages.apology(ref), response_type="ephemeral")):
         audience = services.access.audience(command.get("channel_id"), command.get("user_id"))

@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -38,7 +38,7 @@ from bot.slack.client import post
 from bot.slack.errors import apology_on_error, first_line, quietly, reference_id
 from bot.slack.handover import hand_over
 from bot.slack.mrkdwn import escape
-from bot.slack.services import Services
+from bot.slack.services import Services, delivery_key, first_time
 from bot.slack.verified_review import tell_verifier, tell_verifier_why
 from bot.verified import store
 from sources import Audience
@@ -99,14 +99,16 @@ def register(app: App, services: Services) -> None:
         services.answers.submit(vote, services, Click.of(body, action), client, respond, question_log.DOWN)
 
     @app.action(blocks.ACTION_SHARE)
-    def share_button(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond) -> None:
+    def share_button(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, respond: Respond,
+                     request: BoltRequest) -> None:
         ack()
-        services.answers.submit(share, services, Click.of(body, action), client, respond)
+        services.answers.submit(share, services, Click.of(body, action), client, respond, delivery_key(request))
 
     @app.view(blocks.REASON_CALLBACK)
-    def reason_form(ack: Ack, body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
+    def reason_form(ack: Ack, body: dict[str, Any], view: dict[str, Any], client: WebClient,
+                    request: BoltRequest) -> None:
         ack()  # closes the form; a failure to store it is told to the user (`store_reason`)
-        services.answers.submit(store_reason, services, Reason.of(body, view), client)
+        services.answers.submit(store_reason, services, Reason.of(body, view), client, delivery_key(request))
 
 
 def vote(services: Services, click: Click, client: WebClient, respond: Respond, choice: str) -> None:
@@ -169,9 +171,12 @@ def show_votes(db: Database, click: Click, votes: dict[str, int], client: WebCli
             response_type="ephemeral", replace_original=True)
 
 
-def share(services: Services, click: Click, client: WebClient, respond: Respond) -> None:
+def share(services: Services, click: Click, client: WebClient, respond: Respond, delivery: str = "") -> None:
     """Post a private answer publicly in the channel, then remove the private copy — only if every
-    page it cites (or lists as nearest) is visible in that channel now; otherwise refuse."""
+    page it cites (or lists as nearest) is visible in that channel now; otherwise refuse. A replay
+    of the same signed click (`delivery`, `services.first_time`) posts nothing."""
+    if not first_time(services, delivery):
+        return
     user, answer_id, channel = click.user, click.answer_id, click.channel
     db = services.db
     with apology_on_error("sharing an answer", lambda ref: respond(
@@ -237,9 +242,12 @@ def verified_shareable(answer: Answer, audience: Audience) -> bool:
     return audience.scopes is None or bool(set(verified.scopes) & set(audience.scopes))
 
 
-def store_reason(services: Services, reason: Reason, client: WebClient) -> None:
+def store_reason(services: Services, reason: Reason, client: WebClient, delivery: str = "") -> None:
     """The 👎 form's text, stored with the vote. The form has closed by now: if storing fails, the
-    user is told in a direct message from Docent, with what they wrote, so it is not lost."""
+    user is told in a direct message from Docent, with what they wrote, so it is not lost. A replay
+    of the same signed submission (`delivery`) tells the verifier nothing twice."""
+    if not first_time(services, delivery):
+        return
     try:
         question_log.record_reason(services.db, reason.answer_id, reason.user, reason.text)
     except Exception as exc:

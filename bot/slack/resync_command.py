@@ -16,7 +16,7 @@ from bot.records import Database, question_log
 from bot.slack.errors import apology_on_error, quietly, reference_id
 from bot.slack.mrkdwn import escape, neutralise
 from bot.slack.resync_runs import summary
-from bot.slack.services import Services, first_time
+from bot.slack.services import DELIVERY, Services, first_time
 
 if TYPE_CHECKING:
     from indexing.ingest import SyncReport
@@ -47,7 +47,7 @@ def resync(services: Services, ack: Ack, command: dict[str, Any], respond: Respo
         _record_admin(db, user, name, allowed=True, result="refused: unknown source")
         return
     ack(text=messages.resync_starting(escape(name), allow_deletes), response_type="ephemeral")
-    if not first_time(services, command):  # a replay of this request: acknowledged, not run twice
+    if not first_time(services, command.get(DELIVERY)):  # a replay of this request: acknowledged, not run twice
         return
     action_id = _record_admin(db, user, name + (" --allow-deletes" if allow_deletes else ""),
                               allowed=True, result="started")

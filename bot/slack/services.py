@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from cachetools import LRUCache
+from slack_bolt import BoltRequest
 
 from bot.knowledge import KnowledgeBase
 from bot.records import Database
@@ -72,12 +72,20 @@ class Services:
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # `[channels.C…]` (sources.channels)
 
 
-def first_time(services: Services, command: dict[str, Any]) -> bool:
-    """Whether the request behind a `/kb` command is handled for the first time: False for a
-    replay of the same signed request (`bot.slack.commands`), which is logged. Called after the
-    ack: the claim may wait for the database."""
-    key = command.get(DELIVERY)
+def delivery_key(request: BoltRequest) -> str:
+    """The key a signed request is claimed under (`first_time`): its signature, which names its body
+    and timestamp, so only the very same request sent again has it. "" in Socket Mode (unsigned, and
+    nobody outside can send one)."""
+    signature = (request.headers.get("x-slack-signature") or [""])[0]
+    return f"request:{signature.removeprefix('v0=')}" if signature else ""
+
+
+def first_time(services: Services, key: str | None) -> bool:
+    """Whether the request `key` names (`delivery_key`) is handled for the first time: False for a
+    replay of the same signed request within its five minutes (Slack never resends a slash command
+    or a click), which is logged. Called after the ack, on the answers pool: the claim may wait
+    for the database, and Slack's 3-second ack must not."""
     if not key or services.deduper.claim(key):
         return True
-    log.info("not handling a /kb request again: the same signed request was handled before (%s…)", key[:20])
+    log.info("not handling a Slack request again: the same signed request was handled before (%s…)", key[:20])
     return False
