@@ -15,7 +15,7 @@ inflates a member past its declared size). Text stops at `max_chars` (500,000, w
 indexes of a document): a PDF page by page, a Word file paragraph by paragraph as it is parsed
 (`connectors.docx_text`), a deck slide by slide; past it the file is refused. Every conversion
 runs in a child process (`connectors.conversion_budget`) that may take `max_seconds` (60) and
-`max_memory_mb` (1 GiB) at most, a PDF page `max_page_seconds` (10): a small file that asks the
+`max_memory_mb` (1 GiB) at most, a PDF page `max_page_seconds` of CPU (10): a small file that asks the
 parser for minutes or gigabytes is stopped and refused with the reason, and the sync goes on. An
 encrypted PDF or Office file, or one the library cannot parse, is refused too. A PDF with no text
 layer (a scan) is `NoText`: SKIPPED with the reason, since nothing is broken but nothing can be
@@ -27,7 +27,7 @@ from __future__ import annotations
 import io
 import logging
 import re
-import time
+import signal
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -61,7 +61,7 @@ class FileLimits:
     max_ratio: int = 100  # uncompressed : compressed, per zip member over 1 MiB
     max_chars: int = 500_000  # of text; indexing.ingest.sync.MAX_TEXT_CHARS, which a sync indexes at most
     max_seconds: float = 60.0  # per file, wall clock, in the converting process
-    max_page_seconds: float = 10.0  # per PDF page
+    max_page_seconds: float = 10.0  # of CPU, per PDF page
     max_memory_mb: int = 1024  # MiB per file, in the converting process
 
 
@@ -164,15 +164,28 @@ def _drawn_by(page: Any) -> tuple[str, str] | None:
     return ",".join(str(r.idnum) for r in refs), repr(page.raw_get(where) if where in page else None)
 
 
+class _PageOverTime(BaseException):
+    """Raised by the CPU timer inside pypdf: a BaseException, which its `except Exception` lets through."""
+
+
 def _page_text(page: Any, n: int, limits: FileLimits) -> str:
-    """One page's text, stopped once it has taken `max_page_seconds` (checked at each operator)."""
-    deadline = time.monotonic() + limits.max_page_seconds
+    """One page's text, stopped after `max_page_seconds` of CPU time. pypdf parses a page's whole
+    content stream before it looks at an operator (6 s for the slow file's first page), so no
+    check between operators could stop that: a CPU timer (SIGPROF) does, in this process's main
+    thread (the converting child's); CPU time, not wall time, so a busy machine refuses nothing more."""
+    def over_time(*_: object) -> None:
+        raise _PageOverTime
 
-    def in_time(*_: object) -> None:
-        if time.monotonic() > deadline:
-            raise FileRefused(f"reading page {n} of the PDF took more than {limits.max_page_seconds:g} s: stopped")
-
-    return str(page.extract_text(visitor_operand_before=in_time) or "")
+    previous = signal.signal(signal.SIGPROF, over_time)
+    signal.setitimer(signal.ITIMER_PROF, limits.max_page_seconds)
+    try:
+        return str(page.extract_text() or "")
+    except _PageOverTime:
+        raise FileRefused(f"reading page {n} of the PDF took more than {limits.max_page_seconds:g} s of CPU: "
+                          "stopped") from None
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def _checked_zip(data: bytes, limits: FileLimits) -> zipfile.ZipFile:
