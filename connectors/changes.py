@@ -1,6 +1,6 @@
 """What a connector that syncs by changes says it found (`Changes`), and what it is told the index
 holds of each page (`IndexedPage`). Their own module: the protocol that speaks of them
-(`connectors.connector.ChangesConnector`) and the connector that makes them (`connectors.confluence_rest`)
+(`connectors.connector.ChangesConnector`) and the connector that makes them (`connectors.confluence.rest`)
 both import it."""
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ changed file at a time (`IncrementalConnector`); a server that can say what chan
 (Confluence over REST) is a `ChangesConnector`, synced by what changed; exports are re-synced
 whole, as an export changes as a unit.
 
-Which connector a source of the sources file gets is decided by `sources.opening.open_connector`.
+Which connector a source of the sources file gets is said by its kind, in `connectors.registry`
+(opened by `sources.opening.open_connector`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import NotRequired, TypedDict
 from urllib.parse import quote
 
 from connectors.attachments import FileLimits, NoText, convert, wanted
-from connectors.confluence_common import ExportFiles
+from connectors.confluence.common import ExportFiles
 from connectors.document import RESTRICTED, SourceDocument
 
 

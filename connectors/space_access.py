@@ -2,7 +2,7 @@
 the wrapper that gives an export's pages the scope of their space.
 
 The sources file writes it as `access = { HR = "hr-private", "*" = "public" }` (checked by
-`sources.source`). The REST connector (`connectors.confluence_rest`) applies the same mapping
+`sources.source`). The REST connector (`connectors.confluence.rest`) applies the same mapping
 itself, as it reads each page's space and restrictions together.
 """
 

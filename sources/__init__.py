@@ -4,7 +4,8 @@ A layer of its own between the connectors and the index: `connectors` ← `sourc
 `bot`. It reads the file into `SourceConfig`s, the access rules (`AccessConfig`, and the
 `Audience` a question is answered for), the channels' settings, the synonyms and each source's
 sync rules, and opens the connector a source names (`open_connector`); a connector is handed its
-own settings (`connectors.confluence_config`) and never reads this package.
+own settings (the config type of its kind, `connectors.registry`) and never reads this package.
+The kinds' names (`KINDS`) are the registry's.
 
 This is its public face: `indexing` and `bot` import these names from `sources`, never from the
 modules behind it (`tests/test_layering.py`), which import each other directly. One module a
@@ -25,6 +26,7 @@ load anyway; `kb --help` imports none of it).
 
 from __future__ import annotations
 
+from connectors.registry import KINDS
 from sources.access import (
     CHANNEL,
     DIRECT,
@@ -41,7 +43,7 @@ from sources.errors import SourcesError
 from sources.file import SourcesFile, load_access, load_sources, load_synonyms, read_sources_file
 from sources.opening import open_connector
 from sources.overlaps import adhoc_name, overlap
-from sources.source import KINDS, SourceConfig, check_source_name
+from sources.source import SourceConfig, check_source_name
 from sources.sync_rules import DELETE_WINDOW_SECONDS, DeletionLimit, parse_schedule
 
 __all__ = [

@@ -21,10 +21,10 @@ naming the variable, not its value.
 `restrictions` says which scope a page with read restrictions may be published under: a page
 readable only by the group `hr-staff` (or by several, one of them `hr-staff`) goes to
 `hr-private`. A restricted page that no entry covers is not indexed at all (SKIPPED with the
-reason, `connectors.confluence_rest`): the sources file cannot see who else may read it.
+reason, `connectors.confluence.rest`): the sources file cannot see who else may read it.
 
 `parse_remote` turns the table into the connector's own settings,
-`connectors.confluence_config.ConfluenceRemote`.
+`connectors.confluence.config.ConfluenceRemote`.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlparse
 
-from connectors.confluence_config import ConfluenceRemote, Credentials
+from connectors.confluence.config import ConfluenceRemote, Credentials
+from connectors.registry import CONFLUENCE, REGISTRY
 from sources.errors import SourcesError
 
-EXPORT_KINDS = ("confluence-html", "confluence-xml")  # may set `attachments` too (connectors.export_attachments)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _PRINCIPAL = re.compile(r"^(user|group):\S.{0,254}$")
 _SPACE_KEY = re.compile(r"^~?[A-Za-z0-9_-]{1,255}$")
@@ -65,7 +65,7 @@ class SourceTable(Protocol):
 
 @dataclass(frozen=True)
 class EnvironmentCredentials:
-    """A REST source's `credentials` (`connectors.confluence_config.ConfluenceRemote`): read from the
+    """A REST source's `credentials` (`connectors.confluence.config.ConfluenceRemote`): read from the
     environment variables the sources file names when the connector first needs them (a sync), so
     the file can be read without them; `repr` shows the variables' names, never their values."""
 
@@ -87,10 +87,11 @@ class EnvironmentCredentials:
 def parse_remote(table: SourceTable, kind: str | None, where: str) -> ConfluenceRemote | None:
     """The remote settings of a `[[source]]` table (already shape-checked by pydantic): a
     `ConfluenceRemote` for `kind = "confluence"`, None for the others (which may not use them)."""
+    told = REGISTRY.get(kind or "")  # an export may set `attachments` too (connectors.export_attachments)
     given = [key for key in ("url", "spaces", "cql", "email_env", "token_env", "restrictions", "attachments",
                              "timeout", "retries")
-             if getattr(table, key) is not None and not (key == "attachments" and kind in EXPORT_KINDS)]
-    if kind != "confluence":
+             if getattr(table, key) is not None and not (key == "attachments" and told and told.takes(key))]
+    if kind != CONFLUENCE.name:
         if given:
             raise SourcesError(f"{where}: {', '.join(given)} apply to kind = \"confluence\" (REST) sources only")
         return None

@@ -23,17 +23,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from connectors.confluence_config import ConfluenceRemote
+from connectors.confluence.config import ConfluenceRemote
 from connectors.document import PUBLIC
 from connectors.globs import GlobFilter
+from connectors.registry import CONFLUENCE, KINDS, REGISTRY, detect_kind
 from connectors.space_access import WILDCARD
 from sources.errors import SourcesError, checked_table
 from sources.remote import parse_remote
 from sources.scopes import check_scope_name
 from sources.sync_rules import EMPTY_SITE, MAX_DELETE_EXPECTED, DeletionLimit, Schedule, parse_max_delete, parse_schedule
 
-KINDS = ("markdown", "confluence-html", "confluence-xml", "confluence")
-CONFLUENCE_KINDS = ("confluence-html", "confluence-xml", "confluence")  # may set access per space
+PER_SPACE = tuple(sorted(name for name, kind in REGISTRY.items() if kind.per_space))  # may set access per space
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -79,8 +79,6 @@ class SourceConfig:
     def resolved_kind(self) -> str:
         if self.kind:
             return self.kind
-        from connectors.detect import detect_kind
-
         return detect_kind(self.location)
 
     @property
@@ -163,9 +161,9 @@ def _access(value: str | dict[str, str], kind: str | None, where: str) -> str | 
     if isinstance(value, str):
         check_scope_name(value, f"{where}: access")
         return value
-    if kind is not None and kind not in CONFLUENCE_KINDS:
-        raise SourcesError(f"{where}: access per space is only for confluence, confluence-html and confluence-xml sources; "
-                           f"a {kind} source has one access scope")
+    if kind is not None and kind not in PER_SPACE:
+        raise SourcesError(f"{where}: access per space is only for {', '.join(PER_SPACE[:-1])} and {PER_SPACE[-1]} "
+                           f"sources; a {kind} source has one access scope")
     if WILDCARD not in value:
         raise SourcesError(f"{where}: access per space needs a \"*\" entry: the scope of pages in other spaces")
     seen: dict[str, str] = {}
@@ -190,8 +188,8 @@ def parse_source(entry: object, base: Path, where: str) -> SourceConfig:
     remote = parse_remote(table, table.kind, named)
     if remote is not None:
         return SourceConfig(
-            name=name, location=Path(f"confluence:{name}"), kind="confluence", base_url=table.base_url or remote.url,
-            access=_access(table.access, "confluence", named), remote=remote,
+            name=name, location=Path(f"confluence:{name}"), kind=CONFLUENCE.name, base_url=table.base_url or remote.url,
+            access=_access(table.access, CONFLUENCE.name, named), remote=remote,
             schedule=parse_schedule(table.schedule, where=f"{named}: schedule") if table.schedule is not None else None,
             max_delete=replace(parse_max_delete(table.max_delete, where=f"{named}: max_delete"), empty=EMPTY_SITE))
     if table.location is None:
@@ -199,20 +197,18 @@ def parse_source(entry: object, base: Path, where: str) -> SourceConfig:
     kind = table.kind
     if kind is not None and kind not in KINDS:
         raise SourcesError(f"{named}: kind must be one of {', '.join(KINDS)}")
-    if kind in CONFLUENCE_KINDS and (table.include or table.exclude):
+    if kind is not None and not REGISTRY[kind].takes("include") and (table.include or table.exclude):
         raise SourcesError(f"{named}: include and exclude apply to Markdown folders; a {kind} export is read whole")
     access = _access(table.access, kind, named)
     location = Path(table.location).expanduser()
     if not location.is_absolute():
         location = (base / location).resolve()
     if isinstance(access, dict) and kind is None and location.exists():
-        from connectors.detect import detect_kind
-
         try:
             detected = detect_kind(location)
         except (OSError, ValueError, zipfile.BadZipFile):
             detected = None  # unreadable now: the sync will say why
-        if detected == "markdown":
+        if detected is not None and detected not in PER_SPACE:
             raise SourcesError(f"{named}: access per space is only for Confluence exports, "
                                f"and {location} is not one")
     schedule = parse_schedule(table.schedule, where=f"{named}: schedule") if table.schedule is not None else None

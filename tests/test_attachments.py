@@ -171,8 +171,8 @@ def test_files_in_confluence_exports_become_documents_when_the_source_asks(tmp_p
     import shutil
     from pathlib import Path
 
-    from connectors.confluence_html import ConfluenceHtmlExport
-    from connectors.confluence_xml import ConfluenceXmlExport
+    from connectors.confluence.html_export import ConfluenceHtmlExport
+    from connectors.confluence.xml_export import ConfluenceXmlExport
 
     fixtures = Path(__file__).resolve().parent / "fixtures" / "confluence"
     html = tmp_path / "html"

@@ -18,10 +18,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from connectors.confluence_common import ExportError
-from connectors.confluence_html import ConfluenceHtmlExport
-from connectors.confluence_xml import ConfluenceXmlExport
-from connectors.detect import detect_kind
+from connectors.confluence.common import ExportError
+from connectors.confluence.html_export import ConfluenceHtmlExport
+from connectors.confluence.xml_export import ConfluenceXmlExport
+from connectors.registry import detect_kind
 from connectors.document import SourceDocument
 from tests.support.corpora import SAMPLE_WIKI, shared_corpus
 

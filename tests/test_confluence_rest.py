@@ -14,9 +14,9 @@ import pytest
 from sqlmodel import select
 
 from tests.support.confluence_server import EMAIL, TOKEN, FakeConfluence
-from connectors.confluence_api import ApiSettings, ConfluenceUnavailable
-from connectors.confluence_rest import RESTRICTED, ConfluenceRest
-from connectors.confluence_xml import ConfluenceXmlExport
+from connectors.confluence.api import ApiSettings, ConfluenceUnavailable
+from connectors.confluence.rest import RESTRICTED, ConfluenceRest
+from connectors.confluence.xml_export import ConfluenceXmlExport
 from connectors.connector import ChangesConnector
 from sources import SourcesError, open_connector, read_sources_file
 from indexing.ingest import indexed_sources

@@ -20,8 +20,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from connectors.attachments import FileLimits
-from connectors.confluence_api import ApiSettings, ConfluenceUnavailable
-from connectors.confluence_rest import RESTRICTED, ConfluenceRest
+from connectors.confluence.api import ApiSettings, ConfluenceUnavailable
+from connectors.confluence.rest import RESTRICTED, ConfluenceRest
 from connectors.sizes import MiB, size_text
 from indexing.ingest import indexed_sources
 from sources import read_sources_file

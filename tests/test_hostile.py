@@ -34,15 +34,15 @@ from sqlmodel import select
 from tests.support import hostile_inputs as hi
 from tests.support.openai_server import FakeOpenAI
 
-from connectors.confluence_common import (
+from connectors.confluence.common import (
     MAX_DEPTH,
     MAX_TAGS,
     ExportError,
     PageLimitExceeded,
 )
-from connectors.confluence_storage import storage_to_markdown
-from connectors.confluence_html import ConfluenceHtmlExport
-from connectors.confluence_xml import ConfluenceXmlExport
+from connectors.confluence.storage import storage_to_markdown
+from connectors.confluence.html_export import ConfluenceHtmlExport
+from connectors.confluence.xml_export import ConfluenceXmlExport
 from connectors.markdown import MarkdownFolder
 from indexing.ingest.chunking import MAX_HEADING_CHARS, chunk_document
 from indexing.storage.index_tables import DocumentRecord, Status, SyncRun
@@ -293,7 +293,7 @@ def test_a_page_too_slow_to_convert_fails_with_the_reason_and_the_others_are_rea
 
     from bs4 import BeautifulSoup
 
-    from connectors.confluence_common import Deadline, to_markdown
+    from connectors.confluence.common import Deadline, to_markdown
 
     macros = '<ac:structured-macro ac:name="info"><ac:rich-text-body><p>x</p></ac:rich-text-body></ac:structured-macro>'
     started = time.monotonic()
@@ -554,7 +554,7 @@ def test_zip_bomb_export_is_refused_with_a_clear_error_and_nothing_is_pruned(ind
     hi.zip_bomb(tmp_path / "xml.zip", "entities.xml{i}", real={"exportDescriptor.properties": b"timezoneId=UTC\n"})
     with timed("refusing an XML zip bomb", 5), pytest.raises(ExportError, match="zip bomb"):
         list(ConfluenceXmlExport(tmp_path / "xml.zip").documents())
-    from connectors.detect import detect_kind
+    from connectors.registry import detect_kind
 
     with timed("detecting a zip bomb's kind", 5):
         assert detect_kind(archive) == "confluence-html"

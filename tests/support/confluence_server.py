@@ -110,7 +110,7 @@ class FakeConfluence:
     # -- setup and edits, as a wiki's users would make them ---------------------------------------
 
     def _load_fixture(self) -> None:
-        from connectors.confluence_xml import ConfluenceXmlExport, _timestamp
+        from connectors.confluence.xml_export import ConfluenceXmlExport, _timestamp
 
         export, _ = ConfluenceXmlExport(FIXTURE)._load()
         self.users = dict(export.users)

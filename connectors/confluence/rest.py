@@ -14,8 +14,8 @@ Bodies come in bulk: pages modified since the last successful sync (CQL `lastmod
 runner moves the time back for clock skew; CQL reads it in the account's time zone, so a page
 the listing says changed that this search missed is fetched by id, 50 a request). A full sync
 reads every body the same way on Data Center, and on Cloud over the v2 API when the source selects
-by spaces (`connectors.confluence_v2`: v2 has no CQL, so incremental reads stay on v1).
-Storage format goes through `connectors.confluence_storage`, so a
+by spaces (`connectors.confluence.v2`: v2 has no CQL, so incremental reads stay on v1).
+Storage format goes through `connectors.confluence.storage`, so a
 page reads the same as from an XML export, under the same document path (`pages/<id>`).
 
 Access (fail closed): a page takes its space's scope (`access = { HR = "hr-private", "*" = … }`)
@@ -24,8 +24,8 @@ user or group the sources file's `restrictions` maps to one common scope, which 
 otherwise it is SKIPPED with scope `RESTRICTED` and the reason (shown by `kb status`), and any
 version indexed before is withdrawn. Restrictions Docent cannot see in full (an ancestor its
 account cannot read, an answer without them, a list shorter than its `size`: see
-`connectors.confluence_listing`) are treated the same way, as is an ancestor whose id is not a
-page id. Links and ids the server gives are checked before use (`connectors.confluence_links`).
+`connectors.confluence.listing`) are treated the same way, as is an ancestor whose id is not a
+page id. Links and ids the server gives are checked before use (`connectors.confluence.links`).
 
 Attachments (PDF, .docx, .pptx) of the selected pages are documents of their own
 (`pages/<page id>/attachments/<attachment id>`), under their page's scope, converted by
@@ -42,13 +42,14 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from connectors.attachments import FileLimits, FileRefused, NoText, convert, wanted
-from connectors.confluence_api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, JsonObject, PageError
-from connectors.confluence_common import Deadline, page_url
-from connectors.confluence_config import ConfluenceRemote
-from connectors.confluence_links import Site, attachment_id, page_id, space_key
-from connectors.confluence_listing import Listed, listed as _listed, stale as _stale, when as _when
-from connectors.confluence_storage import storage_to_markdown
-from connectors.confluence_v2 import pages_with_bodies
+from connectors.confluence.api import ApiSettings, ConfluenceApi, ConfluenceUnavailable, JsonObject, PageError
+from connectors.confluence.common import Deadline, page_url
+from connectors.confluence.config import ConfluenceRemote
+from connectors.confluence.links import Site, attachment_id, page_id, space_key
+from connectors.confluence import listing
+from connectors.confluence.listing import Listed
+from connectors.confluence.storage import storage_to_markdown
+from connectors.confluence.v2 import pages_with_bodies
 from connectors.changes import Changes, IndexedPage
 from connectors.document import RESTRICTED, SourceDocument, Unreadable
 from connectors.sizes import size_text
@@ -107,10 +108,10 @@ class ConfluenceRest:
         self.api.begin_sync()
         listed = self._listing()
         scopes = {pid: self._scope(entry, listed) for pid, entry in listed.items()}
-        stale = {pid for pid, entry in listed.items() if _stale(indexed.get(f"pages/{pid}"), entry, scopes[pid][0])}
+        stale = {pid for pid, entry in listed.items() if listing.stale(indexed.get(f"pages/{pid}"), entry, scopes[pid][0])}
         attachments = self._attachments(listed) if self.remote.attachments else {}
         fresh = {aid: att for aid, att in attachments.items()
-                 if _stale(indexed.get(att.path), att.listed, scopes[att.page][0])}
+                 if listing.stale(indexed.get(att.path), att.listed, scopes[att.page][0])}
         present = {f"pages/{pid}" for pid in listed} | {att.path for att in attachments.values()}
         gone = sorted(path for path in indexed if path not in present)
         log.info("%s: %d pages listed, %d to read, %d attachments to read, %d gone", self.source, len(listed),
@@ -123,7 +124,7 @@ class ConfluenceRest:
         listed: dict[str, Listed] = {}
         for raw in self.api.pages(SEARCH, {"cql": self.remote.filter_cql(), "expand": LIST_EXPAND,
                                            "limit": LIST_LIMIT}):
-            entry = _listed(raw)
+            entry = listing.listed(raw)
             if entry is not None:
                 listed[entry.id] = entry
         return listed
@@ -166,7 +167,7 @@ class ConfluenceRest:
         if pid not in self._extra:
             try:
                 raw = self.api.get(f"rest/api/content/{quote(pid, safe='')}", {"expand": LIST_EXPAND}, page=pid)
-                entry = _listed(raw)
+                entry = listing.listed(raw)
                 self._extra[pid] = entry if entry is not None and entry.id == pid else None
             except PageError:
                 self._extra[pid] = None
@@ -227,7 +228,7 @@ class ConfluenceRest:
             ancestors = [a for a in raw.get("ancestors") or [] if isinstance(a, dict) and page_id(a.get("id"))]
             labels = ((raw.get("metadata") or {}).get("labels") or {}).get("results") or []
             doc.title = str(raw.get("title") or "").strip()
-            doc.updated_at = _when(version.get("when"))
+            doc.updated_at = listing.when(version.get("when"))
             doc.metadata = {
                 "page_id": pid, "space": str(space.get("key") or ""), "space_name": str(space.get("name") or ""),
                 "ancestors": [str(a.get("title") or "") for a in ancestors],
@@ -301,7 +302,7 @@ class ConfluenceRest:
                 found[aid] = _Attachment(
                     id=aid, page=page, name=name, download=str(download), size=size if isinstance(size, int) else None,
                     listed=Listed(id=aid, title=name, space=listed[page].space,
-                                  when=_when((raw.get("version") or {}).get("when")), ancestors=(), readers=frozenset()))
+                                  when=listing.when((raw.get("version") or {}).get("when")), ancestors=(), readers=frozenset()))
         return found
 
     def _attachment(self, att: _Attachment, scope: tuple[str, str | None], page: Listed) -> SourceDocument:

@@ -21,7 +21,7 @@ restriction, on itself or on an ancestor, is SKIPPED with scope `RESTRICTED` and
 published under its space's scope (before, restrictions were ignored and such pages published).
 
 A page that cannot be read (no title, unreadable date, body over `max_bytes`, over the tag, depth
-or time limits of `confluence_common`, a conversion error) becomes a document with `error` set;
+or time limits of `connectors.confluence.common`, a conversion error) becomes a document with `error` set;
 an export that cannot be read at all (no `entities.xml`, broken XML, unsafe or damaged .zip)
 raises `ExportError` before any document. Rows are not trusted to have the shape Confluence
 writes: an object without an id is skipped, a field is read as text or as a list of ids whatever
@@ -41,7 +41,7 @@ from typing import IO
 
 from lxml import etree
 
-from connectors.confluence_common import (
+from connectors.confluence.common import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_SECONDS,
     MAX_ARCHIVE_BYTES,
@@ -53,7 +53,7 @@ from connectors.confluence_common import (
     page_url,
     zone,
 )
-from connectors.confluence_storage import storage_to_markdown
+from connectors.confluence.storage import storage_to_markdown
 from connectors.export_attachments import AttachmentEntry, attachment_documents
 from connectors.document import PUBLIC, RESTRICTED, SourceDocument
 from connectors.sizes import size_text

@@ -12,7 +12,7 @@ thread's current attempt which connection it is using.
 Bodies are read streaming (`read_capped`): a `Content-Length` over the cap is refused before
 reading, and reading stops at the cap whatever the server declared (a listing's `fileSize` is
 not trusted either). Redirects are not followed here (`allow_redirects=False` at the caller):
-`connectors.confluence_api` decides where a `Location` may go.
+`connectors.confluence.api` decides where a `Location` may go.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
 
 class _DeadlineAdapter(HTTPAdapter):
     """requests' adapter, on connection classes that report to the thread's `Attempt`; no retries
-    (`connectors.confluence_api` retries, once, itself)."""
+    (`connectors.confluence.api` retries, once, itself)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)

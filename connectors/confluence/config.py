@@ -2,7 +2,7 @@
 to log in and how patient to be (`ConfluenceRemote`), and what it logs in with (`Credentials`).
 
 `sources.remote` makes a `ConfluenceRemote` from a `kind = "confluence"` table of the sources
-file; the connector (`connectors.confluence_rest`, over `connectors.confluence_api`) reads
+file; the connector (`connectors.confluence.rest`, over `connectors.confluence.api`) reads
 nothing else. The secrets are not in it: `credentials` is asked for them when the first request
 is made, so a source's settings can be read, shown and checked without them.
 """

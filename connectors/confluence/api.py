@@ -9,11 +9,11 @@ of any retry of the session's — with `Retry-After: 3600` one request waited 5�
 Each request (`ConfluenceApi._fetch`):
 
 - goes only to the configured site: paths Docent builds are under its `url`, server-given links
-  (`_links.next`, `_links.download`, a redirect's `Location`) pass `connectors.confluence_links`
+  (`_links.next`, `_links.download`, a redirect's `Location`) pass `connectors.confluence.links`
   first, and a link elsewhere is refused with the reason — the credentials are attached per
   request, after that check, never to the session;
 - has one overall deadline, `timeout` seconds for connecting, waiting and reading the whole
-  answer (`connectors.confluence_http.Attempt`), and a byte cap read streaming: `max_json_bytes`
+  answer (`connectors.confluence.http_request.Attempt`), and a byte cap read streaming: `max_json_bytes`
   for JSON, the file cap for a download (the listing's `fileSize` is not trusted);
 - is retried by this module only (the session has no retries of its own): 429 waits
   `Retry-After`, at most `max_retry_after` seconds; 5xx and dropped connections back off
@@ -44,9 +44,9 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 import requests
 from requests.auth import AuthBase, HTTPBasicAuth
 
-from connectors.confluence_config import ConfluenceRemote, Credentials
-from connectors.confluence_http import Attempt, DeadlineExceeded, TooLarge, deadline_session, read_capped
-from connectors.confluence_links import OffSite, Site
+from connectors.confluence.config import ConfluenceRemote, Credentials
+from connectors.confluence.http_request import Attempt, DeadlineExceeded, TooLarge, deadline_session, read_capped
+from connectors.confluence.links import OffSite, Site
 from connectors.sizes import MiB, size_text
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Macros become what they show (code and panels as blocks, a Jira or status macro as its text, a
 body macro as its body; macros that list or embed other content are dropped); links become their
 text, and stay links where they point at a page we can cite or a URL; a user mention becomes
-"@name". The result goes through the shared `to_markdown` (`connectors.confluence_common`),
+"@name". The result goes through the shared `to_markdown` (`connectors.confluence.common`),
 inside the same page limits (`MAX_TAGS`, `MAX_DEPTH`, a `Deadline`).
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from bs4 import BeautifulSoup, Tag
 
-from connectors.confluence_common import (
+from connectors.confluence.common import (
     PANEL_LABELS,
     Deadline,
     attr,

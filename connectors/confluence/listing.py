@@ -1,5 +1,5 @@
 """What a Confluence REST listing says of a page (`Listed`), read from the server's JSON without
-trusting it: ids must be ids (`connectors.confluence_links.page_id`), and read restrictions that
+trusting it: ids must be ids (`connectors.confluence.links.page_id`), and read restrictions that
 are not given in full mean restricted (`readers` None, with the reason in `unknown`).
 
 Restrictions fail closed: Docent publishes a restricted page only when it sees *every* principal
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from connectors.changes import IndexedPage
-from connectors.confluence_api import JsonObject
-from connectors.confluence_links import page_id
+from connectors.confluence.api import JsonObject
+from connectors.confluence.links import page_id
 
 log = logging.getLogger(__name__)
 

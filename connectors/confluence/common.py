@@ -1,6 +1,6 @@
 """What both Confluence connectors share: reading an export folder or .zip, and HTML → Markdown.
 
-(The XML export's storage format is turned into that HTML by `connectors.confluence_storage`.)
+(The XML export's storage format is turned into that HTML by `connectors.confluence.storage`.)
 
 Both export kinds arrive as a folder or as the .zip Confluence wrote. `ExportFiles` reads either
 the same way, and refuses a .zip that could hurt us before reading any of it: too many members

@@ -22,7 +22,7 @@ written); when it cannot be read, `metadata["space"]` is empty and `metadata["sp
 says why.
 
 A page that cannot be read (bad UTF-8, no `#main-content`; over the size, tag, depth or time
-limits of `confluence_common`) becomes a document with `error` set; an export that cannot be
+limits of `connectors.confluence.common`) becomes a document with `error` set; an export that cannot be
 opened at all raises `ExportError` before any document.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from connectors.confluence_common import (
+from connectors.confluence.common import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_SECONDS,
     MAX_ARCHIVE_BYTES,
@@ -56,7 +56,7 @@ from connectors.confluence_common import (
     to_markdown,
     zone,
 )
-from connectors.confluence_links import SPACE_KEY  # checked only where index.html's table gives no "Key"
+from connectors.confluence.links import SPACE_KEY  # checked only where index.html's table gives no "Key"
 from connectors.document import PUBLIC, SourceDocument
 from connectors.export_attachments import AttachmentEntry, attachment_documents
 

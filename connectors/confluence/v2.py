@@ -3,7 +3,7 @@
 Cloud is moving its v1 content endpoints to v2, and v2 lists a space's pages with their storage
 bodies on opaque cursors (`GET /wiki/api/v2/spaces/{id}/pages?body-format=storage`, the next
 page's URL in `_links.next` and the `Link` header), so a full read goes through it. What v2 has
-no equivalent for stays on v1 (`connectors.confluence_rest`): CQL (`lastmodified` for incremental
+no equivalent for stays on v1 (`connectors.confluence.rest`): CQL (`lastmodified` for incremental
 syncs, a source's own `cql` filter), read restrictions and ancestors in a listing, labels. Data
 Center has no v2 at all. A v2 page is answered here in the v1 shape the connector already reads
 (space, version.when/by, history.createdBy, ancestors, labels, body.storage), its missing parts
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
-from connectors.confluence_api import ConfluenceApi, ConfluenceUnavailable, JsonObject
-from connectors.confluence_links import page_id
+from connectors.confluence.api import ConfluenceApi, ConfluenceUnavailable, JsonObject
+from connectors.confluence.links import page_id
 
 SPACES = "api/v2/spaces"
 PAGE_LIMIT = 250  # v2's maximum page size for page lists
