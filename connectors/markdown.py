@@ -26,13 +26,12 @@ from it (a list as a title, or a YAML alias bomb, is broken front matter, not a 
 from __future__ import annotations
 
 import codecs
-import datetime as dt
 import os
 import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
@@ -310,7 +309,7 @@ def _split_front_matter(text: str) -> tuple[FrontMatter, str, Page]:
     return meta, body, page
 
 
-_SCALARS = (str, int, float, dt.date)  # bool is an int; dt.datetime is a dt.date
+_SCALARS = (str, int, float, date)  # bool is an int; a datetime is a date
 
 
 def _meta_text(meta: FrontMatter, key: str) -> str:
@@ -358,16 +357,16 @@ def _meta_date(meta: FrontMatter) -> datetime | None:
         if isinstance(value, str):
             text = value
             try:
-                value = dt.datetime.fromisoformat(text.strip())
+                value = datetime.fromisoformat(text.strip())
             except ValueError:
                 raise ValueError(f"broken front matter: `{key}` is not a date ({text[:40]!r}; "
                                  "write e.g. 2024-03-01 or 2024-03-01T10:00:00Z)") from None
-        if isinstance(value, dt.datetime):
+        if isinstance(value, datetime):
             try:
                 return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
             except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
                 raise ValueError(f"broken front matter: `{key}` is out of range ({value.isoformat()})") from None
-        if isinstance(value, dt.date):
+        if isinstance(value, date):
             return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
         raise ValueError(f"broken front matter: `{key}` must be a date, not a {_yaml_kind(value)}")
     return None
