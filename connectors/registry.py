@@ -2,8 +2,10 @@
 `kind = "markdown"`), the settings its connector is told (its config type), how its connector is
 made from them, and how a path of that kind is recognised (`connectors.detect`).
 
-A new kind of source is one entry here and its connector: the sources file's model (`sources`)
-takes the names, checks and opens every kind through these entries, and writes none of them.
+A new kind of source is one entry here and its connector (and, if it is told a setting no kind
+was told before, that key in `sources.source`): the sources file's model (`sources`) takes the
+names, checks and opens every kind through these entries, and spells none of them
+(`tests/test_registry.py`).
 
 Each config type is a dataclass whose fields are named as the source's own settings
 (`sources.SourceConfig`: `name`, `location`, `access`, …), so a source hands a kind exactly the
