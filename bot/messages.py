@@ -35,6 +35,12 @@ def model_failed(reason: str) -> str:
     return f"The language model did not answer ({reason}); showing the most relevant passages instead."
 
 
+def model_set_aside(why: str) -> str:
+    """The note on an extractive answer given because the model's answer did not hold to its pages
+    (`why`: bot.answering.grounding's detail, "the model's answer said 30 days; the cited page does not")."""
+    return f"Showing the most relevant passages instead: {why}."
+
+
 def answer_shortened(where: str) -> str:
     """The last line of an answer cut to fit Slack: `where` is its first source (a link or a title)."""
     return f"_…answer shortened: read the rest in {where}_"

@@ -34,8 +34,9 @@ from bot.answering.llm_stream import StreamCheck
 from bot.messages import SEARCHING
 
 REPLY = ("The primary caregiver gets 16 weeks of fully paid parental leave [1]. The secondary caregiver gets "
-         "8 weeks [1, 7], to be taken within the first year. Tell your manager at least two months before the "
-         "leave starts [7], and book it in the HR portal so payroll knows [1].")
+         "8 weeks [1, 7], to be taken within the first year. Let the People team know at least 8 weeks before "
+         "you plan to start [1], and tell your manager too [1]. Where local law gives you more, the local "
+         "statutory entitlement applies on top [1].")
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 

@@ -101,6 +101,7 @@ def test_request_is_a_chat_completion_for_the_configured_model(openai_server, hi
 
 
 def test_system_prompt_says_the_excerpts_are_data_not_instructions(openai_server, hits):
+    openai_server.reply("25 days [1].")
     client(openai_server).answer(QUESTION, *hits)
 
     system = openai_server.requests[0]["messages"][0]["content"]
@@ -111,6 +112,7 @@ def test_system_prompt_says_the_excerpts_are_data_not_instructions(openai_server
 
 
 def test_user_message_holds_the_numbered_excerpts_and_the_question(openai_server, hits):
+    openai_server.reply("25 days [1].")
     client(openai_server).answer(QUESTION, *hits)
 
     user = openai_server.requests[0]["messages"][1]["content"]
@@ -149,11 +151,11 @@ def test_says_not_found(reply, expected):
     assert NOT_FOUND_REPLY in SYSTEM_PROMPT  # the sentence the model is asked for is the one recognised
 
 def test_citation_to_a_source_that_does_not_exist_is_removed(openai_server, hits):
-    openai_server.reply("You get 25 days [1]. Unused days expire in March [7].")
+    openai_server.reply("You get 25 days [1, 7]. You can self-certify up to 7 days [2][9].")
 
     text = client(openai_server).answer(QUESTION, *hits)
 
-    assert text == "You get 25 days [1]. Unused days expire in March."
+    assert text == "You get 25 days [1]. You can self-certify up to 7 days [2]."
 
 
 def test_slow_server_past_the_timeout_raises_and_reads_as_timed_out(openai_server, hits):
@@ -354,14 +356,14 @@ def test_links_the_model_writes_are_kept_only_when_they_point_to_a_cited_source(
     numbers = {leave.doc_id: 1, travel.doc_id: 2}
     openai_server.reply(
         f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and <{leave.url}|the page>. "
-        f"Travel is in [the travel page]({travel.url}) too. Also [claim here](https://evil.example/phish), "
-        f"<https://evil.example/y|click here>, https://evil.example/x?a=1 and ![tracker](https://evil.example/t.png).")
+        f"Travel is in [the travel page]({travel.url}) too [1]. Also [claim here](https://evil.example/phish), "
+        f"<https://evil.example/y|click here>, https://evil.example/x?a=1 and ![tracker](https://evil.example/t.png) [1].")
 
     text = LLMClient(openai_server.base_url, "local", timeout=5).answer(QUESTION, [leave, travel], numbers)
 
     assert text == (
         f"You get 25 days [1]; see [the leave policy]({leave.url}#annual-leave) and [the page]({leave.url}). "
-        "Travel is in the travel page too. Also claim here, click here, (link removed) and tracker.")
+        "Travel is in the travel page too [1]. Also claim here, click here, (link removed) and tracker [1].")
 
 
 # -- prompt ordering and the outcome passed on (issue 14) ------------------------------------

@@ -111,7 +111,7 @@ QUESTION = "how many quokka feeding shifts does a volunteer get each week?"
 HOSTILE_REPLY = (
     "Volunteers get three quokka feeding shifts a week [1]. Sign in at "
     "<https://evil.example/login|wiki.acme.example> or re-enter your password at "
-    "www.acme-okta.evil.example/reset, then tell <@U0BOSS> and <!here> in <#C0GENERAL|general>. "
+    "www.acme-okta.evil.example/reset, then tell <@U0BOSS> and <!here> in <#C0GENERAL|general> [1]. "
     f"The rota is on [the feeding page]({PAGE}) [1] and {PAGE}#rota; questions to it@evil.example [9]."
 )
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")

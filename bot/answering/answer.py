@@ -6,8 +6,9 @@ have it, so the best passage is shown under a plain "I'm not sure this answers i
 
 Extractive by default: the lead (the few sentences that answer, `bot.answering.lead`) with their
 `[n]`, then the best passages, quoted and cited. With an LLM configured, a written answer
-grounded in the same sources (see `bot.answering.llm`); if the model fails, the extractive answer is
-returned with a note saying so.
+grounded in the same sources (see `bot.answering.llm`); if the model fails, or its answer states
+what its pages do not (`bot.answering.grounding`), the extractive answer is returned, with the
+gate's own outcome and a note saying why.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import TYPE_CHECKING
 
 from bot import messages
 from bot.answering.lead import LeadSentence, choose_lead, render_lead
-from bot.metrics import LLM_CALLS, observe_rerank
+from bot.metrics import LLM_CALLS, LLM_SET_ASIDE, observe_rerank
 from connectors.commonmark import strip_headings
+from bot.answering.grounding import Ungrounded
 from bot.answering.llm import LanguageModel, NotAChatReply, says_not_found
 from indexing.index import Index
 from indexing.ingest import HeadingPath
@@ -173,6 +175,12 @@ def answer_question(
             answer.text = llm.answer(question, retrieval.hits, numbers, lead=lead, outcome=answer.outcome)
             answer.llm_used = True
             LLM_CALLS.labels(result="ok").inc()
+        except Ungrounded as exc:  # the model answered, but not only what its pages say: the gate's answer serves
+            LLM_CALLS.labels(result="set_aside").inc()
+            LLM_SET_ASIDE.labels(reason=exc.reason).inc()
+            log.warning("the language model's answer was set aside (%s); the extractive answer serves", exc.reason)
+            answer.note = messages.model_set_aside(exc.detail)
+            answer.signals = {**answer.signals, "llm_set_aside": exc.reason}
         except Exception as exc:  # any model failure falls back, with a note, never silence
             LLM_CALLS.labels(result="failed").inc()
             reason = _reason(exc)

@@ -6,10 +6,15 @@
 reason (the connection dropped) — raises, so the caller's fallback (the extractive answer, with
 a note) takes over and whoever showed the partial text replaces it.
 
-The text sent on the way passes the same check as the final reply (`bot.answering.llm.checked_text`:
-citations naming no source, links to pages that are not the answer's sources, bare domains,
-Slack mentions), piece by piece (`StreamCheck`), so nothing unchecked is shown even for a
-moment — and a partial text left behind by a failure is as safe as a final one.
+The text sent on the way passes the same checks as the final reply, so nothing unchecked is
+shown even for a moment — and a partial text left behind by a failure is as safe as a final one:
+
+- the grounding check (`bot.answering.grounding`), a whole sentence at a time (`SentenceGate`):
+  a sentence is sent only once it is complete and holds to the pages it cites; after the first
+  one that does not, nothing more is sent (the final reply fails the same check, so the caller
+  gives the extractive answer, which replaces the draft);
+- `bot.answering.llm.checked_text` (citations naming no source, links to pages that are not the
+  answer's sources, bare domains, Slack mentions), piece by piece (`StreamCheck`).
 `KnowledgeBase.ask(..., on_text=...)` is the one user; where the text goes (a Slack stream, a
 message updated in steps) is `bot.slack.streaming`'s business.
 """
@@ -17,9 +22,10 @@ message updated in steps) is `bot.slack.streaming`'s business.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bot.answering.grounding import sentence_problem, sentence_spans
 from indexing.search import Hit, Outcome
 
 if TYPE_CHECKING:
@@ -133,6 +139,49 @@ def _open_fence(text: str, fence: str | None) -> str | None:
     return fence
 
 
+_PARTIAL_CITATION = re.compile(r"\s*\[[\d,\s]*\Z")  # "[", "[1,": may still become the last sentence's citation
+
+
+class SentenceGate:
+    """Streamed model text released a sentence at a time, each once it is complete (the next one
+    has begun, or the stream ended) and `bot.answering.grounding.sentence_problem` finds nothing
+    wrong with it. The first sentence that fails closes the gate: nothing after it is released."""
+
+    def __init__(self, sources: Mapping[int, str], not_found: str, prompt_lines: Sequence[str]) -> None:
+        self.sources, self.not_found, self.prompt_lines = sources, not_found, prompt_lines
+        self.text = ""
+        self.released = 0  # characters of `text` released so far
+        self.checked = 0  # sentences checked so far
+        self.closed = False
+
+    def feed(self, delta: str) -> str:
+        self.text += delta
+        spans = sentence_spans(self.text)
+        done = len(spans) - 1  # the last sentence may still grow
+        if done > 0 and _PARTIAL_CITATION.fullmatch(self.text[spans[-1][0]:]):
+            done -= 1  # what follows may be the citation of the one before
+        return self._release(spans[:max(done, 0)], end=None)
+
+    def flush(self) -> str:
+        return self._release(sentence_spans(self.text), end=len(self.text))
+
+    def _release(self, complete: list[tuple[int, int]], end: int | None) -> str:
+        """The text up to the last of `complete` that passes (`end`: to the end, if all pass)."""
+        upto = self.released
+        for start, stop in complete[self.checked:]:
+            if self.closed:
+                break
+            if sentence_problem(self.text[start:stop], self.sources, self.not_found, self.prompt_lines):
+                self.closed = True
+                break
+            self.checked += 1
+            upto = stop
+        if end is not None and not self.closed:
+            upto = end
+        piece, self.released = self.text[self.released:upto], max(upto, self.released)
+        return piece
+
+
 class StreamingLLM:
     """An `LLMClient` whose answer is streamed to `on_text` as the model writes it."""
 
@@ -142,8 +191,13 @@ class StreamingLLM:
 
     def answer(self, question: str, hits: list[Hit], numbers: dict[str, int], lead: Sequence[LeadSentence] = (),
                outcome: Outcome = Outcome.ANSWERED) -> str:
-        from bot.answering.llm import MAX_ANSWER_CHARS, allowed_links, checked_reply, prompt_messages
+        from bot.answering.grounding import source_texts
+        from bot.answering.llm import (
+            MAX_ANSWER_CHARS, MAX_SECTION_CHARS, PROMPT_LINES, allowed_links, checked_reply, prompt_messages,
+        )
+        from bot.messages import NOT_FOUND_REPLY
 
+        gate = SentenceGate(source_texts(hits, numbers, lead, MAX_SECTION_CHARS), NOT_FOUND_REPLY, PROMPT_LINES)
         shown = StreamCheck(allowed_links(hits, numbers))  # every source given: its citations are not known yet
         written, length, finished = [], 0, None
         for chunk in self.client.llm.stream_chat(prompt_messages(question, hits, numbers, lead, outcome)):
@@ -152,11 +206,13 @@ class StreamingLLM:
             length += len(delta)
             finished = finish_reason(chunk) or finished
             if length <= MAX_ANSWER_CHARS:
-                self.on_text(shown.feed(delta))
+                self.on_text(shown.feed(gate.feed(delta)))
         if finished is None:  # the connection closed before the model said it was done: a cut answer
             raise ConnectionError("the model's stream ended before the answer did")
+        if length <= MAX_ANSWER_CHARS:
+            self.on_text(shown.feed(gate.flush()))
         self.on_text(shown.flush())
-        return checked_reply("".join(written), hits, numbers)
+        return checked_reply("".join(written), hits, numbers, lead)
 
 
 def finish_reason(chunk: ChatResponse) -> str | None:

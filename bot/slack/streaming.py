@@ -16,11 +16,14 @@ streamed text with the same blocks a non-streamed answer has (citations checked 
 sources, unbacked links removed, sources block, 👍/👎) — so a vote, a Share or a re-render sees
 one kind of message.
 
-The text arrives already checked — by the same check as the final answer (`bot.answering.llm_stream`,
-through `KnowledgeBase.ask(on_text=...)`: no link to a page that is not a source, no bare domain,
-no Slack markup); here it is rendered as the final answer is (`to_mrkdwn`, `neutralise`), so
-what is shown at any moment is as safe as the answer. If the model fails part-way, the extractive
-answer `finish`es in place of the partial text; if answering fails altogether, or `finish` cannot
+The text arrives already checked — by the same checks as the final answer (`bot.answering.llm_stream`,
+through `KnowledgeBase.ask(on_text=...)`: whole sentences only, each holding to the pages it cites
+(`bot.answering.grounding`); no link to a page that is not a source, no bare domain, no Slack
+markup); here it is rendered as the final answer is (`to_mrkdwn`, `neutralise`), so what is shown
+at any moment is as safe as the answer. The draft is held until checked, then replaced: if the
+model fails part-way, or its answer is set aside by the grounding check (the draft stopped
+growing at the first sentence that failed it), the extractive answer `finish`es in place of the
+partial text, so the final message never keeps model text the check rejected; if answering fails altogether, or `finish` cannot
 put the answer in place, `abandon` takes back what was shown (deletes it, else overwrites it), so
 the apology is the reply and no partial text stays behind.
 

@@ -10,6 +10,10 @@ Every request body is recorded in `requests`. What the server does next is set p
     server.delay = 2.0                             # sleep before replying (to trip a timeout)
     server.fail(500)                               # HTTP error status with a JSON error body
     server.garbage()                               # 200 with a body that is not JSON
+    server.respond(lambda body: ...)               # 200 with the content this returns for the request's body
+
+`faithful` and `lead_lines` answer as a careful model would: with the prompt's own lead sentences,
+each cited as the prompt cites it (benchmarks/llm_grounding.py's faithful stand-in).
 
 A request with `"stream": true` is answered as OpenAI streams: `text/event-stream`, one
 `data: {chat.completion.chunk}` event per piece of the content (`stream_pieces`, by default
@@ -23,6 +27,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHAT_PATH = "/v1/chat/completions"
@@ -42,6 +47,7 @@ class FakeOpenAI:
         self.stream_pieces: list[str] | None = None  # how a streamed reply is cut; None: word by word
         self.stream_pause = 0.0
         self.stream_fail_after: int | None = None
+        self.responder: Callable[[dict], str | None] | None = None  # the content, from the request's body
         self._closing = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -59,6 +65,12 @@ class FakeOpenAI:
 
     def reply(self, content: str | None) -> None:
         self.status, self.raw_body, self.content_type, self.content = 200, None, "application/json", content
+        self.responder = None
+
+    def respond(self, responder: Callable[[dict], str | None]) -> None:
+        """Answer each request with `responder(body)`: a reply written from the prompt."""
+        self.reply(None)
+        self.responder = responder
 
     def fail(self, status: int = 500) -> None:
         self.status, self.content_type = status, "application/json"
@@ -87,7 +99,7 @@ class FakeOpenAI:
         return {"id": f"chatcmpl-test{len(self.requests)}", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
 
-    def completion(self, model: str) -> dict:
+    def completion(self, model: str, content: str | None) -> dict:
         return {
             "id": f"chatcmpl-test{len(self.requests)}",
             "object": "chat.completion",
@@ -96,7 +108,7 @@ class FakeOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": self.content},
+                    "message": {"role": "assistant", "content": content},
                     "finish_reason": "stop",
                     "logprobs": None,
                 }
@@ -118,6 +130,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {"_unparsed": raw.decode("utf-8", "replace")}
             server.requests.append(body)
+            content = server.responder(body) if server.responder is not None else server.content
             if server.delay and server._closing.wait(server.delay):
                 return  # the server is shutting down; the client gave up long ago
             if self.path != CHAT_PATH:
@@ -125,9 +138,9 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif server.raw_body is not None:
                 self._send(server.status, server.raw_body, server.content_type)
             elif body.get("stream"):
-                self._stream(body.get("model", "?"))
+                self._stream(body.get("model", "?"), content)
             else:
-                self._send(server.status, json.dumps(server.completion(body.get("model", "?"))).encode())
+                self._send(server.status, json.dumps(server.completion(body.get("model", "?"), content)).encode())
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
             try:
@@ -139,8 +152,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and hung up
 
-        def _stream(self, model: str) -> None:
-            content = server.content or ""
+        def _stream(self, model: str, content: str | None) -> None:
+            content = content or ""
             pieces = server.stream_pieces if server.stream_pieces is not None else re.findall(r"\S+\s*|\s+", content)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -171,3 +184,21 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+LEAD_HEADER = "Sentences from the excerpts that seem to answer the question:"
+
+
+def lead_lines(body: dict) -> list[str]:
+    """The lead sentences of a request's prompt, each with its `[n]` ("- text [n]" lines)."""
+    prompt = body["messages"][-1]["content"]
+    if LEAD_HEADER not in prompt:
+        return []
+    block = prompt.split(LEAD_HEADER, 1)[1].split("\n\n", 1)[0]
+    return [line[2:].strip() for line in block.splitlines() if line.startswith("- ")]
+
+
+def faithful(body: dict) -> str:
+    """What a faithful model answers: the prompt's lead sentences with their citations, else "not found"."""
+    lines = lead_lines(body)
+    return " ".join(lines) if lines else "I could not find this in the knowledge base."
