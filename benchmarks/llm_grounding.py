@@ -97,6 +97,7 @@ class Recorder:
         self.client = client
         self.cache = cache if cache is not None else {}  # the model's replies by prompt: a slow model is asked once
         self.save = save
+        self.offline = False  # True: only the cached replies are scored, the model is not asked
         self.last: dict = {}
 
     def answer(self, question, hits, numbers, lead=(), outcome="answered") -> str:
@@ -109,6 +110,9 @@ class Recorder:
         self.last = {"called": True, "kept_before": False, "bad_before": None, "sources": {}}  # if the call fails
         messages = prompt_messages(question, hits, numbers, lead, outcome)
         key = hashlib.sha256(json.dumps([m.content for m in messages]).encode()).hexdigest()
+        if key not in self.cache and self.offline:
+            self.last["skipped"] = True
+            raise LookupError("not in the cache")
         if key not in self.cache:
             self.cache[key] = self.client.llm.chat(messages).message.content or ""
             if self.save is not None:
@@ -125,7 +129,7 @@ class Recorder:
 
 
 def run(corpus: str, home: Path, base_url: str, timeout: float, cache: dict[str, str] | None = None,
-        save: Path | None = None, limit: int | None = None) -> Counter:
+        save: Path | None = None, limit: int | None = None, offline: bool = False) -> Counter:
     from bot.answering.answer import answer_question
     from bot.answering.llm import LLMClient
     from indexing.config import IndexConfig, RerankConfig
@@ -135,6 +139,7 @@ def run(corpus: str, home: Path, base_url: str, timeout: float, cache: dict[str,
 
     index = Index(IndexConfig(rerank=RerankConfig(backend="off"), home=home))
     recorder = Recorder(LLMClient(base_url, "local", timeout=timeout), cache, save)
+    recorder.offline = offline
     counts: Counter = Counter()
     try:
         for q in load(FILES[corpus][1])[:limit]:
@@ -142,6 +147,9 @@ def run(corpus: str, home: Path, base_url: str, timeout: float, cache: dict[str,
             answer = answer_question(index, q["question"], llm=recorder)
             seen = recorder.last
             counts["questions"] += 1
+            if seen.get("skipped"):
+                counts["not in the cache (skipped)"] += 1
+                continue
             if not seen.get("called"):
                 continue
             counts["model called"] += 1
@@ -170,6 +178,8 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["faithful", "unfaithful", "llama"])
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--limit", type=int, help="the first N questions of each set (a slow model)")
+    parser.add_argument("--cached-only", action="store_true", help="score only the replies in --cache (the model "
+                        "is not asked; the other questions are counted as skipped)")
     parser.add_argument("--cache", type=Path, help="JSON file of the real model's replies by prompt (read, then "
                         "written): scoring again does not ask the model again")
     args = parser.parse_args()
@@ -191,7 +201,8 @@ def main() -> None:
             for corpus in args.corpora:
                 llama = model == "llama"
                 counts = run(corpus, Path(args.homes.format(corpus=corpus)), url, args.timeout,
-                             cache if llama else None, args.cache if llama else None, args.limit)
+                             cache if llama else None, args.cache if llama else None, args.limit,
+                             offline=llama and args.cached_only)
                 total.update(counts)
                 report(f"{model} model, {corpus}", counts)
             report(f"{model} model, all corpora", total)
@@ -200,8 +211,9 @@ def main() -> None:
 
 
 def report(title: str, counts: Counter) -> None:
-    rows = [(name, counts[name]) for name in ("questions", "model called", "model failed (timeout, error)",
-                                              "kept before", "kept before, bad", "kept after", "kept after, bad")]
+    names = ("questions", "not in the cache (skipped)", "model called", "model failed (timeout, error)",
+             "kept before", "kept before, bad", "kept after", "kept after, bad")
+    rows = [(name, counts[name]) for name in names]
     rows += sorted((name, n) for name, n in counts.items() if name.startswith("set aside"))
     if counts["good before"]:
         rows.append(("good replies kept (after / before)", counts["good before, kept after"] / counts["good before"]))
