@@ -11,7 +11,7 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import fail
-from bot.cli.syncing import run_sync
+from bot.cli.syncing import not_synced, run_sync
 
 
 def evaluate(
@@ -39,8 +39,10 @@ def evaluate(
     if corpus is not None:
         from sources import SourceConfig
 
-        run_sync(root, [SourceConfig(name=source, location=corpus.resolve(), exclude=["SOURCE.md", "LICENSE*", "*.jsonl"],
-                                     adhoc=True)])
+        synced = run_sync(root, [SourceConfig(name=source, location=corpus.resolve(),
+                                              exclude=["SOURCE.md", "LICENSE*", "*.jsonl"], adhoc=True)])
+        if any(not_synced(report) for report in synced):  # its error: line is printed; no score of a stale corpus
+            raise typer.Exit(1)
     kb = root.knowledge_base(sources=[], llm=use_llm)  # scoring needs no list of sources
     index = kb.index
     if not kb.chunk_count():
