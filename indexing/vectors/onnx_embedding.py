@@ -359,8 +359,17 @@ def exported_model(model_dir: Path, cache: Path, quantized: bool) -> tuple[Path,
     return target, True
 
 
-def _aside(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+@contextmanager
+def _written_aside(target: Path) -> Iterator[Path]:
+    """A path beside `target` to write it at: recorded and renamed into place once written, removed
+    if the writing fails (a full disk left a 40 MB `.model.onnx.….tmp` in the cache, issue 45)."""
+    aside = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        yield aside
+        model_cache.record(aside, target)
+        os.replace(aside, target)
+    finally:
+        aside.unlink(missing_ok=True)
 
 
 def _export(model_dir: Path, target: Path) -> None:
@@ -388,35 +397,30 @@ def _export(model_dir: Path, target: Path) -> None:
     ids = torch.ones(2, 16, dtype=torch.long)
     mask = torch.ones(2, 16, dtype=torch.long)
     mask[1, 9:] = 0
-    aside = _aside(target)
     import warnings
 
-    with warnings.catch_warnings(), torch.no_grad():
+    with _written_aside(target) as aside, warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the tracer's notes on shapes it treats as constants
         torch.onnx.export(Pipeline(model), (ids, mask, torch.zeros_like(ids)), str(aside), input_names=list(_INPUTS),
                           output_names=["sentence_embedding"], opset_version=17, dynamo=False,
                           dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in _INPUTS}, "sentence_embedding": {0: "batch"}})
-    model_cache.record(aside, target)
-    os.replace(aside, target)
 
 
 def _quantize(full: Path, target: Path) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    aside = _aside(target)
     # Per channel: one scale per output column, not per matrix. On 200 handbook texts its vectors'
     # cosine to torch's was 0.993 on average (worst 0.984); one scale per matrix gave 0.942 (worst 0.63).
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # its advice to "pre-process" is logged on the root logger, as a warning
-    try:
-        quantize_dynamic(str(full), str(aside), weight_type=QuantType.QInt8, per_channel=True,
-                         extra_options={"DefaultTensorType": TensorProto.FLOAT})  # shape inference misses some MatMul outputs
-    finally:
-        root.setLevel(level)
-    model_cache.record(aside, target)
-    os.replace(aside, target)
+    with _written_aside(target) as aside:
+        try:
+            quantize_dynamic(str(full), str(aside), weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": TensorProto.FLOAT})  # shape inference misses some MatMul outputs
+        finally:
+            root.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
