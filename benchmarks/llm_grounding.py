@@ -12,6 +12,8 @@ Each public question goes through the answer path (`bot.answering.answer.answer_
 - **faithful**: a scripted endpoint answering with the prompt's own lead sentences, each with
   the `[n]` the prompt gives it (tests/support/openai_server.py `faithful`) — what a careful model
   writes; it should be kept (goal: >= 0.95 of the replies that were kept before);
+- **paraphrased**: the faithful reply reworded — small numbers in words, "$1,500" as "1,500
+  dollars", each citation after its full stop — also to be kept;
 - **unfaithful**: the same endpoint going wrong the ways models do, in turn: a number of the
   lead changed (citation kept), the citations dropped, the prompt's "Question: …" echoed, an
   invented "$500 stipend [1]" added;
@@ -72,6 +74,29 @@ def unfaithful(body: dict, turn: Counter) -> str:
         question = body["messages"][-1]["content"].rsplit("Question:", 1)[-1].strip()
         return f"{reply}\n\nQuestion: {question}"
     return f"{reply} Everyone also gets a $500 stipend for it [1]."
+
+
+_SMALL = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen " \
+         "seventeen eighteen nineteen twenty".split()
+
+
+def paraphrased(body: dict) -> str:
+    """The faithful reply reworded as models reword: small numbers in words ("25" stays, "7" → "seven"),
+    "$1,500" as "1,500 dollars", the citation after the full stop, an opening of its own."""
+    server = _openai_server()
+    lines = server.lead_lines(body)
+    if not lines:
+        return "I could not find this in the knowledge base."
+    out = []
+    for line in lines:
+        cites = re.findall(r"\s*\[\d+(?:,\s*\d+)*\]\s*$", line)
+        text = line[: len(line) - len(cites[0])] if cites else line
+        text = re.sub(r"(?<![\d.,$])\b(\d{1,2})\b(?![\d.,:%])", lambda m: _SMALL[int(m.group(1))]
+                      if int(m.group(1)) <= 20 else m.group(1), text)
+        text = re.sub(r"\$(\d[\d,]*(?:\.\d+)?)", r"\1 dollars", text)
+        text = text.rstrip() if text.rstrip().endswith(tuple(".。！？!?")) else text.rstrip() + "."
+        out.append(text + (cites[0] if cites else ""))
+    return "According to the wiki: " + " ".join(out)
 
 
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
@@ -175,7 +200,7 @@ def main() -> None:
     parser.add_argument("--homes", required=True, help="each corpus's KB home, with {corpus} in it")
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=CORPORA)
     parser.add_argument("--llama", help="base URL of llama.cpp's server (…/v1), to run the real tiny model too")
-    parser.add_argument("--models", nargs="+", default=["faithful", "unfaithful", "llama"])
+    parser.add_argument("--models", nargs="+", default=["faithful", "paraphrased", "unfaithful", "llama"])
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--limit", type=int, help="the first N questions of each set (a slow model)")
     parser.add_argument("--cached-only", action="store_true", help="score only the replies in --cache (the model "
@@ -188,7 +213,7 @@ def main() -> None:
     server_module = _openai_server()
     server = server_module.FakeOpenAI().start()
     turn: Counter = Counter()
-    endpoints = {"faithful": (server.base_url, server_module.faithful),
+    endpoints = {"faithful": (server.base_url, server_module.faithful), "paraphrased": (server.base_url, paraphrased),
                  "unfaithful": (server.base_url, lambda body: unfaithful(body, turn))}
     if args.llama:
         endpoints["llama"] = (args.llama, None)
