@@ -182,7 +182,7 @@ def run_sync(root: Root, sources: list[SourceConfig], trigger: str = "cli", allo
             if stop:
                 for later in sources[number + 1 :]:
                     typer.echo(f"error: source {later.name}: not synced (the database failed)", err=True)
-                    reports.append(SyncReport(source=later.name, errors=[f"{SYNC_FAILED}: not synced"]))
+                    reports.append(SyncReport(source=later.name, errors=[f"{SYNC_FAILED}: the database failed first"]))
                 break
             continue
         console.print(
@@ -235,11 +235,12 @@ def _sync_failure(exc: Exception) -> tuple[str, bool]:
     that SQLAlchemy's own message carries; a bug (no expected kind) is logged with its traceback."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from indexing.storage.database import is_disk_full, is_unreachable, short_error
+    from indexing.storage.database import disk_full_error, is_unreachable, short_error
     from sources import SourcesError
 
-    if is_disk_full(exc):
-        return (f"the database is out of disk space ({short_error(exc)}); nothing more was written. "
+    full = disk_full_error(exc)
+    if full is not None:
+        return (f"the database is out of disk space ({short_error(full)}); nothing more was written. "
                 "Free space on the database's disk, then run `kb sync` again"), True
     if is_unreachable(exc):
         return f"the database is unreachable ({short_error(exc)}); run `kb sync` again when it is back", True

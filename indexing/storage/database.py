@@ -108,14 +108,20 @@ def is_disk_full(exc: BaseException | None) -> bool:
     """Whether `exc`, or an error in its chain, is the database server out of disk space (SQLSTATE
     53100, which Postgres gives for every write that hit ENOSPC): every later write fails the same
     way, so a sync stops at the first rather than failing each page with it."""
+    return disk_full_error(exc) is not None
+
+
+def disk_full_error(exc: BaseException | None) -> BaseException | None:
+    """The error in `exc`'s chain that says the disk is full (`is_disk_full`), to be shown: the
+    error on top may be a later one, raised while the first was being recorded."""
     import psycopg2
     from sqlalchemy.exc import DBAPIError
 
     for error in _chain(exc):
         orig = error.orig if isinstance(error, DBAPIError) else error
         if isinstance(orig, psycopg2.Error) and orig.pgcode == DISK_FULL:
-            return True
-    return False
+            return error
+    return None
 
 
 def short_error(exc: BaseException) -> str:
