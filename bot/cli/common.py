@@ -79,7 +79,7 @@ def one_line_failures(command: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         from bot.cli.plain_output import plain_output
         from bot.wiring import ConfigurationError
-        from indexing.vectors.onnx_embedding import OnnxBackendError
+        from indexing.vectors import OnnxBackendError
 
         with plain_output():
             try:

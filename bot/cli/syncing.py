@@ -235,7 +235,7 @@ def _sync_failure(exc: Exception) -> tuple[str, bool]:
     that SQLAlchemy's own message carries; a bug (no expected kind) is logged with its traceback."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from indexing.storage.database import disk_full_error, is_unreachable, short_error
+    from indexing.storage import disk_full_error, is_unreachable, short_error
     from sources import SourcesError
 
     full = disk_full_error(exc)

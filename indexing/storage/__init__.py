@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING
 from indexing.faces import load
 
 if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
-    from indexing.storage.database import DatabaseUnavailable, affected, is_unreachable, revive_embedded
+    from indexing.storage.database import (DatabaseUnavailable, affected, disk_full_error, is_unreachable, revive_embedded,
+                                           short_error)
     from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, timestamptz, utcnow
     from indexing.storage.migrations import Migration, MigrationFailed, migrate, registry, run_sql
     from indexing.storage.notify import Listener, notify_now
     from indexing.storage.status import IndexStatus, KeywordState, index_status
 
 __all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "KeywordState", "Listener", "Migration",
-           "MigrationFailed", "RunResult", "Status", "SyncRun", "affected", "index_status", "is_unreachable", "migrate",
-           "notify_now", "registry", "run_sql", "revive_embedded", "timestamptz", "utcnow"]
+           "MigrationFailed", "RunResult", "Status", "SyncRun", "affected", "disk_full_error", "index_status",
+           "is_unreachable", "migrate", "notify_now", "registry", "revive_embedded", "run_sql", "short_error",
+           "timestamptz", "utcnow"]
 
 
 def __getattr__(name: str) -> object:

@@ -10,10 +10,10 @@ from indexing.faces import load
 if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
     from indexing.vectors.embedding import Embedder, TorchEmbedder
     from indexing.vectors.embedding_service import EmbeddingDimensionError
-    from indexing.vectors.onnx_embedding import OnnxEmbedder
+    from indexing.vectors.onnx_embedding import OnnxBackendError, OnnxEmbedder
     from indexing.vectors.sentence_vectors import stored_vectors
 
-__all__ = ["Embedder", "EmbeddingDimensionError", "OnnxEmbedder", "TorchEmbedder", "stored_vectors"]
+__all__ = ["Embedder", "EmbeddingDimensionError", "OnnxBackendError", "OnnxEmbedder", "TorchEmbedder", "stored_vectors"]
 
 
 def __getattr__(name: str) -> object:
