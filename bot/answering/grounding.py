@@ -78,7 +78,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         at = 0
         cuts = []
         for end in _END.finditer(line):
-            if not _ABBREVIATIONS.search(line[at:end.start()]):
+            if not _ABBREVIATIONS.search(line[max(at, end.start() - 12):end.start()]):  # its last word only
                 cuts.append(end.end())
                 at = end.end()
         start = 0
@@ -117,7 +117,15 @@ _CJK_NUMBER = re.compile("[零〇一二两三四五六七八九十百千万亿]+
 # A single Chinese numeral is a number only before a measure word: 一些 (some), 一起 (together) are not.
 _CJK_MEASURE = set("个天周月年日号次元块人小时秒岁倍项条名位家季期级页张台件门轮份")
 _CJK_IDIOMS = {"万一", "千万", "一一", "十分", "百分"}  # "in case", "by all means", "one by one", "very"
-_CURRENCY = re.compile(r"[$€£¥]\s?$")
+_CURRENCY = re.compile(r"[$€£¥]\s?\Z")
+_AFTER_DIGIT = re.compile(r"\d\s?\Z")
+_COUNTS = re.compile(rf"[\s-]+{_UNIT_WORDS}\b", re.IGNORECASE)  # "one" counts something: "one-year", "one day"
+_SAID_UNIT = re.compile(rf"[\s-]?(?:%|{_UNIT_WORDS}\b|[{''.join(sorted(_CJK_MEASURE))}])", re.IGNORECASE)
+
+
+def _before(text: str, at: int) -> str:
+    """The two characters before `at` (a currency sign, a digit and its space): never the whole prefix."""
+    return text[max(0, at - 2):at]
 _LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s+", re.MULTILINE)
 _NOT_NUMBERS = re.compile(r"https?://\S+|\]\([^)]*\)|^\s*(?:\d{1,2}[.)]|[-*+•])\s+"  # links; list markers
                           r"|\b(?:excerpts?|sources?|passages?)\s+\[?\d{1,2}\]?", re.IGNORECASE | re.MULTILINE)
@@ -142,7 +150,7 @@ def _digit_values(num: str) -> tuple[list[str], list[str]]:
 def cjk_value(run: str) -> int:
     """A Chinese numeral as a number: 二十五 → 25, 一千五百 → 1500, 两 → 2, 二〇二四 → 2024."""
     if len(run) > 1 and all(ch in _CJK_DIGITS for ch in run):
-        return int("".join(str(_CJK_DIGITS[ch]) for ch in run))
+        return int("".join(str(_CJK_DIGITS[ch]) for ch in run[:18]))  # a longer run is no number anyone writes
     total = section = digit = 0
     for ch in run:
         if ch in _CJK_DIGITS:
@@ -214,15 +222,15 @@ def claims(text: str) -> list[Claim]:
     found: list[Claim] = []
     for m in _DIGIT_NUMBER.finditer(text):
         said, _alternatives = _digit_values(m.group("num"))
-        scale = _scale(m.group("scale"), m.group("money"), _CURRENCY.search(text[:m.start()]) is not None)
+        scale = _scale(m.group("scale"), m.group("money"), _CURRENCY.search(_before(text, m.start())) is not None)
         if scale != 1 and re.fullmatch(r"\d+(?:\.\d+)?", said[0]):
             said = [_key(float(said[0]) * scale)]
         found.append(Claim(said, _said(text, m.start(), m.end()), _unit(text, m.end())))
     for m in _WORD_NUMBER.finditer(text):
         words = m.group(0)
-        if words.lower() in ("one", "zero") and not re.match(rf"[\s-]+{_UNIT_WORDS}\b", text[m.end():], re.IGNORECASE):
+        if words.lower() in ("one", "zero") and not _COUNTS.match(text, m.end()):
             continue  # "no one", "one of": a number only when it counts something ("one-year cliff")
-        if set(re.split(r"[\s-]+", words.lower())) <= {"and", *_WORD_SCALES} or re.search(r"\d\s*\Z", text[:m.start()]):
+        if set(re.split(r"[\s-]+", words.lower())) <= {"and", *_WORD_SCALES} or _AFTER_DIGIT.search(_before(text, m.start())):
             continue  # "million" alone, or the scale of a number in digits ("1.5 million": one claim)
         found.append(Claim([_key(word_value(words))], _said(text, m.start(), m.end()), _unit(text, m.end())))
     for m in _CJK_NUMBER.finditer(text):
@@ -249,7 +257,7 @@ def held_values(text: str) -> set[str]:
 
     for m in _DIGIT_NUMBER.finditer(text):
         said, alternatives = _digit_values(m.group("num"))
-        scale = _scale(m.group("scale"), m.group("money"), _CURRENCY.search(text[:m.start()]) is not None)
+        scale = _scale(m.group("scale"), m.group("money"), _CURRENCY.search(_before(text, m.start())) is not None)
         scaled = [_key(float(said[0]) * scale)] if scale != 1 and re.fullmatch(r"\d+(?:\.\d+)?", said[0]) else []
         add(said + alternatives + scaled, m.end())
     for m in re.finditer(r"\d+", text):  # every digit run on its own too: "v2.3", "H1", "2024-03-31"
@@ -279,8 +287,8 @@ def _scale(scale: str | None, money: str | None, currency: bool) -> float:
 
 def _said(text: str, start: int, end: int) -> str:
     """How the sentence wrote a number, for the note: with its currency sign and the word after it."""
-    before = re.search(r"[$€£¥]\s?\Z", text[:start])
-    after = re.match(rf"[\s-]?(?:%|{_UNIT_WORDS}\b|[{''.join(sorted(_CJK_MEASURE))}])", text[end:], re.IGNORECASE)
+    before = _CURRENCY.search(_before(text, start))
+    after = _SAID_UNIT.match(text, end)
     return _safe((before.group(0) if before else "") + text[start:end] + (after.group(0) if after else ""))
 
 
@@ -304,8 +312,8 @@ _NOT_NAMES = {"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Yes", "No", "Note"
               "On", "At", "And", "Or", "But", "So", "A", "An", "As", "Each", "Every", "All", "Any", "When", "Where",
               "What", "Which", "Who", "How", "Why", "Once", "After", "Before", "Then", "There", "Here"}
 # Markup, code, mentions, e-mail addresses, host names: their capitals name no fact (`<@U0BOSS>`, `@Ann`)
-_NOT_NAMES_TEXT = re.compile(r"<[^<>\n]*>|`[^`\n]*`|\S+@\S+|[@#][\w.-]+|\b(?:[\w-]+\.)+[A-Za-z]{2,}\S*")
-_CLAUSE_START = re.compile(r"(?:^|[:;(—–]|\s[-–]\s|[\"“‘])\s*[\W_]*$")
+_NOT_NAMES_TEXT = re.compile(r"<[^<>\n]*>|`[^`\n]*`|(?<![^\s<(\[])[^\s@]++@\S+|[@#][\w.-]+"
+                             r"|(?<![\w.-])(?:[\w-]+\.)++[A-Za-z]{2,}\S*")
 
 
 def names(text: str) -> list[str]:
@@ -315,10 +323,17 @@ def names(text: str) -> list[str]:
     found = []
     for m in _NAME.finditer(text):
         word = re.sub(r"['’]s$", "", m.group(0))
-        if word in _NOT_NAMES or not word[:1].isalpha() or _CLAUSE_START.search(text[:m.start()]):
+        if word in _NOT_NAMES or not word[:1].isalpha() or _opens_clause(text, m.start()):
             continue
         found.append(word)
     return found
+
+
+def _opens_clause(text: str, at: int) -> bool:
+    """Whether the word at `at` opens the sentence or a clause (after ":", ";", "(", a dash, a
+    list marker), emphasis and quotes aside: a capital there names nothing by itself."""
+    before = text[:at].rstrip(" \t*_\"'“‘”’")
+    return not before or before[-1] in ":;(—–\n" or before.endswith((" -", "- ")) or before in ("-", "+", "•")
 
 
 def _holds_name(name: str, text: str) -> bool:

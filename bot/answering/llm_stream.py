@@ -145,41 +145,49 @@ _PARTIAL_CITATION = re.compile(r"\s*\[[\d,\s]*\Z")  # "[", "[1,": may still beco
 class SentenceGate:
     """Streamed model text released a sentence at a time, each once it is complete (the next one
     has begun, or the stream ended) and `bot.answering.grounding.sentence_problem` finds nothing
-    wrong with it. The first sentence that fails closes the gate: nothing after it is released."""
+    wrong with it. The first sentence that fails closes the gate: nothing after it is released.
+
+    Only the text not yet released is split again as more arrives (a released sentence is never
+    read again: its citation had to arrive before the next sentence began), and a "sentence" that
+    grows past `LONGEST_SENTENCE` without ending waits for the stream's end, so a long reply is not
+    read again from its start at every piece."""
 
     def __init__(self, sources: Mapping[int, str], not_found: str, prompt_lines: Sequence[str]) -> None:
         self.sources, self.not_found, self.prompt_lines = sources, not_found, prompt_lines
         self.text = ""
         self.released = 0  # characters of `text` released so far
-        self.checked = 0  # sentences checked so far
         self.closed = False
 
     def feed(self, delta: str) -> str:
         self.text += delta
-        spans = sentence_spans(self.text)
+        tail = self.text[self.released:]
+        if self.closed or len(tail) > LONGEST_SENTENCE:
+            return ""
+        spans = sentence_spans(tail)
         done = len(spans) - 1  # the last sentence may still grow
-        if done > 0 and _PARTIAL_CITATION.fullmatch(self.text[spans[-1][0]:]):
+        if done > 0 and _PARTIAL_CITATION.fullmatch(tail[spans[-1][0]:]):
             done -= 1  # what follows may be the citation of the one before
-        return self._release(spans[:max(done, 0)], end=None)
+        return self._release(tail, spans[:max(done, 0)], to_end=False)
 
     def flush(self) -> str:
-        return self._release(sentence_spans(self.text), end=len(self.text))
+        tail = self.text[self.released:]
+        return "" if self.closed else self._release(tail, sentence_spans(tail), to_end=True)
 
-    def _release(self, complete: list[tuple[int, int]], end: int | None) -> str:
-        """The text up to the last of `complete` that passes (`end`: to the end, if all pass)."""
-        upto = self.released
-        for start, stop in complete[self.checked:]:
-            if self.closed:
-                break
-            if sentence_problem(self.text[start:stop], self.sources, self.not_found, self.prompt_lines):
+    def _release(self, tail: str, complete: list[tuple[int, int]], to_end: bool) -> str:
+        """`tail` up to the last of its `complete` sentences that pass (`to_end`: all of it, if all pass)."""
+        upto = 0
+        for start, stop in complete:
+            if sentence_problem(tail[start:stop], self.sources, self.not_found, self.prompt_lines):
                 self.closed = True
                 break
-            self.checked += 1
             upto = stop
-        if end is not None and not self.closed:
-            upto = end
-        piece, self.released = self.text[self.released:upto], max(upto, self.released)
-        return piece
+        if to_end and not self.closed:
+            upto = len(tail)
+        self.released += upto
+        return tail[:upto]
+
+
+LONGEST_SENTENCE = 1500  # characters a sentence may grow to while streamed; a longer one is checked at the end
 
 
 class StreamingLLM:
