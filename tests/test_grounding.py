@@ -191,6 +191,13 @@ def test_a_sentence_citing_only_a_source_that_does_not_exist_counts_as_uncited()
         check_grounded("You get 25 days [7].", {1: "25 days"}, NOT_FOUND_REPLY)
 
 
+@pytest.mark.parametrize("text", ["一" * 6000, "1" * 6000, "a." * 3000, "$1 " * 2000, "e.g. " * 1200, "A. " * 2000],
+                         ids=["cjk-numeral", "digits", "dots", "dollars", "abbreviations", "initials"])
+def test_a_hostile_reply_is_judged_not_crashed_on(text):
+    with pytest.raises(Ungrounded):  # no citation: set aside, as any reply of the kind (never another error)
+        check_grounded(text, {1: "25 days"}, NOT_FOUND_REPLY)
+
+
 # -- what the asker gets: answer_question, the metric, the log, kb ask --json --------------------------
 
 def test_a_set_aside_reply_gives_the_extractive_answer_with_a_note_a_log_line_and_a_count(index, sample_synced,
