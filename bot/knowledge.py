@@ -124,7 +124,7 @@ class KnowledgeBase:
                      review_by: date, channel_id: str | None = None, message_ts: str | None = None) -> int:
         """Store a verified answer, verified by `change.actor` now (`bot.verified.store.add`: its
         questions embedded by the index's embedder), committed; its id. For Slack's listeners,
-        which never hold a session (`bot.slack.verify`)."""
+        which never hold a session (`bot.slack.listeners.verify`)."""
         from bot.verified import store
 
         with self.index.session() as session:

@@ -182,7 +182,7 @@ def gap_added_by(user: str) -> str:
     return f"Already in the wiki's gaps (added by <@{user}>)."
 
 
-# -- verified answers (bot.slack.verify) ----------------------------------------------------------
+# -- verified answers (bot.slack.listeners.verify) ------------------------------------------------
 
 VERIFY_LOADING = "Reading the thread…"
 VERIFY_NOT_A_VERIFIER = ("Only this channel's verifiers (`verifiers` in its `[channels.…]` table of the sources file) "

@@ -154,10 +154,10 @@ def exposition(index: Index) -> bytes:
     return generate_latest(REGISTRY) + generate_latest(per_index)
 
 
-# Help channels (bot.slack.help_channels, bot.slack.handover)
+# Help channels (bot.slack.listeners.help_channels, bot.slack.handover)
 UNPROMPTED = Counter("docent_unprompted_answers", "Questions in help channels (respond = \"questions\") answered "
                      "without a mention", registry=REGISTRY)
 HANDOVERS = Counter("docent_handovers", "Hand-overs to a channel's escalate people, by result (claimed: posted; "
                     "already: the thread had one; capped: the channel's hourly cap)", ["result"], registry=REGISTRY)
 GAPS_ADDED = Counter("docent_gaps_added", "Questions people answered in a handed-over thread, added to the wiki's "
-                     "gaps with the \"Add to the wiki's gaps\" button (bot.slack.answered_gaps)", registry=REGISTRY)
+                     "gaps with the \"Add to the wiki's gaps\" button (bot.slack.listeners.answered_gaps)", registry=REGISTRY)

@@ -130,7 +130,7 @@ def m005_slack_tables(conn: Connection) -> None:
 
 @bot_migration
 def m007_answered_gaps(conn: Connection) -> None:
-    """The loop back to the wiki (bot.slack.answered_gaps): a hand-over remembers who asked and,
+    """The loop back to the wiki (bot.slack.listeners.answered_gaps): a hand-over remembers who asked and,
     once a person answers in its thread, that Docent offered the answer as a gap (once per thread);
     `answered_gaps` keeps the questions people answered that the wiki does not (bot.records.question_log).
     Written idempotent although it need not be (tests/test_slack_limits.py re-runs every

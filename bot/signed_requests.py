@@ -18,7 +18,7 @@ Bolt (`signed_body`):
 Only then does Bolt see the request (and check the signature again, as it always does). A signed
 request sent again within its five minutes passes here: nothing here may wait for the database
 before Slack's 3-second ack, so a replayed `/kb` is claimed once after its ack
-(`bot.slack.commands.first_time`), and events are claimed by their message (`bot.slack.store`). A refusal
+(`bot.slack.services.first_time`), and events are claimed by their message (`bot.slack.store`). A refusal
 is a status, a one-line JSON reason and `Connection: close` (the rest of an unread body is not
 read), and one INFO log line without a traceback: whoever can reach the URL can send anything.
 """

@@ -7,7 +7,7 @@
     verifiers = ["S0LEADS01"]    # optional: user groups (S…) or users (U…/W…) who may verify answers here
 
 `verifiers`, with `KB_ADMIN_USERS` (who verify everywhere), may mark a message of a thread here
-as the verified answer to its question (`bot.verified.verifiers`, `bot.slack.verify`).
+as the verified answer to its question (`bot.verified.verifiers`, `bot.slack.listeners.verify`).
 
 `sources` only ever narrows what a channel's answers may draw on: the channel's audience keeps
 the scopes it sees (`sources.access`) *and* those the named sources carry, never more.

@@ -1,4 +1,4 @@
-"""The App Home tab (`bot.slack.home_tab`, `bot.slack.home_blocks`) over real HTTP: signed `app_home_opened`
+"""The App Home tab (`bot.slack.listeners.home_tab`, `bot.slack.home_blocks`) over real HTTP: signed `app_home_opened`
 events and button clicks to the running app, `views.publish` answered by the local Slack API
 (which refuses a Home view of more than 100 blocks, as Slack does).
 

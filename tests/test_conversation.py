@@ -1,4 +1,4 @@
-"""Conversation context over real HTTP (`bot.slack.conversation`): a bare mention in a thread answers
+"""Conversation context over real HTTP (`bot.slack.listeners.conversation`): a bare mention in a thread answers
 the thread's question (read with `conversations.replies`), DM follow-ups carry the previous
 question, an edited question is answered again in place, a deleted one takes its answer with it,
 and `/kb ask` replaces its "Looking that up…" with the answer.

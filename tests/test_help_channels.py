@@ -1,4 +1,4 @@
-"""Help channels over real HTTP (`bot.slack.help_channels`, `bot.slack.handover`): in a
+"""Help channels over real HTTP (`bot.slack.listeners.help_channels`, `bot.slack.handover`): in a
 `respond = "questions"` channel a top-level question is answered without a mention when the wiki
 answers it; chatter, bots, messages to people and Slack Connect channels get nothing; a question
 the wiki cannot answer is handed over to the channel's `escalate` people once per thread, within
@@ -219,7 +219,7 @@ def answered(helpbot, slack, channel: str) -> tuple[dict, dict]:
 
 
 def add_gap(helpbot, slack, channel: str, thread: str, user: str):
-    from bot.slack.answered_gaps import ACTION_ADD_GAP
+    from bot.slack.listeners.answered_gaps import ACTION_ADD_GAP
 
     name = f"gap-{user}-{thread}"
     helpbot.interaction(click(ACTION_ADD_GAP, f"{channel} {thread}", user=user, channel=channel,
@@ -234,7 +234,7 @@ def stored_gap(index, channel: str, thread: str):
 
 
 def test_a_persons_answer_in_a_handed_over_thread_is_offered_once_to_the_asker_and_the_answerer(helpbot, slack):
-    from bot.slack.answered_gaps import ACTION_ADD_GAP, BUTTON
+    from bot.slack.listeners.answered_gaps import ACTION_ADD_GAP, BUTTON
 
     asked = handed_over(helpbot, slack, LOOP)
     helpbot.event(message("thanks, same question here", LOOP, user="U0CAROL1", thread_ts=asked["ts"]))

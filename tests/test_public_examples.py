@@ -23,7 +23,7 @@ from tests.support.slack_harness import (
 
 from bot.records import question_log
 from bot.records.question_log import ChannelKind
-from bot.slack.home_tab import example_questions
+from bot.slack.listeners.home_tab import example_questions
 
 PUBLIC_Q = "how many days of annual leave do I get?"
 PRIVATE_Q = "how many paid sick days do I get a year?"

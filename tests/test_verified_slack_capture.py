@@ -1,4 +1,4 @@
-"""Verified answers captured in Slack (`bot.slack.verify`) over real HTTP: the **Verify as the answer**
+"""Verified answers captured in Slack (`bot.slack.listeners.verify`) over real HTTP: the **Verify as the answer**
 message shortcut and the App Home's **Verify** button, sent signed to the running app as Slack sends
 them; the form opened and filled in through the local Slack API (`views.open`, `views.update`);
 its submission stored in `verified_answers` of a database of its own (tests/support/gaps_wiki.py:
@@ -290,7 +290,7 @@ def test_admins_verify_everywhere_and_a_channels_verifiers_only_there():
 
 
 def test_kb_channel_shows_who_verifies_answers_there():
-    from bot.slack.channel_command import channel_text
+    from bot.slack.listeners.channel_command import channel_text
     from sources import ChannelSettings
 
     assert "Verify answers: `S0LEADS1`, `U0DANA1`" in channel_text(ChannelSettings("C0HELP1", verifiers=("S0LEADS1", "U0DANA1")))

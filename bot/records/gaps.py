@@ -16,7 +16,7 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
   the wiki says "annual leave" — counted, with the questions they came from: what a wiki owner
   adds to the sources file's `[synonyms]` (`indexing.search.synonyms`), or to a page;
 - answered by people, missing from the wiki: questions Docent handed over that a person then
-  answered in the thread, added with "Add to the wiki's gaps" (`bot.slack.answered_gaps`,
+  answered in the thread, added with "Add to the wiki's gaps" (`bot.slack.listeners.answered_gaps`,
   `bot.records.question_log.AnsweredGap`) — the question, the answer as said in that channel, who answered,
   the thread link; `kb gaps --drafts DIR` writes each as a draft page (`bot.records.gap_drafts`).
 

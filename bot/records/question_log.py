@@ -12,7 +12,7 @@
 - `admin_actions`: who tried which admin command, when, whether it was allowed, and the result.
 - `answered_gaps`: questions the wiki had no answer to that a person answered in a handed-over
   thread, added by the asker or the answerer with "Add to the wiki's gaps"
-  (`bot.slack.answered_gaps`): the question, the answer as written in that channel, who answered,
+  (`bot.slack.listeners.answered_gaps`): the question, the answer as written in that channel, who answered,
   where (channel, thread, permalink), when, and the access scopes visible in that channel, which
   limit where it is shown (`bot.records.gaps`).
 

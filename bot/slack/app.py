@@ -1,9 +1,9 @@
-"""The Bolt app: built in one place, its middleware, and every listener module registered on it.
+"""The Bolt app: built in one place, its last-resort error handler, and every listener module registered on it.
 
-Each listener module (`conversation`, `questions`, `access_events`, `commands`, `feedback`,
-`home`, `assistant`, `errors`) exposes `register(app, services)`; a new Slack feature adds its
-module to `LISTENERS`. Order matters where two listeners match one event: Bolt runs only the
-first, so `conversation`'s edit and deletion listeners come before `questions`' `message`.
+Each listener module (`bot.slack.listeners`: `conversation`, `questions`, `access_changes`,
+`commands`, `feedback`, `home_tab`, `assistant`, ...) exposes `register(app, services)`; a new Slack
+feature adds its module to `LISTENERS`. Order matters where two listeners match one event: Bolt runs
+only the first, so `conversation`'s edit and deletion listeners come before `questions`' `message`.
 Listeners are small functions taking Bolt's injected arguments by name (`ack`, `body`,
 `client`, `respond`, ...), ack first, and hand slow work — retrieval, the LLM, the reply — to one named
 place: the answers pool (`Services.answers`, see `bot.slack.workers`).
@@ -23,20 +23,20 @@ from slack_sdk import WebClient
 
 from bot.knowledge import KnowledgeBase
 from bot.settings import Settings, secret
-from bot.slack import (
-    access_changes as access_events,
+from bot.slack.audiences import SlackAccess
+from bot.slack.errors import unhandled
+from bot.slack.listeners import (
+    access_changes,
     answered_gaps,
     assistant,
     commands,
     conversation,
-    errors,
     feedback,
     help_channels,
-    home_tab as home,
+    home_tab,
     questions,
     verify,
 )
-from bot.slack.audiences import SlackAccess
 from bot.slack.resync_runs import Resyncs
 from bot.slack.services import Services
 from bot.slack.store import Deduper
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, help_channels, answered_gaps, questions, access_events, commands, feedback, verify, home, assistant,
-             errors)
+LISTENERS = (conversation, help_channels, answered_gaps, questions, access_changes, commands, feedback, verify, home_tab,
+             assistant)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:
@@ -98,6 +98,7 @@ def build_app(
     )
     for module in LISTENERS:
         module.register(app, services)
+    app.error(unhandled)  # the last resort: an error outside the listeners' own handling (e.g. in middleware)
     return app
 
 

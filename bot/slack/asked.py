@@ -1,7 +1,7 @@
 """A message to answer (`Asked`): where it was asked, where the reply goes, and what shapes its
 audience — read from a message event once (`asked_from`) for mentions, direct messages, thread
-follow-ups (`bot.slack.questions`), help channels (`bot.slack.help_channels`) and edits
-(`bot.slack.conversation`)."""
+follow-ups (`bot.slack.listeners.questions`), help channels (`bot.slack.listeners.help_channels`) and edits
+(`bot.slack.listeners.conversation`)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ which also passes their notices to `forget_cached`; `indexing.storage.notify`).
 
 The same `conversations.info` says what kind of conversation a question came from (`kind_of`:
 public channel, private channel or group DM, direct message, shared), which the query log keeps so
-that only questions asked in public channels become examples for everyone (`bot.slack.home_tab`).
+that only questions asked in public channels become examples for everyone (`bot.slack.listeners.home_tab`).
 
 Lookups fail closed: a conversation whose details cannot be read counts as shared with another
 organisation (public scopes only, or nothing with `shared_channels = "none"`), and a group whose
@@ -124,7 +124,7 @@ class SlackAccess:
         `conversations.info` decide. `said_shared`: the caller already knows the conversation is
         shared with another organisation (an event envelope's `is_ext_shared_channel`, `kb ask --shared`).
         `narrow=False`: the scopes the conversation sees before its `[channels.X] sources` narrow
-        what is searched there — what was said in it belongs to those (`bot.slack.answered_gaps`).
+        what is searched there — what was said in it belongs to those (`bot.slack.listeners.answered_gaps`).
         """
         finish = self.channels.narrow if narrow else (lambda audience: audience)
         if self.only_public:

@@ -1,8 +1,9 @@
-"""The Slack Web API client Docent uses: the bot token, SLACK_API_URL, Slack's retry rules, and how a
-message is posted."""
+"""The Slack Web API client Docent uses: the bot token, SLACK_API_URL, Slack's retry rules, how a
+message is posted, and its link."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from slack_sdk import WebClient
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from slack_sdk.http_retry import HttpRequest, HttpResponse, RetryHandler, RetryState
 
     from bot.slack.blocks import Block
+
+log = logging.getLogger(__name__)
 
 RATE_LIMIT_RETRIES = 3  # HTTP 429: wait as long as Slack's Retry-After says, then try again
 SERVER_ERROR_RETRIES = 2  # HTTP 5xx: try again after a short backoff
@@ -59,3 +62,13 @@ def post(client: WebClient, channel: str, thread_ts: str | None, text: str, mess
     )
     ts: str = reply["ts"]  # Slack's reply is untyped JSON; a posted message's `ts` is a string
     return ts
+
+
+def permalink(client: WebClient, channel: str, ts: str) -> str:
+    """A message's link, "" when Slack does not give one (an answered gap is kept, a verifier told,
+    without it)."""
+    try:
+        return client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink") or ""
+    except Exception as exc:
+        log.warning("no permalink for %s/%s: %s", channel, ts, exc)
+        return ""

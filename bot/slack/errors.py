@@ -13,12 +13,9 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from indexing.storage import is_unreachable
-
-if TYPE_CHECKING:
-    from slack_bolt import App
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +54,8 @@ def apology_on_error(what: str, apologise: Callable[[str], object],
 
 
 def unhandled(error: Exception, body: dict[str, Any]) -> None:
-    """The last resort for errors outside the listeners' own handling (e.g. in middleware)."""
+    """Bolt's last-resort error handler (`bot.slack.app` sets it): errors outside the listeners' own
+    handling (e.g. in middleware)."""
     ref = reference_id()
     log.error("unhandled error [ref %s] for a %s request", ref, (body or {}).get("type"), exc_info=error)
 
@@ -77,9 +75,3 @@ def quietly(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | 
     except Exception:
         log.exception("could not complete %s", getattr(function, "__name__", "a bookkeeping call"))
         return None
-
-
-def register(app: App, services: object = None) -> None:
-    """Bolt's last-resort error handler. `services`: every listener module's `register` takes them; this
-    one uses none (and `bot.slack.services` imports this module, so it is not named here)."""
-    app.error(unhandled)

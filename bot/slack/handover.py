@@ -45,8 +45,8 @@ def hand_over(db: Database, client: WebClient, settings: ChannelSettings, thread
               voted_down: bool = False) -> bool:
     """Ask the channel's `escalate` people in the thread, unless the thread already had a hand-over
     or the hourly cap is reached; True when the message was posted. `asker`: who asked (a person's
-    answer in the thread is offered as a gap to them, `bot.slack.answered_gaps`). `voted_down`: the
-    answer in the thread was voted 👎 (`bot.slack.feedback`): said so, and no pages repeated.
+    answer in the thread is offered as a gap to them, `bot.slack.listeners.answered_gaps`). `voted_down`: the
+    answer in the thread was voted 👎 (`bot.slack.listeners.feedback`): said so, and no pages repeated.
     `access` says whether the conversation is shared with another organisation (`said_shared`:
     the event envelope already said so)."""
     if not settings.escalate:

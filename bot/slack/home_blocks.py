@@ -6,7 +6,7 @@ source its pages, failed and skipped pages with reasons, last sync and last refu
 button to resync it — the verified answers due for review (`due_blocks`), and the gaps report
 (`bot.records.gaps`).
 
-What a member sees is decided by whoever gathers the data (`bot.slack.home_tab`): this module renders
+What a member sees is decided by whoever gathers the data (`bot.slack.listeners.home_tab`): this module renders
 what it is given. Slack rejects a Home view over `MAX_BLOCKS` blocks or with a section text over
 3,000 characters, so every text is clipped and the block list is cut (with a last line saying so)
 rather than the view being refused.
@@ -127,7 +127,7 @@ def due_blocks(due: list[VerifiedAnswer]) -> list[Block]:
 
 def gaps_blocks(report: GapsReport, verifiable: Collection[tuple[str, str]] = ()) -> list[Block]:
     """The gaps report as blocks (App Home; the weekly digest posts the same). `verifiable`: the
-    answered gaps (channel, thread) that get a Verify button (`bot.slack.verify`; the App Home's
+    answered gaps (channel, thread) that get a Verify button (`bot.slack.listeners.verify`; the App Home's
     verifiers only — the digest has none)."""
     blocks: list[Block] = [_header(f"This week against last ({report.days} days)"),
                            _section("\n".join(summary_lines(report)))]

@@ -217,7 +217,7 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
 
 
 def slack_to_markdown(text: str) -> str:
-    """A person's Slack message as Markdown for a wiki page (`bot.slack.answered_gaps`): links as
+    """A person's Slack message as Markdown for a wiki page (`bot.slack.listeners.answered_gaps`): links as
     `[label](url)`, mentions as `@U…`/`#C…`, user groups by their handle, broadcasts dropped,
     entities unescaped; lines kept (Slack's `*bold*`/`_italic_` read well enough as they are)."""
     text = text or ""

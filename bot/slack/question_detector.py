@@ -6,7 +6,7 @@ makes teams mute a bot — so the rules favour precision: a message is a questio
 (a "?", an interrogative or auxiliary opening, "anyone know…", "how to…", "looking for…",
 "need help…", "policy on X?") and is not chatter, thanks, an announcement, a social invitation
 ("lunch anyone?") or a request for a colleague to do something ("can you review…", "please
-approve…"). Mentions of people and bots are the listener's to rule out (`bot.slack.help_channels`).
+approve…"). Mentions of people and bots are the listener's to rule out (`bot.slack.listeners.help_channels`).
 
 Measured, not guessed: `training/question_detection.py` scores these rules on the labelled
 messages of `tests/data/channel_messages.jsonl` (a tuning half and a held-out half); the numbers

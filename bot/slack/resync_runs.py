@@ -1,5 +1,5 @@
-"""Resyncs started from Slack (`/kb resync`, `bot.slack.resync_command`; the App Home's buttons,
-`bot.slack.home_tab`): a real sync of a configured source, run in the background.
+"""Resyncs started from Slack (`/kb resync`, `bot.slack.listeners.resync_command`; the App Home's buttons,
+`bot.slack.listeners.home_tab`): a real sync of a configured source, run in the background.
 
 The sync goes through `indexing.ingest.runner.SyncRunner` — the same path as `kb sync`, the watcher
 and the scheduler — so "one sync per source at a time" holds across all of them and across

@@ -18,7 +18,7 @@ the database is down.
 **Answer messages** (`answer_messages`): which Slack message is Docent's answer to which question
 message. Every answer Docent posts in reply to a message is remembered (`remember_answer`), by
 the question's channel and ts, so that an edited question is answered again in the same message
-and a deleted question takes its answer with it (`bot.slack.conversation`), and a reply under a
+and a deleted question takes its answer with it (`bot.slack.listeners.conversation`), and a reply under a
 DM answer finds the question it follows. Rows are kept as long as the query log keeps questions
 (`prune_answers`, run by `bot.housekeeping`).
 
@@ -26,7 +26,7 @@ DM answer finds the question it follows. Rows are kept as long as the query log 
 at most one per thread and at most `KB_HANDOVERS_PER_HOUR` per channel in any rolling hour,
 decided under a per-channel advisory lock (`bot.slack.handover` posts them). A hand-over keeps
 who asked, and once a person answers in its thread, that Docent offered the answer as a gap
-(`claim_gap_offer`: once per thread) and what the person said (`bot.slack.answered_gaps`).
+(`claim_gap_offer`: once per thread) and what the person said (`bot.slack.listeners.answered_gaps`).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def question_answered_by(db: Database, channel: str, answer_ts: str) -> str | No
 
 def logged_answer(db: Database, channel: str, answer_ts: str) -> QueryLog | None:
     """The query log's row of the answer that is the message `channel`/`answer_ts`: its question
-    and the answer's text as Docent wrote it (`bot.slack.verify`), None for another message."""
+    and the answer's text as Docent wrote it (`bot.slack.listeners.verify`), None for another message."""
     from bot.records import QueryLog
 
     with db.session() as s:

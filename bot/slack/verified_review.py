@@ -1,6 +1,6 @@
 """Keeping verified answers right, in Slack: their verifier hears of a 👎, admins see which are due.
 
-- **A 👎 tells the verifier.** When someone votes a verified answer down (`bot.slack.feedback`),
+- **A 👎 tells the verifier.** When someone votes a verified answer down (`bot.slack.listeners.feedback`),
   whoever verified it — when that is a Slack user, and not the voter — gets a direct message from
   Docent: which verified answer (its id and first question, to find it with `kb answers show`),
   what was asked, and a link to the answer. Once per person and answer: the vote is claimed
@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 
 from bot import messages
 from bot.records import ChannelKind, question_log
-from bot.slack.answered_gaps import permalink
-from bot.slack.client import post
+from bot.slack.client import permalink, post
 from bot.slack.mrkdwn import escape, link
 from bot.verified import VerifiedAnswer, slack_user, store
 

@@ -1,4 +1,4 @@
-"""The "Verify as the answer" form as Block Kit, and what a submission of it says (`bot.slack.verify`).
+"""The "Verify as the answer" form as Block Kit, and what a submission of it says (`bot.slack.listeners.verify`).
 
 Pure: views are built from plain values (`Prefill`), and a submission is read back into a
 `Submitted` and checked (`problems`) against what the server decides — the scopes the channel

@@ -2,7 +2,7 @@
 `verifiers` (`[channels.C…] verifiers = ["U…", "S…"]` in the sources file, `sources.channels`).
 
 Pure: the caller looks up which of the channel's user groups the person is in (Slack's
-`usergroups.users.list`, `bot.slack.verify`), so the rule itself can be read — and tested — here
+`usergroups.users.list`, `bot.slack.listeners.verify`), so the rule itself can be read — and tested — here
 alone. A group whose members could not be read grants nothing (the caller passes no groups).
 """
 

@@ -19,7 +19,7 @@ visible. The first click wins; a second one is told it is already added. Not off
 Connect channels (people of another organisation) nor where the channel sees no scope.
 
 Replies in threads without a hand-over, and the asker's own replies, are what they were before:
-thread follow-ups (`bot.slack.questions`). Registered before `questions` in
+thread follow-ups (`bot.slack.listeners.questions`). Registered before `questions` in
 `bot.slack.app.LISTENERS`: its matcher accepts only people's replies in threads of channels
 with `escalate` (the only channels with hand-overs), decided without the database.
 """
@@ -41,9 +41,11 @@ from bot.slack.question_detector import is_question
 from bot.slack import store
 from bot.slack.asked import Asked, asked_from
 from bot.slack.blocks import Block
+from bot.slack.client import permalink
 from bot.slack.errors import apology_on_error
+from bot.slack.listeners.questions import (
+    HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk)
 from bot.slack.mrkdwn import escape, mentions, neutralise, slack_to_markdown, slack_to_plain
-from bot.slack.questions import HUMAN_SUBTYPES, answer_follow_up, is_follow_up_candidate, is_human_message, is_small_talk
 from bot.slack.services import Services
 from sources import SHARED
 
@@ -173,15 +175,6 @@ def add_gap(services: Services, client: WebClient, respond: Respond, user: str, 
             return
         GAPS_ADDED.inc()
         tell(messages.GAP_ADDED, replace=True)
-
-
-def permalink(client: WebClient, channel: str, ts: str) -> str:
-    """The answer's link in its thread, "" when Slack does not give one (the gap is kept anyway)."""
-    try:
-        return client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink") or ""
-    except Exception as exc:
-        log.warning("no permalink for %s/%s: %s", channel, ts, exc)
-        return ""
 
 
 def slack_time(ts: str) -> datetime:

@@ -11,7 +11,7 @@
   is visible there; otherwise it refuses and the answer stays private.
 
 Every listener here acks at once and hands an explicit value (`Click`, `Reason`) to the answers
-pool (`Services.answers`, as `bot.slack.questions` does for questions): storing a vote, reading
+pool (`Services.answers`, as `bot.slack.listeners.questions` does for questions): storing a vote, reading
 an answer back, `chat.update`, `views.open`, posting a shared answer all wait on the database or
 on Slack — a rate limit's `Retry-After` is slept through by the Web API client — and done on
 Bolt's listener pool they would keep `/kb` and every other click from being acked within Slack's

@@ -31,8 +31,8 @@ from bot.slack import blocks, store
 from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.errors import quietly
 from bot.slack.handover import hand_over
+from bot.slack.listeners.questions import is_human_message
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
-from bot.slack.questions import is_human_message
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
 from sources import SHARED

@@ -35,9 +35,9 @@ from bot.knowledge import KnowledgeBase, SourcePages, sync_counts
 from bot.records import Database, normalised, question_log
 from bot.slack.errors import apology_on_error
 from bot.slack.home_blocks import ACTION_REFRESH, ACTION_RESYNC, AskedQuestion, HomeData, SourceHealth, home_view
+from bot.slack.listeners.verify import verifies_in
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
-from bot.slack.verify import verifies_in
 from bot.slack.verified_review import due_for_review
 from indexing.search import Outcome
 
@@ -98,7 +98,7 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
         # admin's own scopes cover that channel's (bot.records.gaps)
         data.gaps = services.kb.gaps(7).answers_visible_in(
             visible, include_private=services.settings.kb_gaps_include_private_channels)
-        # a Verify button on each answered gap they may verify (bot.slack.verify: the channel's verifiers)
+        # a Verify button on each answered gap they may verify (bot.slack.listeners.verify: the channel's verifiers)
         data.verifiable = {(a.channel, a.thread_ts) for a in data.gaps.answered_by_people
                            if verifies_in(services, user, a.channel)}
         data.due = due_for_review(services.db, visible)  # likewise: those the admin may read in their DM

@@ -35,10 +35,10 @@ from slack_sdk import WebClient
 
 from bot import messages
 from bot.records import question_log
-from bot.slack import store as slack_store
 from bot.slack.errors import apology_on_error, quietly
 from bot.slack.mrkdwn import escape, neutralise, slack_to_markdown, slack_to_plain
 from bot.slack.services import Services
+from bot.slack.store import logged_answer
 from bot.slack.verify_form import (
     ACTION_VERIFY_GAP, CALLBACK, SHORTCUT, Origin, Prefill, form_view, loading_view, problems, refusal_view, submitted)
 from bot.verified import Change, VerifiedError, may_verify, store
@@ -144,7 +144,7 @@ def verifies_in(services: Services, user: str, channel: str) -> bool:
 
 def channel_audience(services: Services, user: str, channel: str, said_shared: bool = False) -> Audience:
     """Who sees the channel: its scopes before `[channels.X] sources` narrows what is searched there
-    (what people said in an HR channel belongs to HR's scopes, as `bot.slack.answered_gaps` keeps it)."""
+    (what people said in an HR channel belongs to HR's scopes, as `bot.slack.listeners.answered_gaps` keeps it)."""
     return services.access.audience(channel, user, said_shared=said_shared, narrow=False)
 
 
@@ -186,7 +186,7 @@ def fill_from_message(services: Services, client: WebClient, picked: Picked, vie
             log_refusal(services, picked.user, origin, refusal)
             show(client, view_id, refusal_view(origin, refusal[1]))
             return
-        logged = slack_store.logged_answer(services.db, origin.channel, origin.message_ts) if picked.by_docent else None
+        logged = logged_answer(services.db, origin.channel, origin.message_ts) if picked.by_docent else None
         if logged is not None:  # Docent's answer: the question it answered, its text as written (not Slack's rendering)
             question, answer = logged.question, _CITATION.sub("", logged.answer_text).strip()
         else:

@@ -3,10 +3,10 @@
 Slack opens an assistant thread (the ✨ AI apps button, or Docent's split view) with
 `assistant_thread_started`; Docent answers with up to `MAX_PROMPTS` suggested prompts
 (`assistant.threads.setSuggestedPrompts`): the questions people ask most in public channels that
-were answered and whose pages the user may see (`bot.slack.home_tab.example_questions`: never a
+were answered and whose pages the user may see (`bot.slack.listeners.home_tab.example_questions`: never a
 question from a private channel or a DM), else "what does the wiki say about <page>?" for pages
 visible to them. Questions typed in the thread arrive as direct
-messages in a thread and are answered by the DM path (`bot.slack.questions`), through
+messages in a thread and are answered by the DM path (`bot.slack.listeners.questions`), through
 `bot.slack.streaming` — which shows "Searching the wiki…" (`assistant.threads.setStatus`) and
 streams an LLM's answer. The prompts are looked up on the answers pool.
 Workspaces without the AI-app feature never send these events; nothing else depends on them.
@@ -21,7 +21,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot import messages
-from bot.slack.home_tab import example_questions, visible_in_dm
+from bot.slack.listeners.home_tab import example_questions, visible_in_dm
 from bot.slack.services import Services
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 Slack allows 3 seconds for the acknowledgement, so every branch acks first; answering runs on
 the answers pool and replies through the response URL. `/kb ask` answers privately, with a
-"Share in channel" button (`bot.slack.feedback`); `/kb resync` lives in `bot.slack.resync_command`
-and `/kb channel` in `bot.slack.channel_command`. A new
+"Share in channel" button (`bot.slack.listeners.feedback`); `/kb resync` lives in `bot.slack.listeners.resync_command`
+and `/kb channel` in `bot.slack.listeners.channel_command`. A new
 subcommand is one entry in `SUBCOMMANDS`.
 
 Once per request: a signed `/kb` sent again within its five minutes (a replay: Slack itself never
@@ -26,9 +26,9 @@ from bot.knowledge import sync_counts
 from bot.slack import blocks
 from bot.slack.asked import Logged
 from bot.slack.errors import apology_on_error, quietly
+from bot.slack.listeners.channel_command import show_channel
+from bot.slack.listeners.resync_command import resync
 from bot.slack.mrkdwn import escape, neutralise, slack_to_plain
-from bot.slack.channel_command import show_channel
-from bot.slack.resync_command import resync
 from bot.slack.services import DELIVERY, Services, delivery_key, first_time
 from indexing.storage import IndexStatus
 

@@ -2,7 +2,7 @@
 
 - **The parent question.** "@Docent" alone, or "@Docent can you answer this?", in a thread under
   a colleague's question answers that question: the parent message (`conversations.replies`)
-  is the question (`question_in_context`, called by `bot.slack.questions.answer`).
+  is the question (`question_in_context`, called by `bot.slack.listeners.questions.answer`).
 - **Follow-ups.** In a thread, a later message is searched together with the thread's earlier
   question. A direct message follows the same rule: a reply in the thread of Docent's answer
   (found through `bot.slack.store`), or a top-level message that opens like a
@@ -12,7 +12,7 @@
   (`bot.slack.store.remember_answer`). A question edited (`message_changed`) within `EDIT_MINUTES` of
   being asked is answered again, in place (`chat.update` of the same answer message); a deleted
   question (`message_deleted`) deletes Docent's answer to it. These two listeners are registered
-  before `bot.slack.questions`' general `message` listener: Bolt runs the first that matches.
+  before `bot.slack.listeners.questions`' general `message` listener: Bolt runs the first that matches.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
 - Bolt acks events before running their listener; the listener only decides whether a message
   is a question and hands it to the answers pool (`Services.answers`).
 - Which question, with which context: a bare mention in a thread asks the thread's question, a
-  DM follow-up carries the previous one (`bot.slack.conversation`). The answer is delivered by
+  DM follow-up carries the previous one (`bot.slack.listeners.conversation`). The answer is delivered by
   `bot.slack.streaming` (an LLM's text streamed as it is written) and remembered by its question
   message (`bot.slack.store.remember_answer`), so an edit or a deletion of the question follows it.
 """
@@ -31,9 +31,9 @@ from bot.records import question_log
 from bot.slack import blocks, store
 from bot.slack.asked import Asked, Logged, asked_from
 from bot.slack.client import post
-from bot.slack.conversation import earlier_question, question_in_context
 from bot.slack.handover import hand_over
 from bot.slack.errors import apology_on_error, quietly
+from bot.slack.listeners.conversation import earlier_question, question_in_context
 from bot.slack.mrkdwn import mentions, mentions_someone_else, slack_to_plain
 from bot.slack.services import Services
 from bot.slack.streaming import AnswerDelivery
