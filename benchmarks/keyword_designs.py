@@ -41,7 +41,7 @@ def corpus(chunks: int):
     from indexing.keyword.bm25 import _chunk_terms
     from indexing.ingest.chunking import chunk_document
     from indexing.keyword.keyword_segments import KeywordRow
-    from indexing.storage.store import KeywordChunk
+    from indexing.vectors.store import KeywordChunk
 
     real = real_corpus(3000, eval_questions())
     vectors = np.random.default_rng(2).standard_normal((len(real.real), 384)).astype(np.float32)

@@ -113,7 +113,7 @@ def build_hnsw(index) -> float:
     """The real HNSW index over the whole table, built once; returns seconds."""
     from sqlalchemy import text
 
-    from indexing.storage.store import HNSW
+    from indexing.vectors.store import HNSW
 
     name, table = _hnsw_name(index), index.store.table.__tablename__
     started = time.perf_counter()
@@ -490,7 +490,7 @@ def halfvec(index, questions: list[dict], ef_values: list[int]) -> list[tuple[st
     against exact float32 search. Dropped afterwards."""
     from sqlalchemy import text
 
-    from indexing.storage.store import HNSW
+    from indexing.vectors.store import HNSW
 
     table, dim = index.store.table.__tablename__, 384
     started = time.perf_counter()

@@ -341,7 +341,7 @@ def build(label: str, embedder, docs: list, vectors: dict[str, np.ndarray], keep
 def sizes(b: Built) -> None:
     from sqlalchemy import text
 
-    from indexing.storage.store import HNSW
+    from indexing.vectors.store import HNSW
 
     table = b.index.store.table.__tablename__
     with b.index.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

@@ -55,7 +55,7 @@ def measure(corpus: str, home: Path) -> dict:
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index
     from indexing.search.retrieval import retrieve
-    from indexing.search.synonyms import Synonyms
+    from indexing.keyword.synonyms import Synonyms
 
     synonyms = Synonyms.from_table(load_synonyms(SAMPLE_SOURCES))
     asked = [q for q in questions(corpus) if synonyms.expand(q["question"])]

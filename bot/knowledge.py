@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from bot.answering import Answer, answer_question
 from sources import Audience, SourceConfig
-from indexing.index import Index
+from indexing.index import Index, index_status
 from indexing.ingest import SyncReport, SyncRunner, indexed_sources
-from indexing.storage import IndexStatus, index_status
+from indexing.storage import IndexStatus
 
 if TYPE_CHECKING:
     from datetime import date

@@ -182,7 +182,7 @@ class Settings(BaseSettings):
 
     def synonyms(self) -> Synonyms:
         """The `[synonyms]` of the sources file (else the sample's, when nothing is configured),
-        analysed for the keyword leg (`indexing.search.synonyms.Synonyms`); none for `KB_WIKI`.
+        analysed for the keyword leg (`indexing.keyword.synonyms.Synonyms`); none for `KB_WIKI`.
         A bad entry raises `SourcesError` naming the file, the table and the key."""
         from indexing.search import Synonyms
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from indexing.search.synonyms import Synonyms
+    from indexing.keyword.synonyms import Synonyms
 
 
 @dataclass
@@ -71,7 +71,7 @@ class IndexConfig:
     vector_weight_cjk: float = 0.3  # ... for CJK questions, where the English model is weak
     top_k: int = 5  # parents returned
     typo_repair: bool = True  # search a misspelt word as the wiki word one edit away (indexing.search.spelling; English)
-    synonyms: Synonyms | None = field(default=None, repr=False)  # the sources file's [synonyms] (indexing.search.synonyms)
+    synonyms: Synonyms | None = field(default=None, repr=False)  # the sources file's [synonyms] (indexing.keyword.synonyms)
     synonyms_in_vector: bool = False  # also embed a question's synonyms (measured, not kept: docs/tuning.md "Synonyms")
     min_cosine: float = 0.47  # the first gate (kept for `kb eval --calibrate`'s sweep): found at this best cosine ...
     agree_min_cosine: float = 0.42  # ... or at this when both legs rank the same page first

@@ -7,7 +7,7 @@ or any module in it, loads none of its other modules: `kb --help` stays instant,
 `__init__` pulls in sqlalchemy, numpy or a model.
 
     if TYPE_CHECKING:
-        from indexing.search.hits import Hit
+        from indexing.values.hits import Hit
         from indexing.keyword import bm25      # a module offered as a namespace
 
     __all__ = ["Hit", "bm25"]

@@ -1,8 +1,9 @@
-"""The index as one object: database, chunk store, BM25, embedder and rerank stage, opened once per process."""
+"""The index as one object: database, chunk store, BM25, embedder and rerank stage, opened once per process;
+and its status (`index_status`), read across them. The top of indexing: it composes the rooms below it."""
 
 from __future__ import annotations
 
-from sqlmodel import Session
+from sqlmodel import Session, col, func, select
 
 from indexing.keyword.bm25 import Bm25Index
 from indexing.config import IndexConfig
@@ -11,7 +12,10 @@ from indexing.storage import standby
 from indexing.vectors.embedding import Embedder, TorchEmbedder
 from indexing.storage.migrations import migrate
 from indexing.search.rerank import open_stage
-from indexing.storage.store import ChunkStore
+from indexing.vectors.store import ChunkStore
+from indexing.keyword.keyword_versions import keyword_state
+from indexing.storage import index_tables
+from indexing.storage.status import IndexStatus
 
 
 def make_embedder(config: IndexConfig) -> Embedder:
@@ -112,3 +116,38 @@ class Index:
         if self.rerank is not None:
             self.rerank.close()
 
+
+def index_status(index: Index, scopes: list[str] | None = None) -> IndexStatus:
+    """Documents by status, chunks, failed and skipped pages with their reasons, and the last sync
+    of every source (with its result: ok, refused, aborted).
+
+    With `scopes` (what `/kb status` may show where it is asked), documents, chunks and failures
+    are those of these access scopes only. Sync runs belong to a source, not a scope, so they are
+    all returned: the caller decides which sources it may name (`limited_to_sources`). All of it is
+    read where questions read (a hot standby, when there is one): what the replicas serve.
+    """
+    Record = index_tables.DocumentRecord
+    visible = [] if scopes is None else [col(Record.access).in_(list(scopes))]
+    with index.read_session() as s:
+        by_status = dict(s.exec(select(Record.status, func.count()).where(*visible).group_by(Record.status)).all())
+        failures = s.exec(select(Record).where(Record.status == index_tables.Status.FAILED, *visible)).all()
+        skips = s.exec(select(Record).where(Record.status == index_tables.Status.SKIPPED, *visible)).all()
+        # The last run of every source (not the last 50 runs of all: a busy source would hide the others).
+        Run = index_tables.SyncRun
+        latest = select(func.max(Run.id)).group_by(Run.source)
+        runs = s.exec(select(Run).where(col(Run.id).in_(latest)).order_by(col(Run.id).desc())).all()
+        chunks = index.store.count(s, None if scopes is None else list(scopes))
+        keywords = keyword_state(s)
+    last_runs = {run.source: run for run in runs}
+    return IndexStatus(
+        documents={str(k.value if isinstance(k, index_tables.Status) else k): v for k, v in by_status.items()},
+        chunks=chunks,
+        failed=[(d.id, d.error) for d in failures],
+        skipped=[(d.id, d.error) for d in skips],
+        last_runs=list(last_runs.values()),
+        database=index.location,
+        home=str(index.config.home),
+        keywords=keywords,
+        reads=index.reads(),
+        embedding=describe_embedding(index.embedder),
+    )

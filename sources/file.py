@@ -26,7 +26,7 @@
     users = ["U0ALICE01"]             # direct messages with Docent: these users ("*": every member)
     usergroups = ["S0HRSTAFF"]        # ... and the members of these user groups
 
-    [synonyms]                        # the asker's word → the wiki's words (indexing.search.synonyms)
+    [synonyms]                        # the asker's word → the wiki's words (indexing.keyword.synonyms)
     vacation = ["annual leave", "paid time off", "PTO"]
     "年假" = ["annual leave"]          # keys with spaces or CJK characters in quotes
 

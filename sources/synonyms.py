@@ -21,7 +21,7 @@ def parse_synonyms(table: object, where: str) -> dict[str, list[str]]:
     """The `[synonyms]` table: each word or phrase people ask with → the words the wiki uses
     (`vacation = ["annual leave", "paid time off", "PTO"]`), checked for shape here; what the
     keyword leg makes of them (stems, CJK, entries that are one word twice) is checked by
-    `indexing.search.synonyms.Synonyms.from_table`, at start too."""
+    `indexing.keyword.synonyms.Synonyms.from_table`, at start too."""
     if table is None:
         return {}
     if not isinstance(table, dict):

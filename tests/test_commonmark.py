@@ -118,7 +118,7 @@ def test_a_heading_path_keeps_its_stored_forms():
     a source's JSON), read back by its one split."""
     import json
 
-    from indexing.ingest.heading_path import HeadingPath
+    from indexing.values.heading_path import HeadingPath
 
     text = "# Benefits\n\n## Time off\n\n### Parental leave\n\nSixteen weeks.\n"
     parent = chunk_document(SourceDocument(source="s", path="b.md", title="Benefits", text=text, url=BASE + "/b"))[-1]

@@ -23,7 +23,7 @@ from indexing.ingest import indexed_sources
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun
 from indexing.search.retrieval import retrieve
 from indexing.ingest.runner import SyncRunner
-from indexing.storage.status import index_status
+from indexing.index import index_status
 
 XML_EXPORT = Path(__file__).resolve().parent / "fixtures" / "confluence" / "xml-export"
 PARENTAL = "how many weeks of parental leave"  # answered by PEOPLE's page 210

@@ -48,7 +48,7 @@ from indexing.vectors.onnx_embedding import OnnxEmbedder
 from indexing.index import Index
 from indexing.storage.index_tables import DocumentRecord, Status
 from indexing.search.retrieval import retrieve
-from indexing.storage.status import index_status
+from indexing.index import index_status
 from indexing.ingest.sync import sync_documents
 
 KB = str(Path(sys.executable).parent / "kb")

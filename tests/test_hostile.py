@@ -205,7 +205,7 @@ def test_fuzz_wiki_text_cannot_open_or_close_a_prompt_excerpt(title, headings, b
     from datetime import datetime, timezone
 
     from bot.answering.llm import build_prompt
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
 
     hits = [Hit(parent_id=f"p{n}", doc_id=f"s:d{n}", source="s", path=f"d{n}", title=title, heading_path=headings,
                 url="https://x.test", text=body, matched=[body], updated_at=datetime.now(timezone.utc), score=1.0,

@@ -1,4 +1,5 @@
-"""The floor plan holds: imports point one way (connectors ← sources ← indexing ← bot), no product
+"""The floor plan holds: imports point one way (connectors ← sources ← indexing ← bot), and inside
+indexing down its floors (`INDEXING_FLOORS`: values ← storage ← vectors ← … ← ingest), no product
 module imports itself back through others (an import circle, counting imports made inside functions
 and those made only for type checking), bot enters a room only through its public face (the names in
 the room's `__all__`), indexing and bot read the sources file's model only through the face of
@@ -25,6 +26,10 @@ from indexing.faces import homes
 from tests.support.corpora import REPO
 
 LAYERS = ("connectors", "sources", "indexing", "bot")  # each may import only those before it
+# indexing's floors, bottom first, at the grain of its sub-packages (a top-level module is a floor of its
+# own): each imports only its own floor and those below it (docs/architecture.md, "indexing"). `faces` loads
+# the rooms' public faces and `values` holds what every room passes along: neither imports any other.
+INDEXING_FLOORS = ("faces", "values", "storage", "vectors", "keyword", "config", "search", "index", "ingest")
 MAX_LINES = 450
 # Over the cap, with the reason and what ends it. Nothing else may join this list.
 OVER_THE_CAP: dict[str, str] = {}
@@ -124,6 +129,24 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+def _floor(module: str) -> str | None:
+    """The floor of indexing a module is on (`indexing.search.gate` → search); None outside indexing."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "indexing" and len(parts) > 1 else None
+
+
+def _up_the_floors(graph: dict[str, set[str]]) -> list[str]:
+    """The imports in `graph` from a floor of indexing to one above it."""
+    upward = []
+    for module, imported in graph.items():
+        floor = _floor(module)
+        if floor is None:
+            continue
+        upward += [f"{module} -> {m}" for m in imported
+                   if (to := _floor(m)) is not None and INDEXING_FLOORS.index(to) > INDEXING_FLOORS.index(floor)]
+    return sorted(upward)
+
+
 def test_every_layer_is_read():
     assert [layer for layer in LAYERS if not any(m.split(".")[0] == layer for m in MODULES)] == []
 
@@ -138,6 +161,24 @@ def test_imports_point_one_way():
         layer = LAYERS.index(module.split(".")[0])
         upward += [f"{module} -> {m}" for m in imported if LAYERS.index(m.split(".")[0]) > layer]
     assert upward == []
+
+
+def test_every_part_of_indexing_has_a_floor():
+    assert sorted({floor for m in MODULES if (floor := _floor(m))} - set(INDEXING_FLOORS)) == []
+
+
+def test_indexing_imports_only_down_its_floors():
+    assert _up_the_floors(_graph()) == []
+
+
+def test_an_import_up_the_floors_is_caught(tmp_path):
+    module = tmp_path / "example.py"
+    module.write_text("from typing import TYPE_CHECKING\n\nfrom indexing.values.hits import Hit\n"
+                      "from indexing.storage.database import affected\n\n"
+                      "if TYPE_CHECKING:\n    from indexing.search.gate import Outcome\n\n\n"
+                      "def later():\n    from indexing.index import Index\n", encoding="utf-8")
+    assert _up_the_floors({"indexing.storage.example": _imported(module)}) == [
+        "indexing.storage.example -> indexing.index", "indexing.storage.example -> indexing.search.gate"]
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

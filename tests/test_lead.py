@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.answering.lead import _with_context, choose_lead, question_idf, render_lead
-from indexing.ingest.sentences import paragraphs, plain_sentences, split_sentences
+from indexing.values.sentences import paragraphs, plain_sentences, split_sentences
 from indexing.search.retrieval import retrieve
 
 
@@ -103,7 +103,7 @@ def test_a_sentence_repeating_one_already_shown_is_not_shown_again():
 
 
 def _section(heading: str, text: str, rank: int):
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
 
     return Hit(parent_id=f"p{rank}", doc_id=f"d{rank}", source="t", path=f"faq{rank}.md", title="Benefits FAQ",
                heading_path=["Benefits FAQ", heading], url="", text=text, matched=[text], updated_at=None,

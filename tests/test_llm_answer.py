@@ -22,7 +22,7 @@ from bot.answering.llm import (
     MAX_SECTION_CHARS, NOT_FOUND_REPLY, SYSTEM_PROMPT, LLMClient, NotAChatReply, build_prompt, check_citations,
     says_not_found,
 )
-from indexing.search.hits import Hit
+from indexing.values.hits import Hit
 
 QUESTION = "How many days of annual leave do I get?"
 

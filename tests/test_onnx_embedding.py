@@ -103,7 +103,7 @@ def test_kb_ask_answers_without_importing_torch(kb_home, sample_synced):
 
 def test_status_says_how_text_becomes_vectors_and_which_export_is_loaded(index, tmp_path):
     from indexing.index import describe_embedding, make_embedder
-    from indexing.storage.status import index_status
+    from indexing.index import index_status
     from indexing.vectors.onnx_embedding import export_path
 
     index.embedder.embed_query("warm-up")  # the run's export exists from here on

@@ -319,7 +319,7 @@ def test_eval_calibrate_fits_and_writes_the_rerank_thresholds(index, kb_home, ha
 
 
 def test_a_pair_holds_where_the_section_is_and_a_long_one_its_matched_chunks_cut_at_a_word():
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
 
     def hit(text, matched):
         return Hit(parent_id="p", doc_id="d", source="s", path="leave.md", title="Leave policy",

@@ -17,9 +17,9 @@ from test_rerank import handbook, reranking  # noqa: F401 — handbook is a fixt
 
 from bot.answering.lead import LeadSentence, _span_first, render_lead
 from indexing.config import RerankConfig
-from indexing.ingest.sentences import plain_sentences
+from indexing.values.sentences import plain_sentences
 from indexing.search.gate import Outcome
-from indexing.search.hits import Hit
+from indexing.values.hits import Hit
 from indexing.search.rerank import make_reranker
 from indexing.search.retrieval import retrieve
 from indexing.search.span_reader import MODEL, THRESHOLDS, TOP_N, SpanBackend, SpanReader

@@ -17,7 +17,7 @@ from bot.answering.answer import answer_question
 from bot.records.gaps_text import as_text
 from bot.records.gaps import gaps_report
 from bot.slack.home_blocks import gaps_blocks
-from indexing.search.synonyms import Synonyms
+from indexing.keyword.synonyms import Synonyms
 
 VACATION = ["how many vacation days do I get?", "can I take my vacations in december?"]
 DOG = "can I bring my dog to the office?"

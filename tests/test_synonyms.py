@@ -1,4 +1,4 @@
-"""Synonyms (`[synonyms]` in the sources file, `indexing.search.synonyms`): the asker's word searched as the
+"""Synonyms (`[synonyms]` in the sources file, `indexing.keyword.synonyms`): the asker's word searched as the
 wiki's words in the keyword leg, one way, through the keyword analyser, after typo repair, shown in
 "Searched for …" and logged; a bad entry stops Docent at start naming the file, table and key."""
 
@@ -13,7 +13,7 @@ from bot.knowledge import KnowledgeBase
 from sources import Audience, SourcesError, read_sources_file
 from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 from indexing.search.retrieval import retrieve
-from indexing.search.synonyms import EXPANSION_WEIGHT, Synonyms
+from indexing.keyword.synonyms import EXPANSION_WEIGHT, Synonyms
 from tests.support.corpora import SAMPLE_WIKI
 from tests.support.databases import scratch_database
 from tests.test_answer_and_cli import _kb

@@ -49,7 +49,7 @@ FOCUS_FEATURES = tuple(f"{e}.{a}{p}" for e in FOCUS_EVIDENCE for a in FOCUS_AGGR
 def collect(corpus: str, home: Path) -> Path:
     from training.question_sets import question_sets
     from bot.answering.lead import _searched_text
-    from indexing.ingest.sentences import plain_sentences
+    from indexing.values.sentences import plain_sentences
     from indexing.keyword import bm25
     from indexing.config import IndexConfig, RerankConfig
     from indexing.index import Index

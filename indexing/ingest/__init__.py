@@ -9,10 +9,10 @@ from indexing.faces import load
 
 if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
     from indexing.ingest import indexed_sources
-    from indexing.ingest.heading_path import HeadingPath
+    from indexing.values.heading_path import HeadingPath
     from indexing.ingest.runner import SyncRunner
     from indexing.ingest.scheduler import start_scheduler, stop_scheduler
-    from indexing.ingest.sentences import SHORT_WORDS, Sentence, in_context, plain_sentences, word_count
+    from indexing.values.sentences import SHORT_WORDS, Sentence, in_context, plain_sentences, word_count
     from indexing.ingest.sync_records import SyncReport
     from indexing.ingest.watcher import Watcher
 

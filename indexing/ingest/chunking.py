@@ -23,13 +23,14 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from connectors.commonmark import parse
 from connectors.document import SourceDocument
-from indexing.ingest.heading_path import HeadingPath
+from indexing.values.heading_path import HeadingPath
+from indexing.values.sections import Child, Parent
 
 if TYPE_CHECKING:
     from llama_index.core.node_parser import SentenceSplitter
@@ -45,28 +46,6 @@ MAX_HEADING_CHARS = 300
 # Bump whenever a change here cuts the same page differently: every page is then re-chunked on
 # the next sync (unchanged child texts keep their cached vectors), not only the pages that change.
 CHUNKING_VERSION = "3"  # 3: sections from CommonMark tokens, unique anchors; 2: children of 200 tokens
-
-
-@dataclass
-class Child:
-    id: str
-    text: str  # the chunk as written in the page
-    embed_text: str  # what the model and BM25 see: title > heading path + text
-
-
-@dataclass
-class Parent:
-    id: str
-    doc_id: str
-    position: int
-    heading_path: HeadingPath  # headings under the page title; () for a page's introduction
-    url: str  # citation URL with the section anchor
-    text: str
-    children: list[Child] = field(default_factory=list)
-
-    @property
-    def heading(self) -> str:
-        return str(self.heading_path)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from sqlalchemy import exists, select
 from sqlmodel import col
 
 from indexing.index import Index
-from indexing.ingest.heading_path import HeadingPath
+from indexing.values.heading_path import HeadingPath
 from indexing.storage.index_tables import DocumentRecord, ParentSection, Status
 from indexing.vectors import sentence_vectors
 

@@ -54,7 +54,8 @@ from sqlmodel import col, select
 from connectors.document import UNKNOWN_SCOPE, SourceDocument, Unreadable
 from sources import DeletionLimit
 from indexing.vectors import sentence_vectors
-from indexing.ingest.chunking import CHUNKING_VERSION, Parent, chunk_document
+from indexing.ingest.chunking import CHUNKING_VERSION, chunk_document
+from indexing.values.sections import Parent
 from indexing.ingest.sentence_backfill import backfill
 from indexing.vectors.embedding import embed_with_cache
 from indexing.index import Index

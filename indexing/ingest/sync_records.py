@@ -17,7 +17,7 @@ from sources import DELETE_WINDOW_SECONDS
 from indexing.index import Index
 from indexing.storage.database import is_disk_full, short_error
 from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, utcnow
-from indexing.storage.store import ChunkStore
+from indexing.vectors.store import ChunkStore
 
 __all__ = ["FAILED_BATCH", "LOGGED_FAILURES", "Failures", "SyncReport", "count_deletions", "finish_run", "mark_failed",
            "recent_deletions", "upsert_record"]

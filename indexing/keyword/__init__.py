@@ -1,5 +1,6 @@
 """The keyword leg: BM25 over term ids (bm25s's arithmetic), kept current in Postgres as a saved
-base plus segments, published forward only by syncs."""
+base plus segments, published forward only by syncs; and the sources file's `[synonyms]`,
+analysed as the keyword leg analyses text."""
 
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ from indexing.keyword.bm25_terms import TERMS_VERSION
 from indexing.keyword.follower import Follower
 from indexing.keyword.keyword_segments import KeywordIndex, KeywordRow
 from indexing.storage.memory import release_free_memory
-from indexing.storage.store import ChunkHit, ChunkStore, KeywordChunk
+from indexing.values.hits import ChunkHit
+from indexing.vectors.store import ChunkStore, KeywordChunk
 
 if TYPE_CHECKING:
     import Stemmer

@@ -195,7 +195,7 @@ class KeywordIndex:
 
         `query_terms` as bm25s tokenises a question (repeats count, as they do in bm25s).
         `weights`, one per term: a term's share of the score (synonyms added to a question count
-        less than its own words, `indexing.search.synonyms`); None: every term counts fully, as in bm25s.
+        less than its own words, `indexing.keyword.synonyms`); None: every term counts fully, as in bm25s.
         """
         visible, n, length = self._audience(scopes)
         if not n:

@@ -24,10 +24,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from indexing.keyword.bm25_terms import TERMS_VERSION
 from indexing.storage.binary_copy import copy_column_into
 from indexing.storage.locks import advisory_lock
 from indexing.storage.notify import notify
 from indexing.storage.index_tables import GENERATION_KEY, RUNNER_ID
+from indexing.storage.status import KeywordState
 
 PART_BYTES = 32 * 2**20  # a saved base is written and read in parts of at most this many bytes (sent hex-encoded:
 # twice that; a part read is briefly held three times over, so a small part keeps a replica's load peak low)
@@ -161,3 +163,15 @@ def save_base(engine: Engine, generation_: int, terms_version: str, chunks: int,
 def published_versions(session: Session) -> list[int]:
     """Every publication still in the history, oldest first (for `kb status` and tests)."""
     return list(session.execute(text("SELECT generation FROM keyword_versions ORDER BY generation")).scalars())
+
+
+def keyword_state(session: Session) -> KeywordState:
+    """The keyword index as `kb status` shows it: the version served, the last committed change,
+    the newest saved base of this tokenizer version, and what a cold start replays on top of it."""
+    base = latest_base_generation(session, TERMS_VERSION)
+    return KeywordState(
+        published=published(session),
+        committed=generation(session),
+        base=base,
+        changed_since_base=changes_since(session, base or 0),
+    )

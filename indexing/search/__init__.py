@@ -19,11 +19,11 @@ if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use
         question_terms,
         reader_gate_score,
     )
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
     from indexing.search.rerank import RerankRun
     from indexing.search.retrieval import retrieve
     from indexing.search.spelling import english_words
-    from indexing.search.synonyms import Synonyms
+    from indexing.keyword.synonyms import Synonyms
 
 __all__ = ["GateSignals", "Hit", "Outcome", "RerankRun", "Synonyms", "english_words", "gate_score", "is_cjk",
            "is_found", "outcome_for", "question_terms", "reader_gate_score", "retrieve"]

@@ -21,8 +21,7 @@ from indexing.search.cjk_coverage import cjk_coverage
 if TYPE_CHECKING:
     from indexing.config import IndexConfig
     from indexing.keyword.bm25 import Bm25Index
-    from indexing.search.hits import Hit
-    from indexing.storage.store import ChunkHit
+    from indexing.values.hits import ChunkHit, Hit
 
 
 class Outcome(StrEnum):
@@ -109,9 +108,10 @@ class QuestionTerms:
 
 class KeywordIndexed(Protocol):
     """What the gate reads of an `Index`: its keyword leg (named so, not as `Index`, because the
-    Index opens the rerank stage, which uses this module)."""
+    Index is above search: it opens the rerank stage, which uses this module)."""
 
-    bm25: Bm25Index
+    @property
+    def bm25(self) -> Bm25Index: ...
 
 
 def question_terms(index: KeywordIndexed, question: str, scopes: list[str] | None) -> QuestionTerms:

@@ -41,7 +41,7 @@ from indexing.vectors.onnx_embedding import padded_batch
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
     from indexing.vectors.onnx_embedding import OnnxSession
 
 MODEL = Path(__file__).parents[1] / "models" / "reader-int8.onnx"
@@ -73,7 +73,7 @@ def answer_window(question: str, text: str, max_words: int = WINDOW_WORDS) -> st
     the shape of its training passages (a window around the answer sentence). A section's first
     128 word-pieces often stop before the sentence that answers."""
     from indexing.keyword.bm25 import question_text, tokens
-    from indexing.ingest.sentences import plain_sentences, word_count
+    from indexing.values.sentences import plain_sentences, word_count
 
     units = [s.text for s in plain_sentences(text)]
     if not units:

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
     from indexing.search.gate import GateSignals
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 from sqlmodel import col, select
 
-from indexing.ingest.heading_path import HeadingPath
-from indexing.search.hits import Hit
+from indexing.values.heading_path import HeadingPath
+from indexing.values.hits import Hit
 from indexing.search.gate import (
     GateSignals,
     Outcome,
@@ -47,12 +47,12 @@ from indexing.search.gate import (
     is_cjk,
     question_terms,
 )
-from indexing.index import Index
+from indexing.search.searched_index import SearchedIndex
 from indexing.storage.index_tables import DocumentRecord, ParentSection
 from indexing.search.rerank import RerankRun
 from indexing.search.spelling import Repair, repair_question
-from indexing.storage.store import ChunkHit
-from indexing.search.synonyms import Expansion
+from indexing.values.hits import ChunkHit
+from indexing.keyword.synonyms import Expansion
 
 MODES = ("hybrid", "hybrid-rrf", "vector", "bm25")
 
@@ -68,7 +68,7 @@ class Retrieval:
     repair: Repair | None = None  # the question as searched, typos repaired (`indexing.search.spelling`)
     # `searched` as the vector leg embedded it (None: no vector leg); the lead's cosines reuse it
     question_vector: list[float] | None = None
-    expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.search.synonyms`)
+    expansion: Expansion = field(default_factory=Expansion)  # synonyms the keyword leg added (`indexing.keyword.synonyms`)
     rerank: RerankRun | None = None  # what the rerank stage did (None: off, or nothing to rerank)
 
     @property
@@ -90,7 +90,7 @@ class Retrieval:
 
 
 def retrieve(
-    index: Index,
+    index: SearchedIndex,
     question: str,
     scopes: list[str] | None = None,
     top_k: int | None = None,
@@ -199,7 +199,7 @@ def _children_by_parent(child: dict[str, float], dense: list[ChunkHit], keyword:
 
 
 def _parents(
-    index: Index, parent_score: dict[str, float], by_parent: dict[str, list[str]],
+    index: SearchedIndex, parent_score: dict[str, float], by_parent: dict[str, list[str]],
     dense: list[ChunkHit], keyword: list[ChunkHit], top_k: int, scopes: list[str] | None = None,
 ) -> list[Hit]:
     """The top parents with their text, document details and raw signals — only of documents whose

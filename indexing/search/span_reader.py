@@ -31,7 +31,7 @@ from indexing.vectors.onnx_embedding import padded_batch
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-    from indexing.search.hits import Hit
+    from indexing.values.hits import Hit
     from indexing.vectors.onnx_embedding import OnnxSession
 
 MODEL = Path(__file__).parents[1] / "models" / "span-reader-int8.onnx"

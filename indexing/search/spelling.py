@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from indexing.keyword import bm25 as bm25_module
 
 if TYPE_CHECKING:
-    from indexing.index import Index
+    from indexing.search.searched_index import SearchedIndex
 
 MIN_LENGTH = 6
 MAX_LENGTH = 30  # longer "words" are not typos of words (a pasted hash, "xxxx…"): 54·n+25 candidates each
@@ -84,7 +84,7 @@ def one_edit_away(word: str) -> set[str]:
             | {a + c + b for a, b in splits for c in _LETTERS}) - {word}
 
 
-def repair_question(index: Index, question: str, scopes: list[str] | None, compounds: bool = True) -> Repair:
+def repair_question(index: SearchedIndex, question: str, scopes: list[str] | None, compounds: bool = True) -> Repair:
     """The question with each misspelt word replaced by the wiki word it most likely means.
     `compounds=False`: typos only (`benchmarks.compound_repair` times the two in one process)."""
     joined = joined_compounds(index, question, scopes) if compounds else Repair(question)
@@ -145,7 +145,7 @@ def _first_words(question: str) -> list[str]:
     return list(words)
 
 
-def hyphenated(index: Index, word: str, scopes: list[str] | None, checked: bool = True) -> str | None:
+def hyphenated(index: SearchedIndex, word: str, scopes: list[str] | None, checked: bool = True) -> str | None:
     """`word` split by a hyphen the way the visible wiki writes it ("coworking" → "co-working"), or
     None. Splits whose halves the visible wiki both uses (a stop word such as "on" counts as used:
     it is not indexed) are looked for in the text of the chunks the keyword leg finds for the two
@@ -166,7 +166,7 @@ def hyphenated(index: Index, word: str, scopes: list[str] | None, checked: bool 
     return None
 
 
-def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> Repair:
+def joined_compounds(index: SearchedIndex, question: str, scopes: list[str] | None) -> Repair:
     """The question with each hyphenated word the visible wiki writes whole, and never hyphenated,
     written whole ("un-elected" → "unelected")."""
     corrections: list[tuple[str, str]] = []
@@ -189,7 +189,7 @@ def joined_compounds(index: Index, question: str, scopes: list[str] | None) -> R
     return Repair(_HYPHENATED.sub(join, question), corrections)
 
 
-def _written(index: Index, search: str, pattern: str, scopes: list[str] | None) -> bool:
+def _written(index: SearchedIndex, search: str, pattern: str, scopes: list[str] | None) -> bool:
     """Whether a chunk the keyword leg finds for `search` holds `pattern` as a whole word."""
     hits = index.bm25.search(search, scopes, COMPOUND_CHUNKS)
     if not hits:

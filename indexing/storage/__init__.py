@@ -1,5 +1,5 @@
-"""Postgres as the one truth: the connection, the schema and its migrations, the document and
-chunk tables and their store (pgvector), locks, cross-process notices, sync runs' status."""
+"""Postgres as the one truth: the connection, the schema and its migrations, the index's tables,
+locks, cross-process notices, a hot standby, and the index's status as a value."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use
     from indexing.storage.index_tables import DocumentRecord, RunResult, Status, SyncRun, timestamptz, utcnow
     from indexing.storage.migrations import Migration, MigrationFailed, migrate, registry, run_sql
     from indexing.storage.notify import Listener, notify_now
-    from indexing.storage.status import IndexStatus, KeywordState, index_status
+    from indexing.storage.status import IndexStatus, KeywordState
 
 __all__ = ["DatabaseUnavailable", "DocumentRecord", "IndexStatus", "KeywordState", "Listener", "Migration",
-           "MigrationFailed", "RunResult", "Status", "SyncRun", "affected", "disk_full_error", "index_status",
-           "is_unreachable", "migrate", "notify_now", "registry", "revive_embedded", "run_sql", "short_error",
-           "timestamptz", "utcnow"]
+           "MigrationFailed", "RunResult", "Status", "SyncRun", "affected", "disk_full_error", "is_unreachable",
+           "migrate", "notify_now", "registry", "revive_embedded", "run_sql", "short_error", "timestamptz", "utcnow"]
 
 
 def __getattr__(name: str) -> object:

@@ -6,7 +6,7 @@ nowhere else; the bot's own tables are the bot's, made by its own set (`bot.migr
 the same `migrate`. The SQLModel classes (`indexing.storage.index_tables`) are the Python view of
 these tables and create nothing; tests/test_migrations.py checks that they and the migrations
 describe the same columns. The one exception is PGVectorStore's own chunk table
-(`data_docent_chunks`), which LlamaIndex creates and shapes (`indexing.storage.store`).
+(`data_docent_chunks`), which LlamaIndex creates and shapes (`indexing.vectors.store`).
 
 The migrations are SQL, not SQLModel metadata, so that a migration says exactly what it does to a
 database that already has rows.
@@ -14,10 +14,11 @@ database that already has rows.
 How it runs
 -----------
 `migrate(engine)` runs when the index opens (`indexing.index.Index`), in one transaction under
-one advisory lock (the bot's set runs right after, under the same lock): it creates `_docent_migrations(name, applied_at)` if missing, then applies, in
-order, each migration whose name is not recorded there, and records it. Replicas starting at the
-same moment wait for each other on the lock and the later ones find nothing left to do (without
-the lock, two CREATE TABLE IF NOT EXISTS at once fail with a duplicate key in Postgres' catalog).
+one advisory lock (the bot's set runs right after, under the same lock): it creates
+`_docent_migrations(name, applied_at)` if missing, then applies, in order, each migration whose
+name is not recorded there, and records it. Replicas starting at the same moment wait for each
+other on the lock and the later ones find nothing left to do (without the lock, two CREATE TABLE
+IF NOT EXISTS at once fail with a duplicate key in Postgres' catalog).
 A migration that fails rolls the whole transaction back — nothing half-applied, nothing recorded —
 and the index does not open.
 

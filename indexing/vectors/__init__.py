@@ -1,5 +1,6 @@
 """Turning text into vectors: the bundled model under torch or ONNX Runtime, an OpenAI-compatible
-embedding service, and the sentence vectors the answer's lead is chosen with."""
+embedding service, the sentence vectors the answer's lead is chosen with, and the chunk store on
+pgvector (children and their vectors, parent sections)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The lead (`bot.answering.lead`) scores a section's sentences by their cosine with the question. Embedding
 them at question time was most of an answer's cost (p95 ~150 ms of a ~220 ms answer on the
 12,000-chunk handbook, docs/benchmarks.md), so the sync embeds every sentence of every section it
-stores — as the lead scores it (`indexing.ingest.sentences.in_context`: a short one with its heading) —
+stores — as the lead scores it (`indexing.values.sentences.in_context`: a short one with its heading) —
 and keeps the vectors in a table of their own, `sentence_vectors`, one row per (section,
 sentence, embedder):
 
@@ -38,10 +38,10 @@ import numpy as np
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, delete, insert, select
 from sqlalchemy.orm import Session
 
-from indexing.ingest.chunking import Parent
+from indexing.values.sections import Parent
 from indexing.vectors.embedding import Embedder, embed_with_cache
-from indexing.ingest.heading_path import HeadingPath
-from indexing.ingest.sentences import in_context, plain_sentences
+from indexing.values.heading_path import HeadingPath
+from indexing.values.sentences import in_context, plain_sentences
 
 # Every sentence of a section (the lead reads at most 40 of the text it scores; a parent is at most
 # ~900 tokens, so this only bounds a pathological one).

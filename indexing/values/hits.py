@@ -1,18 +1,20 @@
-"""A ranked section (`Hit`): what retrieval returns and every later step reads — the gate, the
-rerank backends, the lead and the reply.
+"""What retrieval finds: a child chunk one leg found (`ChunkHit`), and a ranked section (`Hit`) —
+what retrieval returns and every later step reads: the gate, the rerank backends, the lead and
+the reply.
 
-Its own module so that those steps need nothing of retrieval to name what they read, and
-retrieval can use them without an import circle.
+On the ground floor (`indexing.values`) so that those steps need nothing of retrieval to name what
+they read, and retrieval can use them without an import circle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from indexing.ingest.heading_path import HeadingPath
+from indexing.values.heading_path import HeadingPath
 
-__all__ = ["Hit"]
+__all__ = ["ChunkHit", "Hit"]
 
 
 @dataclass
@@ -41,3 +43,12 @@ class Hit:
     @property
     def heading(self) -> str:
         return str(self.heading_path)
+
+
+@dataclass
+class ChunkHit:
+    """A child chunk found by one retrieval leg, with the raw score that leg gave it."""
+
+    node_id: str
+    score: float
+    metadata: dict[str, Any]  # the chunk's metadata in the vector store (JSON)

@@ -6,7 +6,7 @@ and each table row is a unit of its own ("Column: cell · Column: cell"), and pa
 cut after `.`, `!`, `?` (followed by a space and a capital, digit or quote) and after the CJK
 full stops `。！？`, but not after common abbreviations ("e.g.", "Mr.", "U.S.").
 
-It lives in `indexing` because both sides need the same sentences: the sync embeds each
+It lives in `indexing` (on its ground floor) because both sides need the same sentences: the sync embeds each
 section's sentences as the lead scores them (`in_context`, `indexing.vectors.sentence_vectors`), and
 the lead (`bot.answering.lead`) reads those vectors back by the same text.
 """

@@ -20,25 +20,17 @@ from sqlmodel import col
 
 from connectors.document import SourceDocument
 from indexing.vectors import sentence_vectors
-from indexing.ingest.chunking import Parent
+from indexing.values.sections import Parent
 from indexing.storage.database import affected
 from indexing.vectors.embedding import EMBED_DIM
 from indexing.storage.index_tables import GENERATION_KEY, ParentSection
+from indexing.values.hits import ChunkHit
 
 if TYPE_CHECKING:
     from llama_index.vector_stores.postgres import PGVectorStore
 
 TABLE = "docent_chunks"  # PGVectorStore prefixes it: data_docent_chunks
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 100, "hnsw_dist_method": "vector_cosine_ops"}
-
-
-@dataclass
-class ChunkHit:
-    """A child chunk found by one retrieval leg, with the raw score that leg gave it."""
-
-    node_id: str
-    score: float
-    metadata: dict[str, Any]  # the chunk's metadata in the vector store (JSON)
 
 
 @dataclass
