@@ -14,7 +14,7 @@ rendering — so `kb gaps`, the admin's App Home and the weekly digest show the 
 - synonym candidates: words of questions that were not answered or voted 👎 which the visible
   wiki never uses but the dictionary knows (so typo repair leaves them alone) — "vacation" where
   the wiki says "annual leave" — counted, with the questions they came from: what a wiki owner
-  adds to the sources file's `[synonyms]` (`indexing.search.synonyms`), or to a page;
+  adds to the sources file's `[synonyms]` (`indexing.keyword.synonyms`), or to a page;
 - answered by people, missing from the wiki: questions Docent handed over that a person then
   answered in the thread, added with "Add to the wiki's gaps" (`bot.slack.listeners.answered_gaps`,
   `bot.records.question_log.AnsweredGap`) — the question, the answer as said in that channel, who answered,
