@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from bot.verified import store
@@ -73,9 +74,22 @@ class Lookup:
              vector: Sequence[float] | None = None, synonyms: Mapping[str, Sequence[str]] | None = None,
              today: date | None = None) -> Given | None:
         """The verified answer for `question` visible in `scopes` (None: every scope), or None.
-        `vector`: the question's vector when the caller has it (retrieval embedded it already)."""
-        with db.session() as session:
-            snap = self._current(session, embedder)
+        `vector`: the question's vector when the caller has it (retrieval embedded it already).
+
+        Read where questions read the index (`read_session`: a hot standby when one is configured,
+        so a stopped primary stops no answer). A lookup that fails gives nothing — the wiki's own
+        answer serves — and says why in the log: no verified answer is ever given from a copy that
+        could not be checked against the table's revision."""
+        try:
+            return self._find(db, embedder, question, scopes, vector, synonyms or {}, today)
+        except SQLAlchemyError as exc:
+            log.warning("verified answers could not be read (%s): the wiki's answer serves", type(exc).__name__)
+            return None
+
+    def _find(self, db: Index, embedder: Embedder, question: str, scopes: Sequence[str] | None,
+              vector: Sequence[float] | None, synonyms: Mapping[str, Sequence[str]], today: date | None) -> Given | None:
+        with db.read_session() as session:
+            snap = self._current(db, session, embedder)
             if not snap.questions:
                 return None
             query = np.asarray(vector if vector is not None else embedder.embed_query(question), dtype=np.float32)
@@ -89,7 +103,7 @@ class Lookup:
             top = top[np.argsort(-sims[top])]
             candidates = [Candidate(int(snap.answer_ids[i]), snap.questions[i], float(sims[i]))
                           for i in top if np.isfinite(sims[i])]
-            match = best_match(question, candidates, synonyms or {})
+            match = best_match(question, candidates, synonyms)
             if match is None:
                 return None
             answer = store.get(session, match.answer_id, today)
@@ -97,14 +111,15 @@ class Lookup:
                 return None
             return Given(answer=answer, question=match.variant, similarity=round(match.similarity, 4))
 
-    def _current(self, session: Session, embedder: Embedder) -> _Snapshot:
+    def _current(self, db: Index, session: Session, embedder: Embedder) -> _Snapshot:
         revision = store.revision(session)
         with self._lock:
             snap = self._snapshot
             if snap.revision == revision and snap.model == embedder.name:
                 return snap
-            if store.reembed(session, embedder):  # the configured model changed since they were stored
-                session.commit()
+            if store.stale_questions(session, embedder.name):  # the configured model changed since they were stored
+                _reembed(db, embedder)
+                session.rollback()  # a new snapshot of the read server
                 revision = store.revision(session)
             rows = store.live_questions(session, embedder.name)
             matrix = np.vstack([v for *_, v in rows]).astype(np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
@@ -116,3 +131,14 @@ class Lookup:
                                        scopes=[frozenset(s) for _, _, s, _ in rows], matrix=matrix)
             log.debug("verified answers: %d questions at revision %d", len(rows), revision)
             return self._snapshot
+
+
+def _reembed(db: Index, embedder: Embedder) -> None:
+    """Embed again, on the primary, the questions another model embedded; a failure (the primary
+    away) leaves them out of this snapshot, to be tried at the next change."""
+    try:
+        with db.session() as primary:
+            if store.reembed(primary, embedder):
+                primary.commit()
+    except SQLAlchemyError as exc:
+        log.warning("verified questions of another model could not be embedded again (%s)", type(exc).__name__)

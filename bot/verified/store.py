@@ -193,6 +193,12 @@ def live_questions(session: Session, model: str) -> list[tuple[int, str, list[st
     return [(aid, q, list(scopes), np.frombuffer(vec, dtype=np.float32)) for aid, q, scopes, vec in rows]
 
 
+def stale_questions(session: Session, model: str) -> bool:
+    """Whether any question was embedded by another model than `model`."""
+    Q = VerifiedQuestionRow
+    return session.exec(select(col(Q.id)).where(col(Q.model) != model).limit(1)).first() is not None
+
+
 def reembed(session: Session, embedder: Embedder) -> int:
     """Embed again the questions another model embedded (the configured embedder changed); returns
     how many."""
