@@ -42,8 +42,9 @@ STAGE_SECONDS = Histogram("docent_answer_stage_seconds", "Time of each stage of 
                           "fuse, answer, ...)", ["stage"], buckets=_SECONDS, registry=REGISTRY)
 LLM_CALLS = Counter("docent_llm_calls", "Calls to the LLM endpoint, by result (ok, failed; set_aside: it answered, "
                     "but the grounding check set the answer aside)", ["result"], registry=REGISTRY)
-LLM_SET_ASIDE = Counter("docent_llm_set_aside", "LLM answers set aside for the extractive one, by the grounding check's "
-                        "reason (uncited, number, name, echo: bot.answering.grounding)", ["reason"], registry=REGISTRY)
+LLM_SET_ASIDE = Counter("docent_llm_set_aside", "LLM answers the grounding check set aside for the extractive one, by "
+                        "reason (uncited, number, name, echo, unfinished: bot.answering.grounding)", ["reason"],
+                        registry=REGISTRY)
 RERANK_CALLS = Counter("docent_rerank_calls", "Rerank stage runs, by backend and outcome (ok; error or timeout: "
                        "the fused order and the gate without it served)", ["backend", "outcome"], registry=REGISTRY)
 RERANK_SECONDS = Histogram("docent_rerank_seconds", "Time of the rerank stage, by backend (a fallback's time too)",

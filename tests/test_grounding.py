@@ -80,6 +80,9 @@ SET_ASIDE = [  # (reply, pages, reason, detail)
     ("全职员工每年享有二十五天带薪年假[1]。结转的年假须在2023年3月31日前休完[1]。", pages(ZH), "number",
      "the model's answer said 2023年; the cited page does not"),
     ("全职员工每年享有二十五天带薪年假。", pages(ZH), "uncited", "the model's answer stated something without citing a page"),
+    ("The answer is:", pages(LEAVE), "unfinished", "the model's answer stopped before it said anything"),
+    ("Full-time employees get 25 days [1]. Here is how to book them:", pages(LEAVE), "unfinished",
+     "the model's answer stopped before it said anything"),
     ("年假在Workday中申请[1]。", pages(ZH), "name", "the model's answer named Workday; the cited page does not"),
 ]
 

@@ -15,7 +15,8 @@ every sentence of it is held to its pages:
 - every proper name in it (a capitalised word that does not open the sentence: "Portland",
   "PeoplePort", "March") appears in them, any case;
 - it repeats none of the prompt's scaffolding ("Question: …", "Sources:", "Wiki excerpts:",
-  `<excerpt>`, a line of the system prompt).
+  `<excerpt>`, a line of the system prompt);
+- the reply does not stop at a line introducing what never came ("The answer is:").
 
 Paraphrase is free; facts are not. The check knows nothing of meaning, so a reply can still
 mislead in words ("you can carry days over" where the page says you cannot); what it rules out
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from bot.answering.lead import LeadSentence
     from indexing.search import Hit
 
-UNCITED, NUMBER, NAME, ECHO = "uncited", "number", "name", "echo"
-REASONS = (UNCITED, NUMBER, NAME, ECHO)  # the metric's label values: bounded
+UNCITED, NUMBER, NAME, ECHO, UNFINISHED = "uncited", "number", "name", "echo", "unfinished"
+REASONS = (UNCITED, NUMBER, NAME, ECHO, UNFINISHED)  # the metric's label values: bounded
 
 
 class Ungrounded(ValueError):
@@ -431,8 +432,17 @@ def prompt_sentences(*prompts: str, keep: str = "") -> list[str]:
 
 
 def check_grounded(text: str, sources: Mapping[int, str], not_found: str, prompt_lines: Sequence[str] = ()) -> None:
-    """Raise `Ungrounded` for the first sentence of a model's reply that may not be shown."""
-    for sentence in sentences(text):
+    """Raise `Ungrounded` for the first sentence of a model's reply that may not be shown, or for
+    a reply that stops at a line introducing what never came ("The answer is:")."""
+    said = sentences(text)
+    for sentence in said:
         problem = sentence_problem(sentence, sources, not_found, prompt_lines)
         if problem is not None:
             raise problem
+    if said and unfinished(said[-1]):
+        raise Ungrounded(UNFINISHED, "the model's answer stopped before it said anything")
+
+
+def unfinished(last: str) -> bool:
+    """Whether a reply's last sentence introduces something that never came ("The answer is:")."""
+    return last.rstrip(" *_").endswith((":", "："))

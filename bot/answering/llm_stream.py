@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.answering.grounding import sentence_problem, sentence_spans
+from bot.answering.grounding import sentence_problem, sentence_spans, unfinished
 from indexing.search import Hit, Outcome
 
 if TYPE_CHECKING:
@@ -171,7 +171,10 @@ class SentenceGate:
 
     def flush(self) -> str:
         tail = self.text[self.released:]
-        return "" if self.closed else self._release(tail, sentence_spans(tail), to_end=True)
+        spans = sentence_spans(tail)
+        if spans and unfinished(tail[spans[-1][0]:spans[-1][1]]):
+            self.closed = True  # "The answer is:" and nothing after it: the reply is set aside, nothing more shown
+        return "" if self.closed else self._release(tail, spans, to_end=True)
 
     def _release(self, tail: str, complete: list[tuple[int, int]], to_end: bool) -> str:
         """`tail` up to the last of its `complete` sentences that pass (`to_end`: all of it, if all pass)."""
