@@ -137,7 +137,8 @@ def serving(index, slack: FakeSlack, *, max_connections: int = 256) -> Iterator[
     settings = bot_settings(slack)
     app = build_app(settings, index, web_client(settings))  # Bolt's default listener pool, as `kb serve`
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    with serving_in_thread(web_app(app, index, signing_secret=settings.slack_signing_secret.get_secret_value())) as url, httpx.Client(timeout=30, limits=limits) as http:
+    served = web_app(app, index, signing_secret=settings.slack_signing_secret.get_secret_value())
+    with serving_in_thread(served) as url, httpx.Client(timeout=30, limits=limits) as http:
         yield Bot(url=url, http=http)
 
 

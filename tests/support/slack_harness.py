@@ -78,7 +78,8 @@ def running_bot(settings: Settings, index, llm=None) -> Iterator[Bot]:
     workers = Workers()
     app = build_app(settings, index, web_client(settings), llm, workers=workers)
     try:
-        with serving_in_thread(web_app(app, index, signing_secret=settings.slack_signing_secret.get_secret_value())) as url, httpx.Client(timeout=10) as http:
+        served = web_app(app, index, signing_secret=settings.slack_signing_secret.get_secret_value())
+        with serving_in_thread(served) as url, httpx.Client(timeout=10) as http:
             running = Bot(url=url, workers=workers, http=http)
             try:
                 yield running
