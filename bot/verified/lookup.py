@@ -49,6 +49,7 @@ class _Snapshot:
     questions: list[str] = field(default_factory=list)
     scopes: list[frozenset[str]] = field(default_factory=list)
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))  # unit rows
+    by_answer: dict[int, list[str]] = field(default_factory=dict)  # answer id → its questions, in order
     masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)  # visible scopes → which rows
 
     def visible(self, scopes: frozenset[str]) -> np.ndarray:
@@ -106,7 +107,8 @@ class Lookup:
             match = best_match(question, candidates, synonyms)
             if match is None:
                 return None
-            answer = store.get(session, match.answer_id, today)
+            answer = store.get(session, match.answer_id, today,
+                               questions=snap.by_answer.get(match.answer_id, []))
             if answer is None or answer.retired:  # retired between the snapshot and now
                 return None
             return Given(answer=answer, question=match.variant, similarity=round(match.similarity, 4))
@@ -129,6 +131,8 @@ class Lookup:
                                        answer_ids=np.asarray([a for a, *_ in rows], dtype=np.int64),
                                        questions=[q for _, q, _, _ in rows],
                                        scopes=[frozenset(s) for _, _, s, _ in rows], matrix=matrix)
+            for answer_id, question, _, _ in rows:
+                self._snapshot.by_answer.setdefault(answer_id, []).append(question)
             log.debug("verified answers: %d questions at revision %d", len(rows), revision)
             return self._snapshot
 

@@ -159,9 +159,14 @@ def retire(session: Session, answer_id: int, change: Change) -> bool:
     return True
 
 
-def get(session: Session, answer_id: int, today: date | None = None) -> VerifiedAnswer | None:
+def get(session: Session, answer_id: int, today: date | None = None, *,
+        questions: list[str] | None = None) -> VerifiedAnswer | None:
+    """One verified answer; `questions`: its questions when the caller holds them (the lookup's
+    snapshot, current by revision), which saves reading them again."""
     row = session.get(VerifiedAnswerRow, answer_id)
-    return None if row is None else _values(session, [row], today)[0]
+    if row is None:
+        return None
+    return _values(session, [row], today, {answer_id: questions} if questions is not None else None)[0]
 
 
 def listing(session: Session, *, due: bool = False, retired: bool = False, today: date | None = None,
@@ -246,16 +251,20 @@ def _cite_json(c: Citation) -> dict[str, str]:
     return {"doc": c.doc_id, "hash": c.content_hash}
 
 
-def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None) -> list[VerifiedAnswer]:
-    """The rows as values, with their questions and whether each is due for review today."""
+def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
+            known: dict[int, list[str]] | None = None) -> list[VerifiedAnswer]:
+    """The rows as values, with their questions (read, unless `known`) and whether each is due for
+    review today."""
     if not rows:
         return []
     ids = [r.id for r in rows]
-    questions: dict[int, list[str]] = {}
+    questions: dict[int, list[str]] = dict(known or {})
     Q = VerifiedQuestionRow
-    for aid, q in session.exec(select(col(Q.answer_id), col(Q.question)).where(col(Q.answer_id).in_(ids))
-                               .order_by(col(Q.answer_id), col(Q.position))).all():
-        questions.setdefault(aid, []).append(q)
+    unread = [i for i in ids if i not in questions]
+    if unread:
+        for aid, q in session.exec(select(col(Q.answer_id), col(Q.question)).where(col(Q.answer_id).in_(unread))
+                                   .order_by(col(Q.answer_id), col(Q.position))).all():
+            questions.setdefault(aid, []).append(q)
     cited = sorted({c["doc"] for r in rows for c in r.cites})
     pages = {d.id: d for d in session.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(cited))).all()} \
         if cited else {}
