@@ -253,12 +253,12 @@ SENTENCE_VECTORS = SentenceVectors()
 def _searched_text(hit: Hit) -> str:
     """The part of a section whose sentences are scored: its best-matching chunks, where the
     answer nearly always is. Embedding every sentence of a long section cost up to a second per
-    answer on two cores (docs/tuning.md §8)."""
+    answer on two cores (docs/history.md, tuning log §8)."""
     return "\n\n".join(hit.matched[:MATCHED_CHILDREN]) or hit.text
 
 
 def _in_context(hit: Hit, sentence: Sentence) -> str:
-    """The text a sentence is scored as (`indexing.ingest.sentences.in_context`, which the sync embeds)."""
+    """The text a sentence is scored as (`indexing.values.sentences.in_context`, which the sync embeds)."""
     return in_context(hit.heading_path[-1] if hit.heading_path else hit.title, sentence.text)
 
 
