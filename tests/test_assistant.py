@@ -50,8 +50,24 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def bot(slack, model, index, sample_synced):
-    with running_bot(bot_settings(slack), index, llm=LLMClient(model.base_url, "local", timeout=30)) as running:
+def sample_alone(index, tmp_path_factory):
+    """The sample wiki on an index of its own: the scripted reply's [1] must be the page ranked first
+    (Leave policy), and every sentence of it must stand there for the grounding check to let it be
+    streamed — pages other modules synced into the session's index can move that ranking."""
+    from connectors.markdown import MarkdownFolder
+    from indexing.ingest.sync import sync_documents
+    from tests.support.corpora import SAMPLE_WIKI
+    from tests.support.databases import own_index
+
+    with own_index(index, tmp_path_factory.mktemp("assistant")) as own:
+        wiki = MarkdownFolder(SAMPLE_WIKI, source="sample", exclude=["*.jsonl"], access="sample")
+        sync_documents(own, wiki.documents(), "sample")
+        yield own
+
+
+@pytest.fixture(scope="module")
+def bot(slack, model, sample_alone):
+    with running_bot(bot_settings(slack), sample_alone, llm=LLMClient(model.base_url, "local", timeout=30)) as running:
         yield running
 
 
