@@ -42,7 +42,8 @@ _PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 _BOLD_MARK = "\x01"
 
 # Broadcast and group mentions, in Slack markup or as typed text.
-_SPECIAL_MENTION = re.compile(r"<!(channel|here|everyone|subteam\^[^<>|]*)(\|[^<>]*)?>", re.IGNORECASE)
+SPECIAL_MENTION = re.compile(  # Slack broadcasts and user-group pings (also made inert in verified answers)
+    r"<!(channel|here|everyone|subteam\^[^<>|]*)(\|[^<>]*)?>", re.IGNORECASE)
 _AT_BROADCAST = re.compile(r"(?<![\w.+-])@(channel|here|everyone)\b(?![-\w]|\.\w)", re.IGNORECASE)
 WORD_JOINER = "\u2060"  # invisible; breaks "@here" so no client or bridge treats it as a ping
 
@@ -54,7 +55,7 @@ def escape(text: str) -> str:
 
 def neutralise(text: str) -> str:
     """No broadcast or user-group ping can survive in text we send: `<!here>` is shown, not sent."""
-    text = _SPECIAL_MENTION.sub(lambda m: escape(m.group(0)), text)
+    text = SPECIAL_MENTION.sub(lambda m: escape(m.group(0)), text)
     return _AT_BROADCAST.sub(lambda m: "@" + WORD_JOINER + m.group(1), text)
 
 

@@ -11,15 +11,15 @@ questions are short, so adding one costs a few milliseconds with the model loade
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
+from bot.slack.mrkdwn import SPECIAL_MENTION
 from bot.verified.records import Citation, VerifiedAnswer, VerifiedAnswerRow, VerifiedQuestionRow
 from indexing.storage import DocumentRecord, utcnow
 from indexing.vectors import Embedder
@@ -27,7 +27,6 @@ from indexing.vectors import Embedder
 MAX_QUESTIONS = 20  # ways of asking one answer; more is a list pasted in the wrong field
 MAX_QUESTION_CHARS = 500
 MAX_ANSWER_CHARS = 4000  # about a Slack section's limit; a longer answer belongs in the wiki
-_SPECIAL = re.compile(r"<!(channel|here|everyone|subteam\^[^<>|]*)(\|[^<>]*)?>", re.IGNORECASE)
 
 
 class VerifiedError(ValueError):
@@ -46,7 +45,7 @@ def clean_answer(text: str) -> str:
     `<!channel>`, user-group pings) reduced to inert words — a verified answer is shown to every
     asker for months, so it must never ping anyone. Shown in Slack it is escaped again as all
     text Docent did not write is (`bot.slack.mrkdwn`)."""
-    text = _SPECIAL.sub(lambda m: "@" + m.group(1).split("^")[0].lower(), (text or "").strip())
+    text = SPECIAL_MENTION.sub(lambda m: "@" + m.group(1).split("^")[0].lower(), (text or "").strip())
     if not text:
         raise VerifiedError("the answer is empty")
     if len(text) > MAX_ANSWER_CHARS:
@@ -275,7 +274,7 @@ def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
         due_since, why = _due(r, pages, today)
         out.append(VerifiedAnswer(
             id=r.id, questions=questions.get(r.id, []), answer=r.answer, verified_by=r.verified_by,
-            verified_at=_aware(r.verified_at), scopes=list(r.scopes),
+            verified_at=r.verified_at, scopes=list(r.scopes),  # timestamptz: read back with its zone
             cites=[Citation(c["doc"], c.get("hash", "")) for c in r.cites],
             review_by=r.review_by, retired_at=r.retired_at, retired_by=r.retired_by, channel_id=r.channel_id,
             message_ts=r.message_ts, due_since=due_since, due_why=why))
@@ -299,7 +298,3 @@ def _due(row: VerifiedAnswerRow, pages: dict[str, DocumentRecord], today: date) 
         return None, ""
     since = min(d for d, _ in reasons)
     return since, "; ".join(why for _, why in reasons)
-
-
-def _aware(when: datetime) -> datetime:
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
