@@ -207,15 +207,12 @@ def _give_verified(index: Index, answer: Answer, given: Given, scopes: list[str]
     """`answer` becomes the verified one: its text with who verified it and when, the pages it
     cites that the asker may see first among the sources, then the wiki's own when the wiki had
     any (the nearest pages of a question it found nothing for are no sources of this answer)."""
-    from sqlmodel import col, select
-
     from bot.verified import verified_text
-    from indexing.storage import DocumentRecord, Status
+    from indexing.storage import document_queries
 
     cited = [c.doc_id for c in given.answer.cites]
     with index.read_session() as s:
-        rows = {d.id: d for d in s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(cited),
-                                                                     DocumentRecord.status == Status.SUCCESS)).all()}
+        rows = document_queries.by_id(s, cited, indexed_only=True)
     pages = [rows[c] for c in cited if c in rows and (scopes is None or rows[c].access in scopes)]
     first = [Source(n=0, doc_id=d.id, source=d.source, path=d.path, title=d.title or d.path, heading_path=HeadingPath([]),
                      url=d.url, score=0.0, updated_at=d.updated_at) for d in pages]
