@@ -162,52 +162,38 @@ class KnowledgeBase:
 
     def pages(self, doc_ids: Sequence[str]) -> dict[str, Page]:
         """The pages with these ids that are still indexed, by id."""
-        from sqlmodel import col, select
+        from indexing.storage import document_queries
 
-        from indexing.storage import DocumentRecord
-
-        ids = sorted(set(doc_ids))
-        if not ids:
+        if not doc_ids:
             return {}
         with self.index.read_session() as s:
-            rows = s.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(ids))).all()
-        return {d.id: Page(id=d.id, title=d.title or d.path, url=d.url, access=d.access) for d in rows}
+            rows = document_queries.by_id(s, doc_ids)
+        return {d.id: Page(id=d.id, title=d.title or d.path, url=d.url, access=d.access) for d in rows.values()}
 
     def page_titles(self, scopes: Collection[str], limit: int) -> list[str]:
         """Titles of up to `limit` indexed pages in `scopes`, the most recently changed first
         (a title shared by several pages may come more than once)."""
-        from sqlmodel import col, select
+        from indexing.storage import document_queries
 
-        from indexing.storage import DocumentRecord, Status
-
-        D = DocumentRecord
         with self.index.read_session() as s:
-            return list(s.exec(select(D.title).where(col(D.access).in_(sorted(scopes)), D.status == Status.SUCCESS,
-                                                     D.title != "").order_by(col(D.updated_at).desc().nulls_last())
-                               .limit(limit)).all())
+            return document_queries.recent_titles(s, scopes, limit)
 
     def source_pages(self, names: Sequence[str]) -> list[SourcePages]:
         """Per source named: its pages by status, failed/skipped pages, the last and the last
         refused sync (the admins' App Home)."""
-        from sqlalchemy import func
-        from sqlmodel import col, select
+        from indexing.storage import document_queries, sync_run_queries
 
-        from indexing.storage import DocumentRecord, RunResult, Status, SyncRun
-
-        D, R, names = DocumentRecord, SyncRun, list(names)
+        names = list(names)
         with self.index.read_session() as s:
-            counts = s.exec(select(D.source, D.status, func.count()).where(col(D.source).in_(names))
-                            .group_by(D.source, D.status)).all()
-            problems = s.exec(select(D).where(col(D.source).in_(names), col(D.status).in_([Status.FAILED, Status.SKIPPED]))
-                              .order_by(D.id)).all()
-            last = {r.source: r for r in s.exec(select(R).where(col(R.id).in_(select(func.max(R.id)).group_by(R.source))))}
-            refused = {r.source: r for r in s.exec(select(R).where(col(R.id).in_(
-                select(func.max(R.id)).where(R.result == RunResult.REFUSED.value).group_by(R.source))))}
+            counts = document_queries.count_by_source_and_status(s, names)
+            problems = document_queries.failed_or_skipped(s, names)
+            last = sync_run_queries.last_runs(s)
+            refused = sync_run_queries.last_refused(s)
         state = {name: SourcePages(name=name) for name in names}
         for source, status, n in counts:
-            state[source].pages[getattr(status, "value", str(status))] = n
+            state[source].pages[status] = n
         for doc in problems:
-            state[doc.source].problems.append((getattr(doc.status, "value", str(doc.status)), doc.id, doc.error or ""))
+            state[doc.source].problems.append((doc.status.value, doc.id, doc.error or ""))
         for name in names:
             state[name].last_run, state[name].last_refused = last.get(name), refused.get(name)
         return [state[name] for name in names]

@@ -23,8 +23,6 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 
 if TYPE_CHECKING:
-    from sqlalchemy import Row
-
     from indexing.index import Index
     from indexing.search import RerankRun
 
@@ -130,21 +128,14 @@ class IndexCollector:
         family.add_metric([], -1 if reads is None or reads.behind_bytes is None else reads.behind_bytes)
         yield family
 
-    def _read(self) -> tuple[list[tuple[str, int]], list[Row[tuple[str, int]]], list[Row[tuple[str, str, int]]]]:
+    def _read(self) -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, str, int]]]:
         """Documents by status, chunks by source, sync runs by source and result: (labels..., count) rows."""
-        from sqlalchemy import func, select
-        from sqlmodel import col
-
-        from indexing.storage import DocumentRecord, SyncRun
+        from indexing.storage import document_queries, sync_run_queries
 
         with self.index.session() as s:
-            table = self.index.store.table
-            documents = [(getattr(status, "value", str(status)), n) for status, n in
-                         s.execute(select(col(DocumentRecord.status), func.count()).group_by(DocumentRecord.status))]
-            source = table.metadata_["source"].astext
-            chunks = list(s.execute(select(source, func.count()).select_from(table).group_by(source)))
-            runs = list(s.execute(select(col(SyncRun.source), col(SyncRun.result), func.count())
-                                  .group_by(SyncRun.source, SyncRun.result)))
+            documents = document_queries.count_by_status(s)
+            chunks = self.index.store.count_by_source(s)
+            runs = sync_run_queries.count_by_source_and_result(s)
         return documents, chunks, runs
 
 

@@ -48,7 +48,7 @@ from indexing.storage import utcnow
 
 if TYPE_CHECKING:
     from bot.records.question_log import Feedback, QueryLog
-    from indexing.storage import DocumentRecord
+    from indexing.storage import DocumentRow
 
 SAME_QUESTION = 0.8  # cosine of two wordings of one question (MiniLM); a starting point, not fitted
 STALE_DAYS = 180
@@ -233,13 +233,11 @@ def _votes(index: Index, since: datetime, until: datetime) -> list[Feedback]:
         return list(s.exec(select(Feedback).where(Feedback.updated_at >= since, Feedback.updated_at < until)))
 
 
-def _documents(index: Index) -> dict[str, DocumentRecord]:
-    from sqlmodel import select
-
-    from indexing.storage import DocumentRecord
+def _documents(index: Index) -> dict[str, DocumentRow]:
+    from indexing.storage import document_queries
 
     with index.session() as s:
-        return {d.id: d for d in s.exec(select(DocumentRecord))}
+        return document_queries.every_page(s)
 
 
 # -- computing --------------------------------------------------------------------------------
@@ -331,7 +329,7 @@ def cluster(texts: list[str], vectors: list[list[float]], threshold: float = SAM
     return groups
 
 
-def _down_voted(index: Index, votes: list[Feedback], start: datetime, access: dict[str, DocumentRecord],
+def _down_voted(index: Index, votes: list[Feedback], start: datetime, access: dict[str, DocumentRow],
                 visible: Callable[[str], bool], listing: Listing) -> list[DownVoted]:
     from bot.records.question_log import find_answer
 
@@ -353,7 +351,7 @@ def _down_voted(index: Index, votes: list[Feedback], start: datetime, access: di
     return sorted(result, key=lambda d: (-d.down, d.up, d.question))
 
 
-def _stale(rows: list[QueryLog], access: dict[str, DocumentRecord], visible: Callable[[str], bool], now: datetime,
+def _stale(rows: list[QueryLog], access: dict[str, DocumentRow], visible: Callable[[str], bool], now: datetime,
            stale_days: int) -> list[StalePage]:
     cited = Counter(d for row in rows if row.answer_id and row.outcome in (Outcome.ANSWERED, Outcome.UNCERTAIN)
                     for d in row.doc_ids)

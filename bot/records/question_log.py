@@ -199,13 +199,12 @@ def answer_from_log(row: QueryLog) -> Answer:
 
 def document_access(index: Database, doc_ids: list[str]) -> dict[str, str]:
     """The current access scope of each of these documents that is still indexed."""
-    from indexing.storage import DocumentRecord
+    from indexing.storage import document_queries
 
     if not doc_ids:
         return {}
     with index.session() as s:
-        rows = s.exec(select(DocumentRecord.id, DocumentRecord.access).where(col(DocumentRecord.id).in_(list(doc_ids))))
-        return {doc_id: access for doc_id, access in rows}
+        return document_queries.access_of(s, doc_ids)
 
 
 def prune_query_log(index: Database, before: datetime) -> tuple[int, int]:

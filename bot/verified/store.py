@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 
 from bot.slack.mrkdwn import SPECIAL_MENTION
 from bot.verified.records import Citation, VerifiedAnswer, VerifiedAnswerRow, VerifiedQuestionRow
-from indexing.storage import DocumentRecord, utcnow
+from indexing.storage import DocumentRow, document_queries, utcnow
 from indexing.vectors import Embedder
 
 MAX_QUESTIONS = 20  # ways of asking one answer; more is a list pasted in the wrong field
@@ -83,9 +83,9 @@ def citations(db: Session, cites: Sequence[str]) -> list[Citation]:
     out: list[Citation] = []
     for cite in cites:
         cite = cite.strip()
-        row = db.get(DocumentRecord, cite)
+        row = document_queries.by_id(db, [cite]).get(cite)
         if row is None:
-            rows = db.exec(select(DocumentRecord).where(DocumentRecord.path == cite.lstrip("./"))).all()
+            rows = document_queries.at_path(db, cite.lstrip("./"))
             if len(rows) > 1:
                 raise VerifiedError(f"{cite!r} is a page of several sources ({', '.join(sorted(r.source for r in rows))}): "
                                     f"name it as source:path")
@@ -265,8 +265,7 @@ def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
                                    .order_by(col(Q.answer_id), col(Q.position))).all():
             questions.setdefault(aid, []).append(q)
     cited = sorted({c["doc"] for r in rows for c in r.cites})
-    pages = {d.id: d for d in session.exec(select(DocumentRecord).where(col(DocumentRecord.id).in_(cited))).all()} \
-        if cited else {}
+    pages = document_queries.by_id(session, cited)
     today = today or utcnow().date()
     out = []
     for r in rows:
@@ -281,7 +280,7 @@ def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
     return out
 
 
-def _due(row: VerifiedAnswerRow, pages: dict[str, DocumentRecord], today: date) -> tuple[date | None, str]:
+def _due(row: VerifiedAnswerRow, pages: dict[str, DocumentRow], today: date) -> tuple[date | None, str]:
     """Since when, and why, it is due for review: its review-by date passed, or a page it cites
     changed after it was verified (its content hash differs: the day it was indexed) or is gone."""
     reasons: list[tuple[date, str]] = []

@@ -37,7 +37,7 @@ class DocumentRow:
 
 def _row(record: DocumentRecord) -> DocumentRow:
     return DocumentRow(id=record.id, source=record.source, path=record.path, title=record.title, url=record.url,
-                       access=record.access, content_hash=record.content_hash, status=record.status,
+                       access=record.access, content_hash=record.content_hash, status=Status(record.status),
                        error=record.error, chunk_count=record.chunk_count, updated_at=record.updated_at,
                        indexed_at=record.indexed_at)
 

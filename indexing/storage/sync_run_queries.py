@@ -8,16 +8,23 @@ from __future__ import annotations
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from indexing.storage.index_tables import RunResult, SyncRun
 
 
-def last_runs(session: Session, result: RunResult | None = None) -> dict[str, SyncRun]:
-    """The last run of every source that has one, by source; with `result`, the last run with
-    that result (the last refused sync, say)."""
-    latest = select(func.max(SyncRun.id))
-    if result is not None:
-        latest = latest.where(SyncRun.result == result.value)
+def last_runs(session: Session) -> dict[str, SyncRun]:
+    """The last run of every source that has one, by source."""
+    return _last(session, select(func.max(SyncRun.id)))
+
+
+def last_refused(session: Session) -> dict[str, SyncRun]:
+    """The last run the deletion guard refused, of every source that has one, by source."""
+    return _last(session, select(func.max(SyncRun.id)).where(SyncRun.result == RunResult.REFUSED.value))
+
+
+def _last(session: Session, latest: SelectOfScalar[int | None]) -> dict[str, SyncRun]:
+    """The runs whose id is `latest` (a max of ids) per source, by source."""
     runs = session.exec(select(SyncRun).where(col(SyncRun.id).in_(latest.group_by(SyncRun.source))))
     return {run.source: run for run in runs}
 

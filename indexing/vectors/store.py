@@ -308,3 +308,9 @@ class ChunkStore:
         if scopes is not None:
             query = query.where(self.table.metadata_["access"].astext.in_(scopes))
         return session.execute(query).scalar_one()
+
+    def count_by_source(self, session: Session) -> list[tuple[str, int]]:
+        """(source, children) for every source with children in the store."""
+        source = self.table.metadata_["source"].astext
+        return [(name, n) for name, n in session.execute(select(source, func.count()).select_from(self.table)
+                                                         .group_by(source))]
