@@ -3,8 +3,9 @@ indexing down its floors (`INDEXING_FLOORS`: values ← storage ← vectors ← 
 module imports itself back through others (an import circle, counting imports made inside functions
 and those made only for type checking), bot enters a room only through its public face (the names in
 the room's `__all__`), indexing and bot read the sources file's model only through the face of
-`sources`, no product module is over 450 lines, and no test imports the benchmarks (what tests check
-lives in the product, in training/ or in tests/support/).
+`sources`, each owner queries its own tables (bot imports none of indexing's table classes: it reads
+them through `indexing.storage`'s query modules), no product module is over 450 lines, and no test
+imports the benchmarks (what tests check lives in the product, in training/ or in tests/support/).
 
 Read from the source with `ast`, without importing anything, so a circle is caught even where
 Python would tolerate it at run time — but for the faces, which are also loaded once: each name is
@@ -42,6 +43,21 @@ FACES = ("indexing.storage", "indexing.vectors", "indexing.keyword", "indexing.i
 SOURCES_FACE = "sources"
 # Modules of bot still reaching behind a face, with the reason and what ends it. Nothing else may join.
 BEHIND_A_FACE: dict[str, str] = {}
+# Each owner queries its own tables: indexing's are defined in TABLES_MODULE, and bot reads them only through the
+# functions of `indexing.storage` (`document_queries`, `sync_run_queries`, `indexing.index.index_status`, …), never
+# with a query of its own; bot's tables (bot/records, bot/slack/store, bot/verified) are out of indexing's reach,
+# which `test_imports_point_one_way` holds. So bot imports nothing TABLES_MODULE defines, but these, with why:
+TABLES_MODULE = "indexing.storage.index_tables"
+SHARED_WITH_BOT = {
+    "utcnow": "the one clock every stored timestamp uses, bot's tables' too",
+    "timestamptz": "the column type of every stored time, bot's tables' too",
+}
+# ... and these table classes for type checking only (an `if TYPE_CHECKING:` import: at run time the name does not
+# exist, so no query can be built with it), with why.
+TYPED_ONLY = {
+    "SyncRun": "indexing hands sync runs over as its rows (IndexStatus.last_runs, sync_run_queries.last_runs); "
+               "bot names their type where it shows them",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -288,6 +304,70 @@ def test_reaching_behind_a_face_is_caught():
     assert _behind_faces("indexing.ingest.runner", source, faces=(SOURCES_FACE,)) == [
         "indexing.ingest.runner: sources.file import read_sources_file",
         "indexing.ingest.runner: sources import Hidden",
+    ]
+
+
+def _defined(module: str) -> set[str]:
+    """The names a module defines at its top level (classes, functions, assignments)."""
+    names: set[str] = set()
+    for node in ast.parse(MODULES[module].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the import statements in an `if TYPE_CHECKING:` block."""
+    return {id(statement) for node in ast.walk(tree)
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            for statement in node.body if isinstance(statement, ast.Import | ast.ImportFrom)}
+
+
+def _table_imports(module: str, source: str) -> list[str]:
+    """The imports in `source` of indexing's table module or of a name it defines (from it or through the
+    `indexing.storage` face), but for SHARED_WITH_BOT and the TYPED_ONLY classes in a TYPE_CHECKING block."""
+    storage, _, name_of_module = TABLES_MODULE.rpartition(".")
+    defined = _defined(TABLES_MODULE)
+    tree = ast.parse(source)
+    typed = _type_checking_only(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{module}: {a.name}" for a in node.names if a.name == TABLES_MODULE]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in (TABLES_MODULE, storage):
+            for alias in node.names:
+                if node.module == storage and alias.name == name_of_module:
+                    found.append(f"{module}: {TABLES_MODULE}")
+                elif (node.module == TABLES_MODULE or alias.name in defined) and alias.name not in SHARED_WITH_BOT \
+                        and not (alias.name in TYPED_ONLY and id(node) in typed):
+                    found.append(f"{module}: {node.module} import {alias.name}")
+    return found
+
+
+def test_bot_queries_none_of_indexings_tables():
+    importing = []
+    for module, path in MODULES.items():
+        if module.startswith("bot."):
+            importing += _table_imports(module, path.read_text(encoding="utf-8"))
+    assert importing == []
+
+
+def test_an_import_of_indexings_tables_is_caught():
+    source = ("from typing import TYPE_CHECKING\n\nfrom indexing.storage import DocumentRow, utcnow\n"
+              "from indexing.storage import DocumentRecord\nfrom indexing.storage.index_tables import timestamptz\n"
+              "import indexing.storage.index_tables\nfrom indexing.storage import index_tables\n\n"
+              "if TYPE_CHECKING:\n    from indexing.storage import ParentSection, SyncRun\n\n\n"
+              "def later():\n    from indexing.storage import Status, SyncRun\n")
+    assert _table_imports("bot.example", source) == [
+        "bot.example: indexing.storage import DocumentRecord",
+        "bot.example: indexing.storage.index_tables",
+        "bot.example: indexing.storage.index_tables",
+        "bot.example: indexing.storage import ParentSection",
+        "bot.example: indexing.storage import Status",
+        "bot.example: indexing.storage import SyncRun",
     ]
 
 
