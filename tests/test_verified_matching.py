@@ -142,3 +142,34 @@ def test_the_labelled_set_with_the_bundled_model():
         assert result.samples == 0, (split, result.counts)
         assert result.paraphrases >= floor, (split, result.counts)
         assert result.others <= others, (split, result.counts, result.others)
+
+
+def test_an_identifier_is_the_same_written_together_or_apart():
+    assert given("where can i find my w2", "Where do I download my W-2?", 0.82)
+    assert given("iso27001 certificate?", "Where is our ISO 27001 certificate?", 0.74)
+    assert not given("where can i find my w4", "Where do I download my W-2?", 0.82)
+    assert not given("iso27002 certificate?", "Where is our ISO 27001 certificate?", 0.74)
+    assert {w.term for w in key_terms("4th")} == {"4"}  # an ordinal stays one number
+
+
+def test_chinese_numerals_are_numbers():
+    overtime = "加班到晚上九点以后可以报销晚餐吗？"
+    assert given("晚上加班到9点后晚餐报销", overtime, 0.89)
+    assert not given("加班到晚上十点以后可以报销晚餐吗", overtime, 0.97)  # ten o'clock, not nine
+    assert not given("三楼的会议室怎么预订", "四楼的会议室怎么预订？", 0.99)  # the third floor, not the fourth
+    assert [w.term for w in key_terms("第三层")] == ["3", "层"] and [w.term for w in key_terms("一点点")] == ["一", "点", "点"]
+
+
+def test_an_acronym_written_out_agrees_whatever_the_similarity():
+    assert given("who's our data protection officer", "Who is the DPO?", 0.37)  # the model reads "DPO" as nothing
+    assert given("who is the DPO", "Who is our data protection officer?", 0.45)
+    assert not given("who's our data protection team", "Who is the DPO?", 0.6)
+
+
+def test_a_word_wordnet_calls_a_synonym_is_no_swap():
+    packages = "Can I get packages delivered to the Portland office?"
+    assert given("can i get parcels delivered to the portland office", packages, 0.85)
+    assert not given("can i get letters delivered to the portland office", packages, 0.85)
+    assert given("misplaced my office badge, who do I contact?", "I lost my office badge, who do I contact?", 0.8)
+    assert not given("is breakfast provided in the lisbon office?", "Is lunch provided in the Lisbon office?", 0.9)
+    assert not given("can i get parcels delivered to the lisbon office", packages, 0.85)  # names still decide

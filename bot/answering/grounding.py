@@ -34,6 +34,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bot import chinese_numerals
+
 if TYPE_CHECKING:
     from bot.answering.lead import LeadSentence
     from indexing.search import Hit
@@ -111,17 +113,10 @@ _WORD_NUMBER = re.compile(rf"\b(?:{_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD}))*\b
 _DIGIT_NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.,])(?P<num>\d+(?:[.,]\d+)*)(?:\s?(?P<scale>thousand|million|billion|bn|万|千|亿)(?![A-Za-z]))?"
     r"(?:(?P<money>[kKmM])(?![A-Za-z]))?")
-_CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_CJK_UNITS = {"十": 10, "百": 100, "千": 1000}
-_CJK_BIG = {"万": 10_000, "亿": 100_000_000}
-_CJK_NUMBER = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
-# A single Chinese numeral is a number only before a measure word: 一些 (some), 一起 (together) are not.
-_CJK_MEASURE = set("个天周月年日号次元块人小时秒岁倍项条名位家季期级页张台件门轮份")
-_CJK_IDIOMS = {"万一", "千万", "一一", "十分", "百分"}  # "in case", "by all means", "one by one", "very"
 _CURRENCY = re.compile(r"[$€£¥]\s?\Z")
 _AFTER_DIGIT = re.compile(r"\d\s?\Z")
 _COUNTS = re.compile(rf"[\s-]+{_UNIT_WORDS}\b", re.IGNORECASE)  # "one" counts something: "one-year", "one day"
-_SAID_UNIT = re.compile(rf"[\s-]?(?:%|{_UNIT_WORDS}\b|[{''.join(sorted(_CJK_MEASURE))}])", re.IGNORECASE)
+_SAID_UNIT = re.compile(rf"[\s-]?(?:%|{_UNIT_WORDS}\b|[{''.join(sorted(chinese_numerals.MEASURE_WORDS))}])", re.IGNORECASE)
 
 
 def _before(text: str, at: int) -> str:
@@ -146,23 +141,6 @@ def _digit_values(num: str) -> tuple[list[str], list[str]]:
     if re.fullmatch(r"\d+,\d+", num):  # 1,5: a European decimal, or a list
         return [_key(float(num.replace(",", ".")))], [_key(float(p)) for p in num.split(",")]
     return [num], [_key(float(p)) for p in re.split(r"[.,]", num)]
-
-
-def cjk_value(run: str) -> int:
-    """A Chinese numeral as a number: 二十五 → 25, 一千五百 → 1500, 两 → 2, 二〇二四 → 2024."""
-    if len(run) > 1 and all(ch in _CJK_DIGITS for ch in run):
-        return int("".join(str(_CJK_DIGITS[ch]) for ch in run[:18]))  # a longer run is no number anyone writes
-    total = section = digit = 0
-    for ch in run:
-        if ch in _CJK_DIGITS:
-            digit = _CJK_DIGITS[ch]
-        elif ch in _CJK_UNITS:
-            section += (digit or 1) * _CJK_UNITS[ch]
-            digit = 0
-        else:
-            total = (total + section + digit or 1) * _CJK_BIG[ch]
-            section = digit = 0
-    return total + section + digit
 
 
 def word_value(words: str) -> int:
@@ -234,13 +212,11 @@ def claims(text: str) -> list[Claim]:
         if set(re.split(r"[\s-]+", words.lower())) <= {"and", *_WORD_SCALES} or _AFTER_DIGIT.search(_before(text, m.start())):
             continue  # "million" alone, or the scale of a number in digits ("1.5 million": one claim)
         found.append(Claim([_key(word_value(words))], _said(text, m.start(), m.end()), _unit(text, m.end())))
-    for m in _CJK_NUMBER.finditer(text):
+    for m in chinese_numerals.counted(text):
         run = m.group(0)
-        if run in _CJK_IDIOMS or len(run) == 1 and text[m.end():m.end() + 1] not in _CJK_MEASURE:
-            continue
         if text[max(0, m.start() - 1):m.start()] == "第" and run == "一":
             continue  # 第一: "first", an order, not a count the page must hold
-        found.append(Claim([_key(cjk_value(run))], _said(text, m.start(), m.end()), _unit(text, m.end())))
+        found.append(Claim([_key(chinese_numerals.value(run))], _said(text, m.start(), m.end()), _unit(text, m.end())))
     return found
 
 
@@ -267,8 +243,8 @@ def held_values(text: str) -> set[str]:
         add([_key(float(m.group(1)))], m.end())
     for m in _WORD_NUMBER.finditer(text):
         add([_key(word_value(m.group(0)))], m.end())
-    for m in _CJK_NUMBER.finditer(text):
-        add([_key(cjk_value(m.group(0)))], m.end())
+    for m in chinese_numerals.NUMERAL.finditer(text):
+        add([_key(chinese_numerals.value(m.group(0)))], m.end())
     for m in re.finditer(r"(\d+(?:\.\d+)?)\s?([万千亿])", text):
         values.add(_key(float(m.group(1)) * {"万": 10_000, "千": 1000, "亿": 100_000_000}[m.group(2)]))
     return values

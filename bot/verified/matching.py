@@ -61,10 +61,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
+from bot import chinese_numerals
 from indexing.keyword import bm25
 
 MIN_SIMILARITY = 0.55  # cosine below which a variant is not the same question, whatever its words
@@ -98,6 +100,10 @@ _ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
     "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
     "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_LETTERS_AND_DIGITS = re.compile(r"\d+|\D+")  # "W2" is "W 2", "iso27001" is "iso 27001": as "W-2", "ISO 27001"
+# A lone Chinese numeral counts before these too: 九点 (nine o'clock), 三楼 / 三层 (the third floor)
+_CJK_MEASURE = chinese_numerals.MEASURE_WORDS | frozenset("点楼层")
+SYNONYMS_FILE = Path(__file__).with_name("wordnet_synonyms.txt")
 _CJK_CHARS = bm25.CJK.pattern[1:-1]  # the character ranges of `bm25.CJK`, without its brackets
 _TOKEN = re.compile(rf"{bm25.CJK.pattern}+|[^\W_{_CJK_CHARS}]+(?:['’][^\W_{_CJK_CHARS}]+)*['’]?|[.?!;:]")
 _STOP_WORDS = bm25.QUESTION_WORDS
@@ -161,8 +167,6 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
     def no(reason: str) -> Verdict:
         return Verdict(candidate, False, reason)
 
-    if candidate.similarity < MIN_SIMILARITY:
-        return no(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
     variant = _variant_terms(candidate.variant, table)
     if not variant:
         return no("the variant has no word to agree on")
@@ -174,7 +178,12 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
         return no(f"numbers differ: {sorted(q_numbers) or 'none'} asked, {sorted(v_numbers) or 'none'} verified")
     missing = [w for w in variant if w.term not in q_terms]
     extra = [w for w in question if w.term not in v_terms]
-    missing, extra = _short_forms(missing, extra)
+    missing, extra = _pair_off(missing, extra, _same_word)
+    missing, extra = _acronyms(missing, question, extra, variant)
+    if not missing and not extra:
+        return Verdict(candidate, True, "the same words")  # "who's the data protection officer" for "Who is the DPO?"
+    if candidate.similarity < MIN_SIMILARITY:
+        return no(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
     extra_names = [w for w in extra if w.kind == "name"]
     if extra_names:
         return no(f"the question names {extra_names[0].surface!r}, the variant does not")
@@ -250,18 +259,70 @@ def _cjk_pairs(words: tuple[Word, ...]) -> frozenset[str]:
     return frozenset(pairs)
 
 
-def _short_forms(missing: list[Word], extra: list[Word]) -> tuple[list[Word], list[Word]]:
-    """Pairs of a missing and an extra word that are one word, one written short ("pw" for
-    "password", "portugal" / "portuguese"), taken out of both lists."""
+def _pair_off(missing: list[Word], extra: list[Word], same: Callable[[Word, Word], bool]) -> tuple[list[Word], list[Word]]:
+    """Pairs of a missing and an extra word that `same` says are one, taken out of both lists."""
     kept_extra: list[Word] = []
     left = list(missing)
     for word in extra:
-        same = next((m for m in left if _abbreviates(word.surface, m.surface) or _abbreviates(m.surface, word.surface)), None)
-        if same is None:
+        match = next((m for m in left if same(word, m)), None)
+        if match is None:
             kept_extra.append(word)
         else:
-            left.remove(same)
+            left.remove(match)
     return left, kept_extra
+
+
+def _same_word(a: Word, b: Word) -> bool:
+    """One word written short or spelt another way ("pw" for "password", "portugal" / "portuguese"),
+    or two words WordNet says mean the same ("parcel" / "package", "misplaced" / "lost"; names and
+    numbers never: "Lisbon" is not "Portland" whatever a dictionary says)."""
+    if _abbreviates(a.surface, b.surface) or _abbreviates(b.surface, a.surface):
+        return True
+    return a.kind == b.kind == "word" and _synonyms_in_wordnet(a.term, b.term)
+
+
+def _synonyms_in_wordnet(a: str, b: str) -> bool:
+    groups = _wordnet_groups()
+    return not groups.get(a, frozenset()).isdisjoint(groups.get(b, frozenset()))
+
+
+@lru_cache(maxsize=1)
+def _wordnet_groups() -> dict[str, frozenset[int]]:
+    """Each word's groups in `SYNONYMS_FILE` (built from WordNet by training/wordnet_synonyms.py)."""
+    found: dict[str, set[int]] = {}
+    with SYNONYMS_FILE.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            if not line.startswith("#"):
+                for word in line.split():
+                    found.setdefault(word, set()).add(number)
+    return {word: frozenset(groups) for word, groups in found.items()}
+
+
+def _acronyms(missing: list[Word], question: tuple[Word, ...], extra: list[Word],
+              variant: tuple[Word, ...]) -> tuple[list[Word], list[Word]]:
+    """An acronym on one side written out on the other ("DPO" / "data protection officer", "EV" /
+    "electric vehicle"): the acronym and the words whose initials spell it, out of both lists."""
+    for acronym in [w for w in missing if w.kind == "name" and w.surface.isalpha() and 2 <= len(w.surface) <= 6]:
+        spelt = _spelling(acronym.surface, question, extra)
+        if spelt:
+            missing = [w for w in missing if w is not acronym]
+            extra = [w for w in extra if not any(w is s for s in spelt)]
+    for acronym in [w for w in extra if w.kind == "name" and w.surface.isalpha() and 2 <= len(w.surface) <= 6]:
+        spelt = _spelling(acronym.surface, variant, missing)
+        if spelt:
+            extra = [w for w in extra if w is not acronym]
+            missing = [w for w in missing if not any(w is s for s in spelt)]
+    return missing, extra
+
+
+def _spelling(acronym: str, words: tuple[Word, ...], unmatched: list[Word]) -> tuple[Word, ...]:
+    """Consecutive unmatched words of `words` whose initials are `acronym`, or ()."""
+    n = len(acronym)
+    for start in range(len(words) - n + 1):
+        run = words[start:start + n]
+        if "".join(w.surface[:1] for w in run) == acronym and all(any(w is u for u in unmatched) for w in run):
+            return run
+    return ()
 
 
 def _abbreviates(short: str, long: str) -> bool:
@@ -314,16 +375,26 @@ def _words(text: str) -> tuple[Word, ...]:
     sentence_start = True
     run = -1
     in_name = False
-    tokens = _TOKEN.findall(_CJK_QUESTION.sub("。", text))  # a question phrase ends a stretch of Chinese
+    tokens = [piece for token in _TOKEN.findall(_CJK_QUESTION.sub("。", text))  # a question phrase ends a stretch of Chinese
+              for piece in _identifier_parts(token)]
     subjects = _subject_names(tokens)
     for at, token in enumerate(tokens):
         if token in ".?!;:":
             sentence_start, in_name = True, False
             continue
         if bm25.CJK.match(token):
-            for c in token:  # each stretch between function characters is one run (`_cjk_pairs`)
-                if c in CJK_FUNCTION or not out or out[-1].kind != "cjk":
-                    run += 1
+            numbers = _cjk_numbers(token)
+            at_char = 0
+            while at_char < len(token):
+                if at_char in numbers:  # 九点 is 9点: a number, compared as numbers are
+                    numeral = numbers[at_char]
+                    out.append(Word(str(chinese_numerals.value(numeral.lstrip("第"))), numeral, "number"))
+                    at_char += len(numeral)
+                    continue
+                c = token[at_char]
+                at_char += 1
+                if c in CJK_FUNCTION or not out or out[-1].kind != "cjk":  # each stretch between function
+                    run += 1                                                # characters is one run (`_cjk_pairs`)
                 if c not in CJK_FUNCTION:
                     out.append(Word(c, c, "cjk", run=run))
             sentence_start, in_name = False, False
@@ -357,6 +428,24 @@ def _words(text: str) -> tuple[Word, ...]:
         out = [Word(w.term, w.surface, w.kind, True, w.run) if w.run in owners and w.kind == "name" else w
                for w in out]
     return tuple(out)
+
+
+def _identifier_parts(token: str) -> list[str]:
+    """A token of letters and digits in its parts ("W2" → "W", "2"; "iso27001" → "iso", "27001"),
+    as they are written apart ("W-2", "ISO 27001"); an ordinal ("4th") and a word stay whole."""
+    if token.isalpha() or token.isdigit() or _ORDINAL.fullmatch(token.lower()) or not token.isalnum():
+        return [token]
+    return _LETTERS_AND_DIGITS.findall(token)
+
+
+def _cjk_numbers(stretch: str) -> dict[int, str]:
+    """The Chinese numerals of a stretch that are numbers, by where they start: a run of two or
+    more (二十), one before a measure word (九点, 三楼) or after 第 (第三: the third)."""
+    found = {m.start(): m.group(0) for m in chinese_numerals.counted(stretch, _CJK_MEASURE)
+             if not (m.group(0) == "一" and stretch[m.end():m.end() + 1] == "点")}  # 一点: "a little"
+    found.update({m.start() - 1: "第" + m.group(0) for m in chinese_numerals.NUMERAL.finditer(stretch)
+                  if m.start() > 0 and stretch[m.start() - 1] == "第"})  # 第 with its number: "the third"
+    return found
 
 
 def _subject_names(tokens: list[str]) -> frozenset[int]:
