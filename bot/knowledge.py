@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from bot.answering import LanguageModel, LLMClient
     from bot.records import GapsReport, Listing
-    from bot.verified import Change, Given
+    from bot.verified import Change, Given, Offered
     from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
@@ -106,7 +106,7 @@ class KnowledgeBase:
             llm = StreamingLLM(client, on_text)
         scopes = audience.search_scopes
 
-        def find_verified(asked: str, vector: list[float] | None) -> Given | None:
+        def find_verified(asked: str, vector: list[float] | None) -> Given | Offered | None:
             return self.verified.find(self.index, self.index.embedder, asked, scopes, vector=vector,
                                       synonyms=self.synonym_table())
 

@@ -252,6 +252,11 @@ def verified_vote_reason(answer_id: int, quoted: str) -> str:
     return f"📝 About your verified answer #{answer_id}, the person who voted 👎 wrote:\n{quoted}"
 
 
+def verified_offer_cli(answer_id: int, question: str) -> str:
+    """`kb ask`'s line under an answer when a verified answer may be the one asked for (offered)."""
+    return f"✅ A verified answer may answer this: “{question}” — `kb answers show {answer_id}`"
+
+
 SHARE_VERIFIED_REFUSED = ("I can't share this answer here: it is a verified answer that is not for this conversation, "
                           "or it has been retired since. It stays visible only to you.")
 VERIFIED_DUE = "Verified answers due for review"

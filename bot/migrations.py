@@ -30,7 +30,7 @@ from indexing.storage import Migration, migrate, registry, run_sql
 
 BOT_MIGRATIONS: list[Migration] = []
 BOT_TABLES = ("query_log", "feedback", "admin_actions", "slack_deliveries", "answer_messages", "handovers",
-              "answered_gaps", "verified_answers", "verified_questions")
+              "answered_gaps", "verified_answers", "verified_questions", "verified_suggestions")
 bot_migration = registry(BOT_MIGRATIONS)
 
 
@@ -212,3 +212,24 @@ def bot_m002_query_log_verified_id(conn: Connection) -> None:
     No foreign key: the log outlives what it mentions (retention deletes log rows, never answers)."""
     conn.exec_driver_sql("ALTER TABLE query_log ADD COLUMN IF NOT EXISTS verified_id INTEGER")
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_query_log_verified_id ON query_log (verified_id)")
+
+
+@bot_migration
+def bot_m003_verified_suggestions(conn: Connection) -> None:
+    """Questions that took a verified answer when it was offered (`bot.verified.suggestions`): one
+    row per answer and wording (lower-cased), so a question asked again is not suggested twice."""
+    run_sql(
+        conn,
+        """CREATE TABLE IF NOT EXISTS verified_suggestions (
+            id SERIAL NOT NULL PRIMARY KEY,
+            answer_id INTEGER NOT NULL REFERENCES verified_answers (id) ON DELETE CASCADE,
+            question TEXT NOT NULL,
+            asked_by VARCHAR NOT NULL,
+            channel_id VARCHAR,
+            asked_at TIMESTAMPTZ NOT NULL,
+            status VARCHAR NOT NULL,
+            resolved_by VARCHAR,
+            resolved_at TIMESTAMPTZ)""",
+        "CREATE INDEX IF NOT EXISTS ix_verified_suggestions_answer_id ON verified_suggestions (answer_id)",
+        "CREATE UNIQUE INDEX IF NOT EXISTS ux_verified_suggestions_wording ON verified_suggestions (answer_id, lower(question))",
+    )

@@ -173,3 +173,52 @@ def test_bad_input_is_one_error_line(env):
         assert result.stderr.strip().splitlines()[-1].startswith(message), result.stderr
     missing = _kb("answers", "retire", "999999", env=env)
     assert missing.returncode == 1 and missing.stderr.strip().splitlines()[-1] == "error: no verified answer 999999"
+
+
+BROADBAND = "Can I expense my home internet bill?"
+
+
+def test_a_question_worded_otherwise_is_offered_and_a_verifier_may_add_it(env, index):
+    """"broadband" for "internet bill" in place reads as a near miss would ("electricity" for
+    "internet"): not given, offered — its verified question shown beside the wiki's answer. Taken
+    in a channel (Slack's button records it: tests/test_verified_slack_offer.py), it is a suggested
+    question; a verifier's `kb answers accept` makes it one of the answer's questions, given from
+    then on; `dismiss` leaves the answer as it is."""
+    from bot.verified import suggestions
+
+    answer_id = added_id(_kb("answers", "add", "-q", BROADBAND, "--answer", "Yes, up to 30 EUR a month.",
+                             "--by", "dana", env=env))
+    try:
+        offered = ask(env, "expensing home broadband?")
+        assert offered["verified"] is None and offered["verified_offer"] == {"id": answer_id, "question": BROADBAND}
+        assert offered["signals"]["verified_offer_id"] == answer_id
+        plain = _kb("ask", "expensing home broadband?", env=env)
+        assert f"✅ A verified answer may answer this: “{BROADBAND}” — `kb answers show {answer_id}`" in plain.stdout
+        assert ask(env, "Can I expense my home internet bill in Lisbon?")["verified_offer"] is None  # a name it lacks
+
+        with index.session() as session:
+            first = suggestions.suggest(session, answer_id, "expensing home broadband?", "U0ASKER1", "C0HELP001")
+            again = suggestions.suggest(session, answer_id, "Expensing  home broadband?", "U0ASKER2", "C0HELP001")
+            other = suggestions.suggest(session, answer_id, "is my home phone bill covered", "U0ASKER1", "C0HELP001")
+            known = suggestions.suggest(session, answer_id, BROADBAND.lower(), "U0ASKER1", "C0HELP001")
+            session.commit()
+        assert first is not None and other is not None and again is None and known is None
+
+        listed = json.loads(_kb("answers", "suggestions", "--json", env=env).stdout)
+        assert [(s["id"], s["question"], s["status"]) for s in listed if s["answer_id"] == answer_id] == [
+            (first, "expensing home broadband?", "open"), (other, "is my home phone bill covered", "open")]
+        accepted = _kb("answers", "accept", str(first), "--by", "dana", env=env)
+        assert accepted.returncode == 0, accepted.stderr
+        assert _kb("answers", "dismiss", str(other), "--by", "dana", env=env).returncode == 0
+        again_accepted = _kb("answers", "accept", str(first), "--by", "dana", env=env)
+        assert again_accepted.returncode == 1 and "was added already" in again_accepted.stderr
+
+        given = ask(env, "expensing home broadband?")
+        assert given["verified"] is not None and given["verified"]["id"] == answer_id and given["verified_offer"] is None
+        shown = json.loads(_kb("answers", "show", str(answer_id), "--json", env=env).stdout)
+        assert shown["questions"] == [BROADBAND, "expensing home broadband?"]
+        assert json.loads(_kb("answers", "suggestions", "--json", env=env).stdout) == []
+        log = _kb("answers", "suggestions", "--all", env=env).stdout
+        assert "(added)" in log and "(dismissed)" in log
+    finally:
+        assert _kb("answers", "retire", str(answer_id), "--by", "dana", env=env).returncode == 0

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from typing_extensions import TypeIs
+
 from bot import messages
 from bot.answering.lead import LeadSentence, choose_lead, render_lead
 from bot.metrics import LLM_CALLS, LLM_SET_ASIDE, observe_rerank
@@ -33,9 +35,10 @@ from indexing.ingest import HeadingPath
 from indexing.search import Hit, Outcome, retrieve
 
 if TYPE_CHECKING:
-    from bot.verified import Given, VerifiedAnswer
+    from bot.verified import Given, Offered, VerifiedAnswer
 
-    FindVerified = Callable[[str, list[float] | None], Given | None]  # (question, its vector if known) → given
+    # (question, its vector if known) → the verified answer given, or one offered, or None
+    FindVerified = Callable[[str, list[float] | None], Given | Offered | None]
 
 MAX_QUESTION_CHARS = 2000  # searched; the rest of a longer question is dropped
 MAX_RAW_QUESTION_CHARS = 100_000  # looked at, at all
@@ -87,6 +90,7 @@ class Answer:
     searched: str | None = None  # the question as searched when typos were repaired or synonyms added, else None
     answer_span: str | None = None  # the words a span reader points at, shown in bold in the lead (None: none)
     verified: VerifiedAnswer | None = None  # the verified answer given (bot.verified), None: the wiki's answer
+    verified_offer: Offered | None = None  # a verified answer the question may be asking for, shown by its question
 
     def __post_init__(self) -> None:
         self.outcome = Outcome(self.outcome)  # "answered" as well as Outcome.ANSWERED
@@ -111,6 +115,7 @@ class Answer:
             "searched": self.searched,
             "answer_span": self.answer_span,
             "verified": self.verified.to_json() if self.verified else None,
+            "verified_offer": self.verified_offer.to_json() if self.verified_offer else None,
         }
 
 
@@ -157,12 +162,16 @@ def answer_question(
                     searched=retrieval.searched_for)
     if answer.searched:  # logged with the question (query_log.signals), and shown again on a re-render
         answer.signals["searched"] = answer.searched
-    given = verified(question, retrieval.question_vector if retrieval.searched == question else None) if verified else None
+    found = verified(question, retrieval.question_vector if retrieval.searched == question else None) if verified else None
     timings["verified"] = round((time.perf_counter() - clock) * 1000, 2)
-    if given is not None:
-        _give_verified(index, answer, given, scopes)
+    if _given(found):
+        _give_verified(index, answer, found, scopes)
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
         return answer
+    if found is not None:  # offered beside the wiki's answer; logged with it, for a re-render and the review
+        answer.verified_offer = found
+        answer.signals = {**answer.signals, "verified_offer_id": found.answer_id,
+                          "verified_offer_question": found.question, "verified_offer_similarity": found.similarity}
     lead: list[LeadSentence] = []
     if answer.found:
         lead = choose_lead(retrieval.searched, retrieval.hits, numbers, index.embedder, retrieval.terms.searched_idf(),
@@ -201,6 +210,13 @@ def answer_question(
     timings["answer"] = round((time.perf_counter() - clock) * 1000, 2)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return answer
+
+
+def _given(found: Given | Offered | None) -> TypeIs[Given]:
+    """Whether the lookup gave a verified answer (rather than offered one, or found none)."""
+    from bot.verified import Given
+
+    return isinstance(found, Given)
 
 
 def _give_verified(index: Index, answer: Answer, given: Given, scopes: list[str] | None) -> None:

@@ -1,4 +1,5 @@
-"""`kb answers`: verified answers from the command line — add, list, show, edit, retire, export, import.
+"""`kb answers`: verified answers from the command line — add, list, show, edit, retire, export,
+import, and the questions people took them for when offered (suggestions, accept, dismiss).
 
 The operator's tool (whoever runs `kb` has the database): every change is recorded as an admin
 action under `--by` (default: the login name). In Slack, only verifiers may change them
@@ -156,8 +157,55 @@ def import_answers(file: Annotated[Path, typer.Argument(help="A YAML file writte
     typer.echo(f"imported {len(entries)} verified answers: {added} added, {replaced} replaced")
 
 
-COMMANDS: dict[str, Callable[..., None]] = {"add": add, "list": list_answers, "show": show, "edit": edit, "retire": retire, "export": export,
-            "import": import_answers}
+def suggestions(as_json: AsJson = False,
+                every: Annotated[bool, typer.Option("--all", help="Added and dismissed ones too")] = False) -> None:
+    """List questions that took a verified answer when Docent offered it (id, answer, wording)."""
+    from bot.verified import suggestions as suggested
+
+    _, kb = _open()
+    with kb.index.session() as session:
+        found = suggested.listing(session, status=None if every else "open")
+    if as_json:
+        typer.echo(json.dumps([s.to_json() for s in found], ensure_ascii=False))
+        return
+    if not found:
+        typer.echo("no suggested questions")
+    for s in found:
+        state = "" if s.status == "open" else f" ({s.status})"
+        typer.echo(f"{s.id}{state}	answer {s.answer_id} “{s.verified_question}”	← “{s.question}”")
+
+
+def accept(suggestion_id: Annotated[int, typer.Argument(help="The suggested question's id (`kb answers suggestions`)")],
+           by: By = None) -> None:
+    """Add a suggested question to its verified answer's questions: given the answer from now on."""
+    from bot.verified import Change
+    from bot.verified import suggestions as suggested
+
+    _, kb = _open()
+    actor = by or getpass.getuser()
+    with _changing(kb, actor, "answers accept", str(suggestion_id)) as (session, log):
+        done = suggested.accept(session, kb.index.embedder, suggestion_id, Change(actor))
+        log(f"added to answer {done.answer_id}")
+    typer.echo(f"verified answer {done.answer_id} now also answers “{done.question}”")
+
+
+def dismiss(suggestion_id: Annotated[int, typer.Argument(help="The suggested question's id (`kb answers suggestions`)")],
+            by: By = None) -> None:
+    """Dismiss a suggested question: its answer is left as it is."""
+    from bot.verified import Change
+    from bot.verified import suggestions as suggested
+
+    _, kb = _open()
+    actor = by or getpass.getuser()
+    with _changing(kb, actor, "answers dismiss", str(suggestion_id)) as (session, log):
+        done = suggested.dismiss(session, suggestion_id, Change(actor))
+        log("dismissed")
+    typer.echo(f"dismissed suggested question {done.id}")
+
+
+COMMANDS: dict[str, Callable[..., None]] = {
+    "add": add, "list": list_answers, "show": show, "edit": edit, "retire": retire, "export": export,
+    "import": import_answers, "suggestions": suggestions, "accept": accept, "dismiss": dismiss}
 
 
 # -- shared -------------------------------------------------------------------------------------------

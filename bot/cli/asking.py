@@ -152,6 +152,10 @@ def print_answer(answer: Answer) -> None:
         console.print(f"[dim]searched for: {escape(answer.searched)}[/]", highlight=False)
     if answer.note:
         console.print(f"[yellow]{escape(answer.note)}[/]")
+    if answer.verified_offer is not None:
+        offer = answer.verified_offer
+        console.print(escape(messages.verified_offer_cli(offer.answer_id, clean(offer.question))), highlight=False,
+                      soft_wrap=True)
     if answer.sources:
         console.print("[bold]Sources[/]" if answer.found else "[bold]Nearest pages[/]")
         for s in answer.sources:

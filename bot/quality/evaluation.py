@@ -103,6 +103,7 @@ def run_eval(kb: KnowledgeBase | Index, questions: list[Question], scopes: list[
                 "lead": answer.lead, "answer_span": answer.answer_span,
                 "timings_ms": answer.timings_ms, "signals": answer.signals, "llm_used": answer.llm_used,
                 "verified": answer.verified.to_json() if answer.verified else None,
+                "verified_offer": answer.verified_offer.to_json() if answer.verified_offer else None,
                 **({"rerank": [s.rerank for s in answer.sources]} if index.rerank is not None else {}),
             })
     finally:

@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from bot.verified import store
-from bot.verified.matching import Candidate, best_match
+from bot.verified.matching import Candidate, decide
 from bot.verified.records import VerifiedAnswer
 from indexing.index import Index
 from indexing.vectors import Embedder
@@ -39,6 +39,19 @@ class Given:
     answer: VerifiedAnswer
     question: str
     similarity: float
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A verified answer the question may be asking for (`matching.decide`): refused only for its
+    wording, so the asker is shown its verified question — not its text — and takes it or not."""
+
+    answer_id: int
+    question: str  # the verified question it is offered by
+    similarity: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.answer_id, "question": self.question}
 
 
 @dataclass
@@ -73,8 +86,9 @@ class Lookup:
 
     def find(self, db: Index, embedder: Embedder, question: str, scopes: Sequence[str] | None, *,
              vector: Sequence[float] | None = None, synonyms: Mapping[str, Sequence[str]] | None = None,
-             today: date | None = None) -> Given | None:
-        """The verified answer for `question` visible in `scopes` (None: every scope), or None.
+             today: date | None = None) -> Given | Offered | None:
+        """The verified answer for `question` visible in `scopes` (None: every scope), else one it
+        may be asking for (offered), or None.
         `vector`: the question's vector when the caller has it (retrieval embedded it already).
 
         Read where questions read the index (`read_session`: a hot standby when one is configured,
@@ -88,7 +102,8 @@ class Lookup:
             return None
 
     def _find(self, db: Index, embedder: Embedder, question: str, scopes: Sequence[str] | None,
-              vector: Sequence[float] | None, synonyms: Mapping[str, Sequence[str]], today: date | None) -> Given | None:
+              vector: Sequence[float] | None, synonyms: Mapping[str, Sequence[str]],
+              today: date | None) -> Given | Offered | None:
         with db.read_session() as session:
             snap = self._current(db, session, embedder)
             if not snap.questions:
@@ -104,13 +119,16 @@ class Lookup:
             top = top[np.argsort(-sims[top])]
             candidates = [Candidate(int(snap.answer_ids[i]), snap.questions[i], float(sims[i]))
                           for i in top if np.isfinite(sims[i])]
-            match = best_match(question, candidates, synonyms)
+            decision = decide(question, candidates, synonyms)
+            match = decision.given or decision.offered
             if match is None:
                 return None
             answer = store.get(session, match.answer_id, today,
                                questions=snap.by_answer.get(match.answer_id, []))
             if answer is None or answer.retired:  # retired between the snapshot and now
                 return None
+            if decision.given is None:
+                return Offered(answer_id=answer.id, question=match.variant, similarity=round(match.similarity, 4))
             return Given(answer=answer, question=match.variant, similarity=round(match.similarity, 4))
 
     def _current(self, db: Index, session: Session, embedder: Embedder) -> _Snapshot:

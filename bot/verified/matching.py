@@ -71,6 +71,7 @@ from indexing.keyword import bm25
 
 MIN_SIMILARITY = 0.55  # cosine below which a variant is not the same question, whatever its words
 SWAP_SIMILARITY = 0.75  # cosine a question rewording the variant (words out, others in) must reach
+OFFER_SIMILARITY = 0.55  # cosine from which a candidate refused for its wording only is offered (`decide`)
 MAX_CHARS = 1_000  # a longer text (a pasted log) is compared by its start: no verified question is that long
 
 # Words that shape a request but name nothing it is about: "how do I *get*…", "who do I *talk to*…",
@@ -142,19 +143,43 @@ class Verdict:
     candidate: Candidate
     given: bool
     reason: str
+    offerable: bool = False  # refused for its wording only, close enough to be offered (`decide`)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a question gets: the verified answer it asks for, or else one it may be asking for."""
+
+    given: Match | None
+    offered: Match | None  # None when one is given
 
 
 def best_match(question: str, candidates: Sequence[Candidate],
                synonyms: Mapping[str, Sequence[str]] = {}) -> Match | None:  # noqa: B006 — read only
     """The verified answer this question asks for, or None (the ordinary answer path then runs):
     the most similar candidate that `judge` gives."""
+    return decide(question, candidates, synonyms).given
+
+
+def decide(question: str, candidates: Sequence[Candidate],
+           synonyms: Mapping[str, Sequence[str]] = {}) -> Decision:  # noqa: B006 — read only
+    """The most similar candidate `judge` gives; else the most similar one refused only for its
+    wording — a word swapped in place, a rewording not close enough — whose names and numbers
+    agree and whose similarity reaches `OFFER_SIMILARITY`. That one is *offered*: the asker sees
+    its verified question beside the wiki's answer and takes it or not, telling "visitor" for
+    "guest" (theirs) from "staff" for "guest" (not theirs) as no rule here can."""
     table = _synonym_table(synonyms)
     question_words = _analyse(question[:MAX_CHARS], table)
-    given = [c for c in candidates if _judge(question_words, c, table).given]
-    if not given:
-        return None
-    best = max(given, key=lambda c: c.similarity)
-    return Match(best.answer_id, best.variant, best.similarity)
+    verdicts = [_judge(question_words, c, table) for c in candidates]
+    given = [v.candidate for v in verdicts if v.given]
+    offerable = [v.candidate for v in verdicts if v.offerable]
+    if given:
+        return Decision(_match(max(given, key=lambda c: c.similarity)), None)
+    return Decision(None, _match(max(offerable, key=lambda c: c.similarity)) if offerable else None)
+
+
+def _match(candidate: Candidate) -> Match:
+    return Match(candidate.answer_id, candidate.variant, candidate.similarity)
 
 
 def judge(question: str, candidate: Candidate, synonyms: Mapping[str, Sequence[str]] = {}) -> Verdict:  # noqa: B006
@@ -166,6 +191,9 @@ def judge(question: str, candidate: Candidate, synonyms: Mapping[str, Sequence[s
 def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable) -> Verdict:
     def no(reason: str) -> Verdict:
         return Verdict(candidate, False, reason)
+
+    def worded_otherwise(reason: str) -> Verdict:  # names and numbers agree: the asker can tell
+        return Verdict(candidate, False, reason, offerable=candidate.similarity >= OFFER_SIMILARITY)
 
     variant = _variant_terms(candidate.variant, table)
     if not variant:
@@ -182,8 +210,6 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
     missing, extra = _acronyms(missing, question, extra, variant)
     if not missing and not extra:
         return Verdict(candidate, True, "the same words")  # "who's the data protection officer" for "Who is the DPO?"
-    if candidate.similarity < MIN_SIMILARITY:
-        return no(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
     extra_names = [w for w in extra if w.kind == "name"]
     if extra_names:
         return no(f"the question names {extra_names[0].surface!r}, the variant does not")
@@ -195,16 +221,19 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
             continue
         return no(f"the question lacks {word.surface!r}")
     missing = [w for w in missing if not w.owner]  # "our DUNS number" for "Acme Widgets' DUNS number"
+    if candidate.similarity < MIN_SIMILARITY:
+        return worded_otherwise(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
     chinese = any(w.kind == "cjk" for w in (*missing, *extra))  # its similarity says nothing (the model reads no Chinese)
     if chinese and extra and (missing or not _holds_cjk(question, variant)):
-        return no(f"{''.join(w.surface for w in extra)!r} added" + (
+        return worded_otherwise(f"{''.join(w.surface for w in extra)!r} added" + (
             f" in place of {''.join(w.surface for w in missing)!r}" if missing else " inside the variant's words"))
     if missing and extra:
+        out, put = " ".join(w.surface for w in missing), " ".join(w.surface for w in extra)
         if _in_place(variant, missing, question, extra) and not all(map(_says_how, (*missing, *extra))):
-            return no(f"{' '.join(w.surface for w in extra)!r} in place of {' '.join(w.surface for w in missing)!r}")
+            return worded_otherwise(f"{put!r} in place of {out!r}")
         if candidate.similarity < SWAP_SIMILARITY:
-            return no(f"reworded ({', '.join(w.surface for w in extra)} for {', '.join(w.surface for w in missing)}) "
-                      f"at similarity {candidate.similarity:.2f}, below {SWAP_SIMILARITY}")
+            return worded_otherwise(f"reworded ({put} for {out}) at similarity {candidate.similarity:.2f}, "
+                                    f"below {SWAP_SIMILARITY}")
     return Verdict(candidate, True, "same question")
 
 

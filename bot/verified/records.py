@@ -1,6 +1,6 @@
 """A verified answer: what people answered once, verified, and given again to the same question.
 
-Two tables, made by the bot's own migration (`bot.migrations`):
+Three tables, made by the bot's own migrations (`bot.migrations`):
 - `verified_answers`: the answer's text (Markdown, broadcasts made inert when it is stored), who
   verified it and when, the access scopes it may be shown in (like a page's, at least one; it is
   visible to an asker who sees any of them), the pages it cites with the content hash each had
@@ -8,6 +8,9 @@ Two tables, made by the bot's own migration (`bot.migrations`):
   whether — and by whom — it was retired. `revision` changes on every write.
 - `verified_questions`: the questions it answers (one or more ways of asking), each with its
   vector by the index's embedder.
+- `verified_suggestions`: questions asked in a channel that took a verified answer when Docent
+  offered it (their wording was not close enough to be given it), for a verifier to add as one
+  more of its questions or dismiss.
 
 `VerifiedAnswer` is the value the rest of the bot passes around; the table classes stay here and
 in `bot.verified.store`.
@@ -54,6 +57,23 @@ class VerifiedQuestionRow(SQLModel, table=True):
     model: str
     dim: int
     vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class VerifiedSuggestionRow(SQLModel, table=True):
+    """A question that took a verified answer when it was offered (`bot.verified.suggestions`)."""
+
+    __tablename__ = "verified_suggestions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    answer_id: int = Field(sa_column=Column(Integer, ForeignKey("verified_answers.id", ondelete="CASCADE"),
+                                            nullable=False, index=True))
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    asked_by: str
+    channel_id: str | None = None
+    asked_at: datetime = Field(default_factory=utcnow, sa_column=timestamptz(nullable=False))
+    status: str = "open"  # "open", "added" (one of the answer's questions now) or "dismissed"
+    resolved_by: str | None = None
+    resolved_at: datetime | None = Field(default=None, sa_column=timestamptz())
 
 
 @dataclass(frozen=True)
