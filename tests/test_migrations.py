@@ -55,6 +55,7 @@ DEFAULTS = {
     ("verified_answers", "id"): "nextval('verified_answers_id_seq'::regclass)",
     ("verified_answers", "revision"): "nextval('verified_revision'::regclass)",
     ("verified_questions", "id"): "nextval('verified_questions_id_seq'::regclass)",
+    ("verified_suggestions", "id"): "nextval('verified_suggestions_id_seq'::regclass)",
     (TABLE, "applied_at"): "now()",
 }
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import JSON, BigInteger, Column, Date, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import JSON, BigInteger, Column, Date, ForeignKey, Index, Integer, LargeBinary, String, Text, func, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Field, SQLModel
 
@@ -63,6 +63,7 @@ class VerifiedSuggestionRow(SQLModel, table=True):
     """A question that took a verified answer when it was offered (`bot.verified.suggestions`)."""
 
     __tablename__ = "verified_suggestions"
+    __table_args__ = (Index("ux_verified_suggestions_wording", "answer_id", func.lower(text("question")), unique=True),)
 
     id: int | None = Field(default=None, primary_key=True)
     answer_id: int = Field(sa_column=Column(Integer, ForeignKey("verified_answers.id", ondelete="CASCADE"),
