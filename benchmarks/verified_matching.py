@@ -73,7 +73,8 @@ def main() -> None:
 
     from bot.settings import SAMPLE_SOURCES
     from benchmarks._common import pct
-    from bot.verified.matching import _variant_terms, best_match, judge
+    from bot.verified.matching import best_match, judge
+    from bot.verified.question_words import variant_terms as _variant_terms
     from sources import load_synonyms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
