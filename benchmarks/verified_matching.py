@@ -11,11 +11,15 @@ under ONNX Runtime), as `bot.verified.lookup` does; each question is embedded th
 
 - **cosine only**: the nearest candidate is given when its cosine reaches a threshold (a sweep,
   and the lowest threshold that keeps near misses ≤ 0.05 on the dev half),
-- **the rule**: `bot.verified.matching.best_match` with the sample wiki's `[synonyms]`.
+- **the rule**: `bot.verified.matching.best_match` with the sample wiki's `[synonyms]`;
+- **the rule, given or offered**: what the asker reaches in one click — the answer given, or else
+  the one offered (`bot.verified.matching.decide`): paraphrases given or offered their own answer,
+  near misses and sample questions given or offered any (an offer shows its verified question).
 
 Printed per part of the set (dev: the rule was designed on it; held-out and held-out-2: each
 scored once with the rule of its day, then used to improve it; held-out-3: written before the
-third round, scored once at its end — benchmarks/verified/README.md): the share of paraphrases
+third round, scored once at its end; held-out-4, with `--blind`: written by a helper who never saw
+the matcher, scored once at the end of the fourth round — benchmarks/verified/README.md): the share of paraphrases
 given their own answer, of near misses given any answer, the count of the sample's questions
 given one, and the matcher's time per question over 10 candidates. `--show` lists every question
 of a part the rule gets wrong, with the verdict of its own answer's candidate (or the nearest one).
@@ -54,7 +58,7 @@ def _load_verified_set():
 
 
 _set = _load_verified_set()
-Asked, CANDIDATES, by_cosine, by_rule = _set.Asked, _set.CANDIDATES, _set.by_cosine, _set.by_rule
+Asked, CANDIDATES, by_cosine, by_rule, by_offer = _set.Asked, _set.CANDIDATES, _set.by_cosine, _set.by_rule, _set.by_offer
 candidate_lists, load_set, score = _set.candidate_lists, _set.load_set, _set.score
 
 
@@ -78,11 +82,13 @@ def main() -> None:
     from sources import load_synonyms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2", "held-out-3"),
+    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2", "held-out-3", "held-out-4"),
                         help="list the rule's mistakes on this part")
     parser.add_argument("--swaps", action="store_true", help="the word cosines of swaps in place, by kind")
+    parser.add_argument("--blind", action="store_true",
+                        help="with the blind part (held-out-4): score it once, at the end of a round")
     args = parser.parse_args()
-    labelled = load_set()
+    labelled = load_set(blind=args.blind)
     synonyms = load_synonyms(SAMPLE_SOURCES)
     candidates = candidate_lists(labelled)
     halves = {s: [a for a in labelled.asked if a.split == s] for s in dict.fromkeys(a.split for a in labelled.asked)}
@@ -101,6 +107,7 @@ def main() -> None:
     else:
         rows.append((f"cosine ≥ {fitted:.2f} (fitted on dev)", by_cosine(candidates, fitted)))
     rows.append(("rule (bot.verified.matching)", by_rule(candidates, synonyms)))
+    rows.append(("rule, given or offered", by_offer(candidates, synonyms)))
     for name, given in rows:
         cells: list[str] = []
         for asked in halves.values():

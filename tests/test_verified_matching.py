@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.verified.matching import Candidate, best_match, judge, key_terms
-from tests.support.verified_set import by_rule, candidate_lists, load_set, score
+from tests.support.verified_set import by_offer, by_rule, candidate_lists, load_set, score
 
 LISBON_WIFI = "What's the guest wifi password in the Lisbon office?"
 
@@ -125,23 +125,29 @@ def test_best_match_gives_the_closest_agreeing_candidate_or_none():
 @pytest.mark.slow
 def test_the_labelled_set_with_the_bundled_model():
     """The set's targets (docs/tuning.md, "Verified answers: the matcher"), embedded and ranked as
-    `bot.verified.lookup` does. The issue's paraphrase target (0.85) is not reached: the floor
-    asserted is what the rule measures, so a change that loses paraphrases fails here too. One
-    held-out-3 paraphrase is given another answer ("lisbon office bicycle parking?" the car park's:
-    "bicycle" for "car" in another order reads as a rewording), measured, not wanted."""
+    `bot.verified.lookup` does. The issue's paraphrase target (0.85 given) is not reached: the
+    floors asserted are what the rule measures, given and given-or-offered, so a change that loses
+    paraphrases fails here too. One held-out-3 paraphrase is given another answer ("lisbon office
+    bicycle parking?" the car park's: "bicycle" for "car" in another order reads as a rewording),
+    measured, not wanted."""
     from bot.settings import SAMPLE_SOURCES
     from sources import load_synonyms
 
     labelled = load_set()
     candidates = candidate_lists(labelled)
-    rule = by_rule(candidates, load_synonyms(SAMPLE_SOURCES))
-    measured = (("dev", 0.69, 0), ("held-out", 0.71, 0), ("held-out-2", 0.73, 0), ("held-out-3", 0.56, 1))
-    for split, floor, others in measured:  # paraphrases given: 32/46, 32/45, 31/42, 34/60
-        result = score([a for a in labelled.asked if a.split == split], rule)
+    synonyms = load_synonyms(SAMPLE_SOURCES)
+    rule, reached = by_rule(candidates, synonyms), by_offer(candidates, synonyms)
+    # given: 33/46, 32/45, 34/42, 38/60; given or offered: 41/46, 41/45, 41/42, 52/60
+    measured = (("dev", 0.71, 0.89, 0), ("held-out", 0.71, 0.91, 0), ("held-out-2", 0.80, 0.97, 0),
+                ("held-out-3", 0.63, 0.86, 1))
+    for split, floor, reach_floor, others in measured:
+        asked = [a for a in labelled.asked if a.split == split]
+        result = score(asked, rule)
         assert result.near_misses <= 0.05, (split, result.counts)
         assert result.samples == 0, (split, result.counts)
         assert result.paraphrases >= floor, (split, result.counts)
         assert result.others <= others, (split, result.counts, result.others)
+        assert score(asked, reached).paraphrases >= reach_floor, (split, score(asked, reached).counts)
 
 
 def test_an_identifier_is_the_same_written_together_or_apart():

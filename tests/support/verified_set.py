@@ -15,6 +15,7 @@ from bot.verified.lookup import CANDIDATES  # how many nearest verified question
 
 REPO = Path(__file__).resolve().parents[2]
 LABELLED = REPO / "benchmarks" / "verified" / "answers.jsonl"
+BLIND = REPO / "benchmarks" / "verified" / "held-out-4.jsonl"  # written by someone who never saw the matcher
 SAMPLE_QUESTIONS = REPO / "sample-wiki" / "QUESTIONS.jsonl"
 
 
@@ -35,8 +36,10 @@ class LabelledSet:
     asked: list[Asked]
 
 
-def load_set() -> LabelledSet:
-    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
+def load_set(blind: bool = False) -> LabelledSet:
+    """The labelled set; with `blind`, its blind part too (its answers join the pool)."""
+    files = [LABELLED, BLIND] if blind else [LABELLED]
+    rows = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     samples = [json.loads(line)["question"] for line in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines()
                if line.strip()]
     asked: list[Asked] = []
@@ -98,6 +101,18 @@ def by_cosine(candidates: dict[str, list], threshold: float) -> Callable[[str], 
         top = candidates[text][0]
         return int(top.answer_id) if top.similarity >= threshold else None
     return given
+
+
+def by_offer(candidates: dict[str, list], synonyms) -> Callable[[str], int | None]:
+    """The answer a question is given or, failing that, offered (`bot.verified.matching.decide`):
+    what the asker can reach in one click."""
+    from bot.verified.matching import decide
+
+    def reached(text: str) -> int | None:
+        decision = decide(text, candidates[text], synonyms)
+        match = decision.given or decision.offered
+        return None if match is None else match.answer_id
+    return reached
 
 
 def by_rule(candidates: dict[str, list], synonyms) -> Callable[[str], int | None]:
