@@ -257,6 +257,39 @@ def verified_offer_cli(answer_id: int, question: str) -> str:
     return f"✅ A verified answer may answer this: “{question}” — `kb answers show {answer_id}`"
 
 
+def verified_offer(question: str) -> str:
+    """Slack's line under an answer when a verified answer may be the one asked for (`question`: escaped)."""
+    return f"✅ A verified answer exists for a question like yours: “{question}”"
+
+
+VERIFIED_OFFER_BUTTON = "Show it"
+VERIFIED_OFFER_GONE = ("That verified answer can't be shown here: it has been retired, or it is not for this "
+                       "conversation.")
+VERIFIED_OFFER_SHOWN = "That verified answer has been shown here already."
+SUGGESTED_QUESTIONS = "Suggested questions for verified answers"
+SUGGESTED_HINT = ("People took these verified answers when Docent offered them. *Add as a question* makes the wording "
+                  "one of the answer's questions (given it from then on); `kb answers suggestions` lists them all.")
+SUGGESTION_NOT_A_VERIFIER = "Only the verifiers of the channel it was asked in (or admins) can do that."
+
+
+def suggestion_added(suggestion_id: int, answer_id: int) -> str:
+    return f"✅ Suggested question {suggestion_id} is now one of verified answer #{answer_id}'s questions."
+
+
+def suggestion_dismissed(suggestion_id: int) -> str:
+    return f"Suggested question {suggestion_id} dismissed."
+
+
+def suggestion_failed(why: str) -> str:
+    return f"⚠️ {why}"
+
+
+def suggestions_waiting(count: int) -> str:
+    """The weekly digest's line when suggested questions wait for a verifier."""
+    return (f"📝 {count} suggested question{'s' if count != 1 else ''} for verified answers "
+            f"wait{'s' if count == 1 else ''} for a verifier (App Home, or `kb answers suggestions`).")
+
+
 SHARE_VERIFIED_REFUSED = ("I can't share this answer here: it is a verified answer that is not for this conversation, "
                           "or it has been retired since. It stays visible only to you.")
 VERIFIED_DUE = "Verified answers due for review"

@@ -35,6 +35,7 @@ from bot.slack.listeners import (
     help_channels,
     home_tab,
     questions,
+    verified_offer,
     verify,
 )
 from bot.slack.resync_runs import Resyncs
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
-LISTENERS = (conversation, help_channels, answered_gaps, questions, access_changes, commands, feedback, verify, home_tab,
-             assistant)
+LISTENERS = (conversation, help_channels, answered_gaps, questions, access_changes, commands, feedback, verified_offer,
+             verify, home_tab, assistant)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:

@@ -9,8 +9,9 @@ and ends with a pointer to its first source, where the full text lives.
 Layout of an answer: for an uncertain one, a ":warning: I'm not sure this answers it — check
 [1]." line first; for a verified one (`bot.verified`), "✅ Verified answer — by @Dana, 2 Dec
 2026" (the verifier a mention; "due for review since …" when it is) first, then its text as
-verified; the answer text (its lead sentences, then the passages; one or more sections), an
-optional note (e.g. the LLM fell back), a "Sources" context block (up to 5 numbered links:
+verified; the answer text (its lead sentences, then the passages; one or more sections), for an
+answer offered a verified one (`offer_block`: its verified question, "Show it"), an optional
+note (e.g. the LLM fell back), a "Sources" context block (up to 5 numbered links:
 title › heading path, last updated; a verified answer's cited pages first) — "Nearest pages"
 when nothing was found — optionally who shared it and the vote tally,
 then the 👍 / 👎 buttons (and "Share in channel" on a private answer).
@@ -45,6 +46,8 @@ VOTES_BLOCK = "docent_votes"
 SOURCES_BLOCK = "docent_sources"
 UNCERTAIN_BLOCK = "docent_uncertain"  # the "not sure this answers it" line above an uncertain answer
 VERIFIED_BLOCK = "docent_verified"  # "✅ Verified answer — by @Dana, 2 Dec 2026" above a verified answer
+OFFER_BLOCK = "docent_verified_offer"  # "A verified answer exists for a question like yours: …" [Show it]
+ACTION_OFFER_SHOW = "verified_offer_show"  # value: "<verified answer id> <the answer's id in the query log>"
 REASON_CALLBACK = "docent_vote_reason"
 REASON_BLOCK = "reason"
 REASON_INPUT = "text"
@@ -63,7 +66,8 @@ def answer_blocks(
     """The whole answer message. `share` adds the "Share in channel" button (private answers);
     `shared_by` (a user id) credits whoever shared it, with the `question` the channel did not
     see; `votes` shows the tally so far."""
-    tail: list[Block] = []
+    offer = offered(answer)
+    tail: list[Block] = [offer_block(*offer, answer.id)] if offer else []
     if answer.searched:  # a typo was repaired: say what was searched, so a wrong repair is seen
         tail.append(_context([neutralise(f"_Searched for “{escape(_clip(answer.searched, 300))}”_")]))
     if answer.note:
@@ -90,6 +94,28 @@ def answer_blocks(
         for i, part in enumerate(sections)
     ]
     return head + body + tail
+
+
+def offered(answer: Answer) -> tuple[int, str] | None:
+    """The verified answer offered beside this one — (its id, its verified question) — from the
+    answer as given, or, shown again from the query log, from its signals; None when none was."""
+    if answer.verified is not None:
+        return None
+    if answer.verified_offer is not None:
+        return answer.verified_offer.answer_id, answer.verified_offer.question
+    signals = answer.signals or {}
+    offer_id, question = signals.get("verified_offer_id"), signals.get("verified_offer_question")
+    if isinstance(offer_id, int) and not isinstance(offer_id, bool) and isinstance(question, str):
+        return offer_id, question
+    return None
+
+
+def offer_block(offer_id: int, question: str, answer_id: str) -> Block:
+    """The offer under the answer: its verified question (text people wrote: escaped, no pings) and
+    the "Show it" button (`bot.slack.listeners.verified_offer`)."""
+    text = neutralise(messages.verified_offer(escape(_clip(" ".join(question.split()), 300))))
+    return {"type": "section", "block_id": OFFER_BLOCK, "text": {"type": "mrkdwn", "text": text},
+            "accessory": _button(messages.VERIFIED_OFFER_BUTTON, ACTION_OFFER_SHOW, f"{offer_id} {answer_id}")}
 
 
 def uncertain_head(answer: Answer, citations: dict[int, str]) -> tuple[list[Block], str]:

@@ -10,6 +10,7 @@
 - `commands` — the `/kb` router and `help` / `ask` / `status`; `resync_command` (`/kb resync`) and
   `channel_command` (`/kb channel`) are its sub-commands;
 - `feedback` — 👍 / 👎 votes, the 👎 form, Share in channel;
+- `verified_offer` — **Show it**: the verified answer offered beside the wiki's, given when taken;
 - `verify` — the **Verify as the answer** shortcut and the App Home's Verify button;
 - `home_tab` — the App Home tab;
 - `assistant` — suggested prompts in Slack's AI-app threads.
