@@ -179,3 +179,14 @@ def test_a_word_wordnet_calls_a_synonym_is_no_swap():
     assert given("misplaced my office badge, who do I contact?", "I lost my office badge, who do I contact?", 0.8)
     assert not given("is breakfast provided in the lisbon office?", "Is lunch provided in the Lisbon office?", 0.9)
     assert not given("can i get parcels delivered to the lisbon office", packages, 0.85)  # names still decide
+
+
+def test_numbers_are_compared_as_values_however_written():
+    orders = "Who approves purchase orders over $10,000?"
+    assert given("approver for purchase orders over ten thousand dollars?", orders, 0.84)
+    assert given("who approves purchase orders above 10k", orders, 0.8)
+    assert not given("who approves purchase orders over $25,000", orders, 0.9)
+    rooftop = "Can I use the rooftop terrace at the Lisbon office after 6pm?"
+    assert given("can i use the lisbon office rooftop terrace after 18:00", rooftop, 0.85)
+    assert not given("can i use the lisbon office rooftop terrace after 19:00", rooftop, 0.85)
+    assert [w.term for w in key_terms("our 401k plan")] == ["401", "k", "plan"]  # a plan's name, not 401,000

@@ -34,7 +34,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot import chinese_numerals
+from bot import chinese_numerals, english_numbers
 
 if TYPE_CHECKING:
     from bot.answering.lead import LeadSentence
@@ -101,15 +101,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 # -- numbers -----------------------------------------------------------------------------------
 
-_WORD_VALUES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())} | {w: 10 * i for i, w in enumerate(
-        "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-_WORD_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _UNIT_WORDS = (r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|quarters?|times?|business|working|calendar"
                r"|percent|dollars?|euros?|pounds?|people|persons?|employees?|sessions?|shifts?|blocks?|nights?)")
-_WORD = "|".join(sorted([*_WORD_VALUES, *_WORD_SCALES], key=len, reverse=True))
-_WORD_NUMBER = re.compile(rf"\b(?:{_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD}))*\b", re.IGNORECASE)
 _DIGIT_NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.,])(?P<num>\d+(?:[.,]\d+)*)(?:\s?(?P<scale>thousand|million|billion|bn|万|千|亿)(?![A-Za-z]))?"
     r"(?:(?P<money>[kKmM])(?![A-Za-z]))?")
@@ -141,20 +134,6 @@ def _digit_values(num: str) -> tuple[list[str], list[str]]:
     if re.fullmatch(r"\d+,\d+", num):  # 1,5: a European decimal, or a list
         return [_key(float(num.replace(",", ".")))], [_key(float(p)) for p in num.split(",")]
     return [num], [_key(float(p)) for p in re.split(r"[.,]", num)]
-
-
-def word_value(words: str) -> int:
-    """An English number in words: "twenty-five" → 25, "one hundred and fifty" → 150."""
-    total = current = 0
-    for word in re.split(r"[\s-]+", words.lower()):
-        if word in _WORD_VALUES:
-            current += _WORD_VALUES[word]
-        elif word == "hundred":
-            current = (current or 1) * 100
-        elif word in _WORD_SCALES:
-            total += (current or 1) * _WORD_SCALES[word]
-            current = 0
-    return total + current
 
 
 class Claim:
@@ -205,13 +184,14 @@ def claims(text: str) -> list[Claim]:
         if scale != 1 and re.fullmatch(r"\d+(?:\.\d+)?", said[0]):
             said = [_key(float(said[0]) * scale)]
         found.append(Claim(said, _said(text, m.start(), m.end()), _unit(text, m.end())))
-    for m in _WORD_NUMBER.finditer(text):
+    for m in english_numbers.NUMBER.finditer(text):
         words = m.group(0)
         if words.lower() in ("one", "zero") and not _COUNTS.match(text, m.end()):
             continue  # "no one", "one of": a number only when it counts something ("one-year cliff")
-        if set(re.split(r"[\s-]+", words.lower())) <= {"and", *_WORD_SCALES} or _AFTER_DIGIT.search(_before(text, m.start())):
+        scale_only = set(re.split(r"[\s-]+", words.lower())) <= {"and", *english_numbers.SCALES}
+        if scale_only or _AFTER_DIGIT.search(_before(text, m.start())):
             continue  # "million" alone, or the scale of a number in digits ("1.5 million": one claim)
-        found.append(Claim([_key(word_value(words))], _said(text, m.start(), m.end()), _unit(text, m.end())))
+        found.append(Claim([_key(english_numbers.value(words))], _said(text, m.start(), m.end()), _unit(text, m.end())))
     for m in chinese_numerals.counted(text):
         run = m.group(0)
         if text[max(0, m.start() - 1):m.start()] == "第" and run == "一":
@@ -241,8 +221,8 @@ def held_values(text: str) -> set[str]:
         values.add(_key(float(m.group(0))))
     for m in _RANGE.finditer(text):  # "3–5 days": 3 days too
         add([_key(float(m.group(1)))], m.end())
-    for m in _WORD_NUMBER.finditer(text):
-        add([_key(word_value(m.group(0)))], m.end())
+    for m in english_numbers.NUMBER.finditer(text):
+        add([_key(english_numbers.value(m.group(0)))], m.end())
     for m in chinese_numerals.NUMERAL.finditer(text):
         add([_key(chinese_numerals.value(m.group(0)))], m.end())
     for m in re.finditer(r"(\d+(?:\.\d+)?)\s?([万千亿])", text):

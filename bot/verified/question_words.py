@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bot import chinese_numerals
+from bot import chinese_numerals, english_numbers
 from indexing.keyword import bm25
 
 MAX_CHARS = 1_000  # a longer text (a pasted log) is compared by its start: no verified question is that long
@@ -53,6 +53,12 @@ _ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
     "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
     "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
 _ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")  # 10,000
+_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
+# "10k", "$1.5m", "2 million": a bare "m" only after a currency sign ("5m" may be minutes or metres)
+_SCALED = re.compile(r"(?<![\w.])([$€£]\s?)?(\d+(?:\.\d+)?)\s?(k|m|thousand|million|bn|billion)\b", re.IGNORECASE)
+_PLANS = {"401", "403", "457"}  # "401k" and its kind name plans
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s?([ap])\.?m\b\.?|\b(\d{1,2}):(\d{2})\b", re.IGNORECASE)
 _LETTERS_AND_DIGITS = re.compile(r"\d+|\D+")  # "W2" is "W 2", "iso27001" is "iso 27001": as "W-2", "ISO 27001"
 # A lone Chinese numeral counts before these too: 九点 (nine o'clock), 三楼 / 三层 (the third floor)
 _CJK_MEASURE = chinese_numerals.MEASURE_WORDS | frozenset("点楼层")
@@ -90,8 +96,41 @@ def variant_terms(variant: str, table: SynonymTable) -> tuple[Word, ...]:
 
 
 def analyse(text: str, table: SynonymTable) -> tuple[Word, ...]:
-    words = _words(unicodedata.normalize("NFKC", text))  # "ＬＩＳＢＯＮ" is "LISBON"
+    words = _words(numbers_as_digits(unicodedata.normalize("NFKC", text)))  # "ＬＩＳＢＯＮ" is "LISBON"
     return _apply_synonyms(words, _synonym_groups(table)) if table else words
+
+
+def numbers_as_digits(text: str) -> str:
+    """Every way of writing a number the same way, so numbers are compared as values: "$10,000",
+    "10k" and "ten thousand" are 10000; "6pm", "18:00" and "6 p.m." are 18 (and "6:30pm" 1830).
+    A lone small number word stays a word here (`_number` reads it: "one of the rooms" is none)."""
+    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    text = _SCALED.sub(_scaled, text)
+    text = _CLOCK.sub(_clock, text)
+    return english_numbers.NUMBER.sub(_spelt, text)
+
+
+def _scaled(m: re.Match[str]) -> str:
+    currency, number, scale = m.group(1), m.group(2), m.group(3).lower()
+    if scale == "k" and number in _PLANS or scale == "m" and not currency:
+        return m.group(0)  # "401k": a retirement plan, not 401,000; "5m": minutes or metres
+    value = float(number) * _SCALES[scale]
+    return f"{value:.0f}" if value.is_integer() else m.group(0)
+
+
+def _clock(m: re.Match[str]) -> str:
+    hour, minutes, half = int(m.group(1) or m.group(4)), int(m.group(2) or m.group(5) or 0), (m.group(3) or "").lower()
+    if half and not 1 <= hour <= 12 or hour > 23 or minutes > 59:
+        return m.group(0)
+    hour = hour % 12 + (12 if half == "p" else 0) if half else hour
+    return f"{hour}{minutes:02d}" if minutes else str(hour)
+
+
+def _spelt(m: re.Match[str]) -> str:
+    words = m.group(0)
+    several = len(re.split(r"[\s-]+", words.strip())) > 1
+    return str(english_numbers.value(words)) if several and set(re.split(r"[\s-]+", words.lower())) - {"and"} - set(
+        english_numbers.SCALES) else words
 
 
 def _words(text: str) -> tuple[Word, ...]:
