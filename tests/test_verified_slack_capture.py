@@ -143,6 +143,25 @@ def test_submitting_the_form_stores_the_answer_with_the_chosen_scopes_and_says_s
     assert [(a.allowed, a.result) for a in admin_actions(own, LEAD)][-1] == (True, f"{new[0].id} (Slack, CHR/{reply['ts']})")
 
 
+def test_a_message_verified_again_updates_its_answer_rather_than_adding_another(verifying, slack):
+    """The same reply verified twice (a second wording, the text corrected): one live answer, both
+    wordings, the text and review date as verified the second time — never two answers to choose from."""
+    bot, own = verifying
+    _, reply = thread(slack, "CHR")
+    before = {a.id for a in verified(own)}
+    first = submit(bot, form_for(bot, slack, shortcut(LEAD, "CHR", reply)), LEAD, question=BADGE,
+                   answer="At the front desk on floor 2.", scopes=["hr"], review_by=in_days(30))
+    assert first.status_code == 200
+    slack.wait_for(lambda: [a for a in verified(own) if a.id not in before])
+    second = submit(bot, form_for(bot, slack, shortcut(LEAD, "CHR", reply)), LEAD, question="lost my badge, where do I get one?",
+                    answer="At the front desk on floor 3 since May.", scopes=["hr"], review_by=in_days(60))
+    assert second.status_code == 200
+    slack.wait_for(lambda: [a for a in verified(own) if a.id not in before and a.review_by.isoformat() == in_days(60)])
+    new = [a for a in verified(own) if a.id not in before]
+    assert [(a.questions, a.answer, a.review_by.isoformat(), a.retired) for a in new] == [
+        ([BADGE, "lost my badge, where do I get one?"], "At the front desk on floor 3 since May.", in_days(60), False)]
+
+
 def test_a_member_of_a_verifier_group_may_verify_and_is_offered_only_the_channels_scopes(verifying, slack):
     bot, _ = verifying
     _, reply = thread(slack, PUB)

@@ -105,7 +105,22 @@ def add(session: Session, embedder: Embedder, change: Change, *, questions: Sequ
         scopes: Sequence[str], review_by: date, cites: Sequence[str] = (), verified_by: str | None = None,
         verified_at: datetime | None = None, channel_id: str | None = None, message_ts: str | None = None) -> int:
     """Store a new verified answer; returns its id. `verified_at`: now, unless it was verified
-    before (an imported file). The caller commits."""
+    before (an imported file). A Slack message verified again while its answer is live updates that
+    answer — its questions gain the new ones, the rest is as verified now — rather than giving
+    people two answers to choose from. The caller commits."""
+    if channel_id and message_ts:
+        again = session.exec(select(VerifiedAnswerRow).where(
+            VerifiedAnswerRow.channel_id == channel_id, VerifiedAnswerRow.message_ts == message_ts,
+            col(VerifiedAnswerRow.retired_at).is_(None))).first()
+        if again is not None:
+            assert again.id is not None
+            known = [q for (q,) in session.execute(select(VerifiedQuestionRow.question).where(
+                VerifiedQuestionRow.answer_id == again.id).order_by(col(VerifiedQuestionRow.position))).all()]
+            seen = {q.casefold() for q in known}
+            edit(session, embedder, again.id, questions=[*known, *(q for q in clean_questions(questions)
+                                                                   if q.casefold() not in seen)],
+                 answer=answer, scopes=scopes, review_by=review_by, reverify_by=(verified_by or change.actor).strip())
+            return again.id
     row = VerifiedAnswerRow(answer=clean_answer(answer), verified_by=(verified_by or change.actor).strip(),
                             verified_at=verified_at or utcnow(), revision=_next_revision(session),
                             scopes=clean_scopes(scopes), cites=[_cite_json(c) for c in citations(session, cites)],
