@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from bot.answering import LanguageModel, LLMClient
     from bot.records import GapsReport, Listing
-    from bot.verified import Change, Given, Offered
+    from bot.verified import Change, Given, Offered, suggestions
     from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
@@ -132,6 +132,17 @@ class KnowledgeBase:
                                   scopes=scopes, review_by=review_by, channel_id=channel_id, message_ts=message_ts)
             session.commit()
         return answer_id
+
+    def accept_suggestion(self, change: Change, suggestion_id: int) -> suggestions.Suggestion:
+        """Add a suggested question to its verified answer's questions (`bot.verified.suggestions.accept`:
+        embedded by the index's embedder), committed. For the App Home's button
+        (`bot.slack.listeners.suggested`), which holds no embedder."""
+        from bot.verified import suggestions
+
+        with self.index.session() as session:
+            done = suggestions.accept(session, self.index.embedder, suggestion_id, change)
+            session.commit()
+        return done
 
     def status(self, audience: Audience = OPERATOR) -> IndexStatus:
         """What is indexed and how the last syncs went — only what `audience` may learn.

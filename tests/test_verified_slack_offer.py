@@ -12,21 +12,30 @@ what it added: the session's index is shared.
 
 from __future__ import annotations
 
+import time
 import uuid
 
+from slack_sdk import WebClient
 from sqlmodel import select
 
+from tests.support.slack_api_server import BOT_TOKEN, TEAM
 from tests.support.slack_harness import (
-    all_text, button, click, mention, message, new_channel, posts_in, query_rows, wait_until)
-from tests.test_verified_slack_giving import VERIFIER, as_posted, dms_to, provenance, today, verified
+    ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows, wait_until)
+from tests.test_verified_slack_giving import VERIFIER, as_posted, dms_to, open_home, provenance, today, verified
 
 from bot import messages
+from bot.knowledge import KnowledgeBase
+from bot.records.question_log import AdminAction
 from bot.slack import blocks
+from bot.slack.digest import post_digest
+from bot.slack.home_blocks import ACTION_SUGGESTION_ADD, ACTION_SUGGESTION_DISMISS
+from bot.verified import store, suggestions
 from bot.verified.records import VerifiedSuggestionRow
 
 BROADBAND = "Can I expense my home internet bill?"
 BROADBAND_ANSWER = "Yes: up to 30 EUR a month, with the bill attached to the expense claim."
 ASKED = "expensing home broadband?"
+ASKER = "U0ASKER1"
 
 
 def offer(sent: list[dict]) -> dict | None:
@@ -47,7 +56,8 @@ def suggested(index, answer_id: int) -> list[VerifiedSuggestionRow]:
 def offered_in(bot, slack, channel: str, **where) -> tuple[dict, object]:
     """Ask ASKED in `channel` (a mention; `dm=` a user: a direct message); the answer posted, and the offer."""
     dm = where.get("dm")
-    event = message(ASKED, channel, channel_type="im", user=dm) if dm else mention(ASKED, channel)
+    event = message(ASKED, channel, channel_type="im", user=dm) if dm else mention(ASKED, channel,
+                                                                                  user=where.get("user", "U1"))
     bot.event(event)
     post = slack.wait_for(lambda: posts_in(slack, channel))[0]
     return event, post
@@ -162,3 +172,96 @@ def test_a_retired_answers_button_is_refused_to_the_clicker_and_posts_nothing(bo
     bot.wait_idle()
     assert refused["text"] == messages.VERIFIED_OFFER_GONE and refused["response_type"] == "ephemeral"
     assert len(posts_in(slack, channel)) == 1 and suggested(index, answer_id) == []
+
+
+# -- suggested questions: the App Home, the digest ------------------------------------------------
+
+
+def home_click(action_id: str, value: str, user: str) -> dict:
+    """A button on the App Home, as Slack sends it (a view, not a message, holds it)."""
+    return {"type": "block_actions", "team": {"id": TEAM, "domain": "acme"},
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM}, "api_app_id": "A0DOCENT",
+            "token": "legacy", "trigger_id": f"{time.time()}.trigger",
+            "container": {"type": "view", "view_id": "VHOME" + user},
+            "view": {"id": "VHOME" + user, "type": "home", "blocks": []},
+            "actions": [{"action_id": action_id, "block_id": "docent_suggestion", "value": value, "type": "button",
+                         "action_ts": str(time.time())}]}
+
+
+def suggestion_buttons(view: dict, suggestion_id: int) -> dict[str, dict]:
+    block = next(b for b in view["blocks"] if b.get("block_id") == f"docent_suggestion_{suggestion_id}")
+    return {e["action_id"]: e for e in block["elements"]}
+
+
+def republished(bot, slack, user: str, payload: dict) -> dict:
+    """Send a click on `user`'s App Home; their Home as published again after it."""
+    slack.homes.pop(user, None)
+    bot.interaction(payload)
+    view = slack.wait_for(lambda: slack.homes.get(user), timeout=60)
+    bot.wait_idle()
+    return view
+
+
+def accepted_by(index, user: str, action: str) -> list[AdminAction]:
+    with index.session() as s:
+        return list(s.exec(select(AdminAction).where(AdminAction.user_id == user, AdminAction.action == action)))
+
+
+def test_the_app_home_lists_suggested_questions_and_a_verifier_adds_or_dismisses_them(bot, slack, index):
+    with verified(index, BROADBAND, BROADBAND_ANSWER) as answer_id:
+        channel = new_channel()
+        _, post = offered_in(bot, slack, channel, user=ASKER)
+        bot.interaction(click(blocks.ACTION_OFFER_SHOW, show_button(post.params["blocks"])["value"], user=ASKER,
+                              channel=channel, response_url=slack.response_url("home-" + uuid.uuid4().hex[:8]),
+                              message=as_posted(post)))
+        taken = slack.wait_for(lambda: suggested(index, answer_id))[0]
+        with index.session() as s:
+            other = suggestions.suggest(s, answer_id, "is the phone line <!here> covered too?", "U4", channel)
+            s.commit()
+        assert other is not None
+
+        home = open_home(bot, slack, ADMIN)
+        text = all_text(home["blocks"])
+        listed = text.split(messages.SUGGESTED_QUESTIONS, 1)[1]
+        assert f"*#{answer_id}* “{BROADBAND}”" in listed and f"➕ “{ASKED}” — asked by <@{ASKER}> in <#{channel}>" in listed
+        assert "“is the phone line &lt;!here&gt; covered too?”" in listed, "escaped, no ping"
+        add = suggestion_buttons(home, taken.id)[ACTION_SUGGESTION_ADD]
+        assert add["text"]["text"] == "Add as a question" and add["value"] == str(taken.id)
+        assert messages.SUGGESTED_QUESTIONS not in all_text(open_home(bot, slack, ASKER)["blocks"]), "verifiers only"
+
+        refused = republished(bot, slack, "U9", home_click(ACTION_SUGGESTION_ADD, str(taken.id), "U9"))
+        assert messages.SUGGESTION_NOT_A_VERIFIER in all_text(refused["blocks"])
+        assert [(a.allowed, a.argument) for a in accepted_by(index, "U9", "answers accept")] == [(False, str(taken.id))]
+        assert suggested(index, answer_id)[0].status == "open"
+
+        done = republished(bot, slack, ADMIN, home_click(ACTION_SUGGESTION_ADD, str(taken.id), ADMIN))
+        assert messages.suggestion_added(taken.id, answer_id) in all_text(done["blocks"])
+        assert f"“{ASKED}”" not in all_text(done["blocks"]).split(messages.SUGGESTED_QUESTIONS, 1)[1], "no longer open"
+        assert [a.allowed for a in accepted_by(index, ADMIN, "answers accept")][-1] is True
+        with index.session() as s:
+            assert store.get(s, answer_id).questions == [BROADBAND, ASKED]
+
+        again = new_channel()  # the next identical question is given the verified answer
+        bot.event(mention(ASKED, again))
+        given = slack.wait_for(lambda: posts_in(slack, again))[0].params["blocks"]
+        assert provenance(given) == f"✅ Verified answer — by <@{VERIFIER}>, {today()}" and offer(given) is None
+
+        dismissed = republished(bot, slack, ADMIN, home_click(ACTION_SUGGESTION_DISMISS, str(other), ADMIN))
+        assert messages.suggestion_dismissed(other) in all_text(dismissed["blocks"])
+        assert {s.id: s.status for s in suggested(index, answer_id)} == {taken.id: "added", other: "dismissed"}
+        with index.session() as s:
+            assert store.get(s, answer_id).questions == [BROADBAND, ASKED], "dismissed: the answer as it was"
+
+
+def test_the_weekly_digest_counts_the_suggested_questions_waiting(slack, index, bot):
+    channel = "CDIGEST" + uuid.uuid4().hex[:4].upper()
+    client = WebClient(token=BOT_TOKEN, base_url=slack.api_url)
+    with verified(index, BROADBAND, BROADBAND_ANSWER) as answer_id:
+        with index.session() as s:
+            assert suggestions.suggest(s, answer_id, ASKED, "U1", "C0HELP001") is not None
+            s.commit()
+        with index.session() as s:
+            waiting = len(suggestions.listing(s))
+        post_digest(bot_settings(slack, kb_digest_channel=channel), KnowledgeBase(index, []), client, channel)
+    text = all_text(posts_in(slack, channel)[-1].params["blocks"])
+    assert messages.suggestions_waiting(waiting) in text

@@ -35,6 +35,7 @@ from bot.slack.listeners import (
     help_channels,
     home_tab,
     questions,
+    suggested,
     verified_offer,
     verify,
 )
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 
 # Every listener module, each with `register(app, services)`: a new Slack feature is one more entry.
 LISTENERS = (conversation, help_channels, answered_gaps, questions, access_changes, commands, feedback, verified_offer,
-             verify, home_tab, assistant)
+             verify, home_tab, suggested, assistant)
 
 
 def slack_access(settings: Settings, client: WebClient | None) -> SlackAccess:

@@ -8,7 +8,7 @@ lock): with several `kb serve` replicas on one database, only the scheduler's le
 Page titles in the digest are limited to the access scopes visible in that channel (as if asked
 there); the questions themselves are shown, so the channel should be the wiki owners' own. The
 verified answers due for review (`bot.slack.verified_review`) visible there head it, when there
-are any.
+are any, and one line counts the suggested questions waiting for a verifier (`bot.verified.suggestions`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from bot import messages
 from bot.slack.home_blocks import due_blocks, gaps_blocks
 from bot.slack.verified_review import due_for_review
+from bot.verified import suggestions
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -108,7 +110,9 @@ def post_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, channe
                       lambda said_in: access.audience(said_in, None, narrow=False).scopes or ())
     report = kb.gaps(days, scopes=scopes, listing=listing)
     due = due_for_review(kb.index, scopes)
-    message = digest_blocks(report, due)
+    with kb.index.session() as session:
+        waiting = len(suggestions.listing(session))
+    message = digest_blocks(report, due, waiting)
     c = report.current
     text = (f"Docent's weekly gaps: {c.questions} questions, {c.not_found} not found, {c.uncertain} uncertain, "
             f"👎 {c.down}" + (f", {len(due)} verified answers due for review" if due else ""))
@@ -117,13 +121,16 @@ def post_digest(settings: Settings, kb: KnowledgeBase, client: WebClient, channe
     return ts
 
 
-def digest_blocks(report: GapsReport, due: list[VerifiedAnswer] | None = None) -> list[Block]:
-    """The digest message: the gaps report, after the verified answers due for review when there are any."""
+def digest_blocks(report: GapsReport, due: list[VerifiedAnswer] | None = None, suggested: int = 0) -> list[Block]:
+    """The digest message: the gaps report, after the verified answers due for review and the count
+    of suggested questions waiting, when there are any."""
     head = {"type": "header", "text": {"type": "plain_text", "text": "📋 Docent's weekly gaps digest", "emoji": True}}
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
         f"The last {report.days} days to {report.generated_at:%Y-%m-%d %H:%M} UTC, against the {report.days} before. "
         f"`kb gaps --days {report.days}` prints the same in a terminal.")}]}
-    body: list[Block] = [head, note, *(due_blocks(due) if due else []), *gaps_blocks(report)]
+    waiting = [{"type": "context", "elements": [{"type": "mrkdwn", "text": messages.suggestions_waiting(suggested)}]}]
+    body: list[Block] = [head, note, *(due_blocks(due) if due else []), *(waiting if suggested else []),
+                         *gaps_blocks(report)]
     if len(body) > MESSAGE_BLOCKS:
         body = body[: MESSAGE_BLOCKS - 1] + [{"type": "context", "elements": [
             {"type": "mrkdwn", "text": "…shortened to fit Slack: `kb gaps` has the rest."}]}]

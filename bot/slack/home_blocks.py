@@ -4,7 +4,9 @@ Everyone sees how to ask, example questions (the most asked that were answered) 
 last questions with their outcomes. Admins (`KB_ADMIN_USERS`) also see the index's health — per
 source its pages, failed and skipped pages with reasons, last sync and last refused sync, with a
 button to resync it — the verified answers due for review (`due_blocks`), and the gaps report
-(`bot.records.gaps`).
+(`bot.records.gaps`). Admins and channels' verifiers see the suggested questions for verified
+answers (`suggested_blocks`), each with **Add as a question** and **Dismiss**
+(`bot.slack.listeners.suggested`).
 
 What a member sees is decided by whoever gathers the data (`bot.slack.listeners.home_tab`): this module renders
 what it is given. Slack rejects a Home view over `MAX_BLOCKS` blocks or with a section text over
@@ -17,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import messages
 from bot.records import GapsReport, candidate_outcomes, summary_lines
 from bot.slack.blocks import Block
 from bot.slack.mrkdwn import escape, link, neutralise
 from bot.slack.verify_form import ACTION_VERIFY_GAP
-from bot.verified import VerifiedAnswer
+from bot.verified import VerifiedAnswer, slack_user
+
+if TYPE_CHECKING:
+    from bot.verified import suggestions
 
 MAX_BLOCKS = 100  # Slack: blocks in a Home tab view
 SECTION_CHARS = 3000  # Slack: a section's text
@@ -35,6 +40,9 @@ ANSWERS_SHOWN = 10  # answered-by-people gaps shown (each a block)
 DUE_SHOWN = 10  # verified answers due for review listed (a line each; `kb answers list --due` has all)
 ACTION_RESYNC = "docent_home_resync"
 ACTION_REFRESH = "docent_home_refresh"
+ACTION_SUGGESTION_ADD = "docent_suggestion_add"  # value: the suggested question's id
+ACTION_SUGGESTION_DISMISS = "docent_suggestion_dismiss"
+SUGGESTED_SHOWN = 10  # suggested questions listed (two blocks each; `kb answers suggestions` has all)
 OUTCOME = {"answered": "✅ answered", "uncertain": "🤔 not sure", "not_found": "❓ not found", "failed": "⚠️ failed"}
 
 
@@ -72,6 +80,7 @@ class HomeData:
     note: str | None = None  # e.g. "Resync of wiki started"
     verifiable: set[tuple[str, str]] = field(default_factory=set)  # answered gaps (channel, thread) they may verify
     due: list[VerifiedAnswer] | None = None  # verified answers due for review (admins: `verified_review.due_for_review`)
+    suggested: list[suggestions.Suggestion] | None = None  # suggested questions they may add (None: no verifier, no section)
 
 
 def home_view(data: HomeData) -> dict[str, Any]:
@@ -87,6 +96,8 @@ def home_view(data: HomeData) -> dict[str, Any]:
         blocks.append(_section("\n".join(_asked_line(q) for q in data.mine)))
     else:
         blocks.append(_context("You have not asked anything yet."))
+    if data.suggested is not None:
+        blocks += suggested_blocks(data.suggested)
     if data.is_admin:
         blocks += admin_blocks(data)
     return {"type": "home", "blocks": fit(blocks)}
@@ -123,6 +134,25 @@ def due_blocks(due: list[VerifiedAnswer]) -> list[Block]:
     if len(due) > DUE_SHOWN:
         lines.append(f"…and {len(due) - DUE_SHOWN} more (`kb answers list --due`).")
     return blocks + [_section("\n".join(lines)), _context(messages.VERIFIED_DUE_HINT)]
+
+
+def suggested_blocks(suggested: list[suggestions.Suggestion]) -> list[Block]:
+    """Questions people took a verified answer for (`bot.verified.suggestions`): the answer's id and
+    verified question, the wording to add, who asked where; Add as a question / Dismiss."""
+    blocks: list[Block] = [{"type": "divider"}, _header(messages.SUGGESTED_QUESTIONS)]
+    if not suggested:
+        return blocks + [_context("None.")]
+    for s in suggested[:SUGGESTED_SHOWN]:
+        who = f"<@{s.asked_by}>" if slack_user(s.asked_by) else _plain(s.asked_by, 40)
+        where = f" in <#{s.channel_id}>" if s.channel_id and s.channel_id.isalnum() else ""
+        blocks.append(_section(f"*#{s.answer_id}* “{_plain(s.verified_question, 200)}”\n"
+                               f"➕ “{_plain(s.question, 300)}” — asked by {who}{where}, {s.asked_at:%b %d}"))
+        blocks.append({"type": "actions", "block_id": f"docent_suggestion_{s.id}", "elements": [
+            {**_button("Add as a question", ACTION_SUGGESTION_ADD, str(s.id)), "style": "primary"},
+            _button("Dismiss", ACTION_SUGGESTION_DISMISS, str(s.id))]})
+    if len(suggested) > SUGGESTED_SHOWN:
+        blocks.append(_context(f"…and {len(suggested) - SUGGESTED_SHOWN} more (`kb answers suggestions`)."))
+    return blocks + [_context(messages.SUGGESTED_HINT)]
 
 
 def gaps_blocks(report: GapsReport, verifiable: Collection[tuple[str, str]] = ()) -> list[Block]:

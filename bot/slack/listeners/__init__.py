@@ -13,6 +13,7 @@
 - `verified_offer` — **Show it**: the verified answer offered beside the wiki's, given when taken;
 - `verify` — the **Verify as the answer** shortcut and the App Home's Verify button;
 - `home_tab` — the App Home tab;
+- `suggested` — the App Home's Add as a question / Dismiss on suggested questions for verified answers;
 - `assistant` — suggested prompts in Slack's AI-app threads.
 
 They use `bot.slack.services.Services` and the support modules beside it in `bot.slack`; no support

@@ -13,7 +13,10 @@ What each person may see is decided here, then `bot.slack.home_blocks` renders i
 - an admin (`KB_ADMIN_USERS`) also gets the index health of every configured source and the
   gaps report, with all titles: the Home tab is theirs alone — except the questions people
   answered in channels, shown only where the admin's own scopes cover that channel's, and the
-  verified answers due for review, only those the admin could be given (`bot.slack.verified_review`).
+  verified answers due for review, only those the admin could be given (`bot.slack.verified_review`);
+- the suggested questions for verified answers (`bot.verified.suggestions`): an admin sees those
+  of the answers they could be given; a channel's `verifiers` (`bot.slack.listeners.verify.verifies_in`)
+  those asked in their channels. Their buttons are `bot.slack.listeners.suggested`'s.
 
 A resync button runs the same background sync as `/kb resync` (`Services.resyncs`, recorded as
 an admin action), and the Home tab is published again when it starts and when it ends. Events
@@ -39,6 +42,7 @@ from bot.slack.listeners.verify import verifies_in
 from bot.slack.resync_runs import summary
 from bot.slack.services import Services
 from bot.slack.verified_review import due_for_review
+from bot.verified import store, suggestions
 from indexing.search import Outcome
 
 if TYPE_CHECKING:
@@ -91,7 +95,8 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
     is_admin = user in services.settings.admin_users
     visible = visible_in_dm(services, user)
     data = HomeData(user=user, is_admin=is_admin, examples=example_questions(services.db, visible),
-                    mine=own_questions(services.db, services.kb, user, visible), note=note)
+                    mine=own_questions(services.db, services.kb, user, visible), note=note,
+                    suggested=suggested_for(services, user, is_admin, visible))
     if is_admin:
         data.sources = [source_health(pages) for pages in services.kb.source_pages(services.resyncs.names)]
         # the report's titles are all the admin's; what people said in a channel only where the
@@ -103,6 +108,22 @@ def home_data(services: Services, user: str, note: str | None = None) -> HomeDat
                            if verifies_in(services, user, a.channel)}
         data.due = due_for_review(services.db, visible)  # likewise: those the admin may read in their DM
     return data
+
+
+def suggested_for(services: Services, user: str, is_admin: bool, visible: set[str]) -> list[suggestions.Suggestion] | None:
+    """The open suggested questions `user` may add: an admin's, of the answers visible to them; a
+    channel verifier's, asked in their channels; None for anyone else (no section)."""
+    channels = {c for c, settings in services.channels.channels.items()
+                if settings.verifiers and verifies_in(services, user, c)} if not is_admin else set()
+    if not is_admin and not channels:
+        return None
+    with services.db.session() as session:
+        found = suggestions.listing(session)
+        if is_admin:
+            ids = sorted({s.answer_id for s in found})
+            shown = {a.id for a in store.listing(session, ids=ids) if set(a.scopes) & visible}
+            return [s for s in found if s.answer_id in shown]
+    return [s for s in found if s.channel_id in channels]
 
 
 def visible_in_dm(services: Services, user: str) -> set[str]:
