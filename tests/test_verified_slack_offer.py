@@ -20,7 +20,8 @@ from sqlmodel import select
 
 from tests.support.slack_api_server import BOT_TOKEN, TEAM
 from tests.support.slack_harness import (
-    ADMIN, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows, wait_until)
+    ADMIN, SAMPLE_SOURCES, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows,
+    running_bot, wait_until)
 from tests.test_verified_slack_giving import VERIFIER, as_posted, dms_to, open_home, provenance, today, verified
 
 from bot import messages
@@ -36,6 +37,7 @@ BROADBAND = "Can I expense my home internet bill?"
 BROADBAND_ANSWER = "Yes: up to 30 EUR a month, with the bill attached to the expense claim."
 ASKED = "expensing home broadband?"
 ASKER = "U0ASKER1"
+LEAD = "U0LEAD1"  # a channel's verifier (the last test)
 
 
 def offer(sent: list[dict]) -> dict | None:
@@ -265,3 +267,28 @@ def test_the_weekly_digest_counts_the_suggested_questions_waiting(slack, index, 
         post_digest(bot_settings(slack, kb_digest_channel=channel), KnowledgeBase(index, []), client, channel)
     text = all_text(posts_in(slack, channel)[-1].params["blocks"])
     assert messages.suggestions_waiting(waiting) in text
+
+
+def test_a_channels_verifier_sees_and_settles_the_suggestions_of_their_channel_only(slack, index, sample_synced,
+                                                                                    tmp_path):
+    theirs, elsewhere = new_channel(), new_channel()
+    sources = tmp_path / "kb.toml"
+    sample = SAMPLE_SOURCES.read_text().replace('"../../sample-wiki"', f'"{SAMPLE_SOURCES.parents[2] / "sample-wiki"}"')
+    sources.write_text(sample + f'\n[channels.{theirs}]\nverifiers = ["{LEAD}"]\n', encoding="utf-8")
+    with running_bot(bot_settings(slack, kb_sources=sources), index) as lead_bot, \
+            verified(index, BROADBAND, BROADBAND_ANSWER) as answer_id:
+        with index.session() as s:
+            mine = suggestions.suggest(s, answer_id, ASKED, ASKER, theirs)
+            other = suggestions.suggest(s, answer_id, "home broadband costs, can I claim them?", ASKER, elsewhere)
+            s.commit()
+        assert mine is not None and other is not None
+        home = all_text(open_home(lead_bot, slack, LEAD)["blocks"])
+        listed = home.split(messages.SUGGESTED_QUESTIONS, 1)[1]
+        assert f"“{ASKED}”" in listed and "can I claim them" not in listed, "their channel's only"
+        assert "Index health" not in home, "a verifier, not an admin"
+
+        refused = republished(lead_bot, slack, LEAD, home_click(ACTION_SUGGESTION_DISMISS, str(other), LEAD))
+        assert messages.SUGGESTION_NOT_A_VERIFIER in all_text(refused["blocks"])
+        done = republished(lead_bot, slack, LEAD, home_click(ACTION_SUGGESTION_ADD, str(mine), LEAD))
+        assert messages.suggestion_added(mine, answer_id) in all_text(done["blocks"])
+        assert {s.id: s.status for s in suggested(index, answer_id)} == {mine: "added", other: "open"}
