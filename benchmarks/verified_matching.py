@@ -82,11 +82,11 @@ def main() -> None:
     from sources import load_synonyms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2", "held-out-3", "held-out-4"),
+    parser.add_argument("--show", choices=("dev", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5"),
                         help="list the rule's mistakes on this part")
     parser.add_argument("--swaps", action="store_true", help="the word cosines of swaps in place, by kind")
     parser.add_argument("--blind", action="store_true",
-                        help="with the blind part (held-out-4): score it once, at the end of a round")
+                        help="with the blind parts (held-out-4, -5): score each once, at the end of a round")
     args = parser.parse_args()
     labelled = load_set(blind=args.blind)
     synonyms = load_synonyms(SAMPLE_SOURCES)

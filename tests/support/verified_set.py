@@ -15,7 +15,7 @@ from bot.verified.lookup import CANDIDATES  # how many nearest verified question
 
 REPO = Path(__file__).resolve().parents[2]
 LABELLED = REPO / "benchmarks" / "verified" / "answers.jsonl"
-BLIND = REPO / "benchmarks" / "verified" / "held-out-4.jsonl"  # written by someone who never saw the matcher
+BLIND = REPO / "benchmarks" / "verified"  # held-out-4.jsonl, held-out-5.jsonl…: written by helpers who never saw the matcher
 SAMPLE_QUESTIONS = REPO / "sample-wiki" / "QUESTIONS.jsonl"
 
 
@@ -37,8 +37,8 @@ class LabelledSet:
 
 
 def load_set(blind: bool = False) -> LabelledSet:
-    """The labelled set; with `blind`, its blind part too (its answers join the pool)."""
-    files = [LABELLED, BLIND] if blind else [LABELLED]
+    """The labelled set; with `blind`, its blind parts too (their answers join the pool)."""
+    files = [LABELLED, *sorted(BLIND.glob("held-out-*.jsonl"))] if blind else [LABELLED]
     rows = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     samples = [json.loads(line)["question"] for line in SAMPLE_QUESTIONS.read_text(encoding="utf-8").splitlines()
                if line.strip()]
