@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bot.answering import Answer, answer_question
+from bot.answering import Answer, Source, answer_question
 from sources import Audience, SourceConfig
 from indexing.index import Index, index_status
 from indexing.ingest import SyncReport, SyncRunner, indexed_sources
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from bot.answering import LanguageModel, LLMClient
     from bot.records import GapsReport, Listing
-    from bot.verified import Change, Given, Offered, suggestions
+    from bot.verified import Change, Given, Offered, VerifiedAnswer, suggestions
     from connectors.document import SourceDocument
     from indexing.storage import SyncRun
 
@@ -132,6 +132,12 @@ class KnowledgeBase:
                                   scopes=scopes, review_by=review_by, channel_id=channel_id, message_ts=message_ts)
             session.commit()
         return answer_id
+
+    def verified_sources(self, verified: VerifiedAnswer, audience: Audience) -> list[Source]:
+        """The pages `verified` cites that `audience` may see, as a given verified answer shows them."""
+        from bot.answering import cited_sources
+
+        return cited_sources(self.index, verified, audience.search_scopes)
 
     def accept_suggestion(self, change: Change, suggestion_id: int) -> suggestions.Suggestion:
         """Add a suggested question to its verified answer's questions (`bot.verified.suggestions.accept`:

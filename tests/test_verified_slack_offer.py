@@ -22,7 +22,8 @@ from tests.support.slack_api_server import BOT_TOKEN, TEAM
 from tests.support.slack_harness import (
     ADMIN, SAMPLE_SOURCES, all_text, bot_settings, button, click, mention, message, new_channel, posts_in, query_rows,
     running_bot, wait_until)
-from tests.test_verified_slack_giving import VERIFIER, as_posted, dms_to, open_home, provenance, today, verified
+from tests.test_verified_slack_giving import (
+    SECURITY_PAGE, VERIFIER, as_posted, dms_to, open_home, provenance, today, verified)
 
 from bot import messages
 from bot.knowledge import KnowledgeBase
@@ -69,7 +70,7 @@ def offered_in(bot, slack, channel: str, **where) -> tuple[dict, object]:
 
 
 def test_a_question_worded_otherwise_is_offered_and_show_it_gives_the_verified_answer_in_the_thread(bot, slack, index):
-    with verified(index, BROADBAND, BROADBAND_ANSWER) as answer_id:
+    with verified(index, BROADBAND, BROADBAND_ANSWER, cites=(SECURITY_PAGE,)) as answer_id:
         channel = new_channel()
         event, post = offered_in(bot, slack, channel)
         sent = post.params["blocks"]
@@ -93,6 +94,9 @@ def test_a_question_worded_otherwise_is_offered_and_show_it_gives_the_verified_a
         assert shown["thread_ts"] == event["ts"], "in the question's thread"
         assert provenance(shown["blocks"]) == f"✅ Verified answer — by <@{VERIFIER}>, {today()}"
         assert shown["blocks"][1]["text"]["text"] == BROADBAND_ANSWER
+        cited = next(b for b in shown["blocks"] if b.get("block_id") == blocks.SOURCES_BLOCK)["elements"][0]["text"]
+        first = cited.split("\n")[1]  # as a given verified answer shows its cited page: title, when updated
+        assert first.startswith("[1] *Passwords, 2FA and security incidents*") and " · updated 20" in first, cited
         assert offer(shown["blocks"]) is None
 
         given = button(shown["blocks"], blocks.ACTION_VOTE_DOWN)["value"]

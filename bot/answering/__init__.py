@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 from indexing.faces import load
 
 if TYPE_CHECKING:  # the face: where each public name lives, loaded on first use (indexing.faces)
-    from bot.answering.answer import Answer, EmptyQuestion, Source, answer_question
+    from bot.answering.answer import Answer, EmptyQuestion, Source, answer_question, cited_sources
     from bot.answering.llm import LLMClient, LanguageModel
     from bot.answering.llm_stream import StreamingLLM
 
-__all__ = ["Answer", "EmptyQuestion", "LLMClient", "LanguageModel", "Source", "StreamingLLM", "answer_question"]
+__all__ = ["Answer", "EmptyQuestion", "LLMClient", "LanguageModel", "Source", "StreamingLLM", "answer_question",
+           "cited_sources"]
 
 
 def __getattr__(name: str) -> object:

@@ -224,15 +224,9 @@ def _give_verified(index: Index, answer: Answer, given: Given, scopes: list[str]
     cites that the asker may see first among the sources, then the wiki's own when the wiki had
     any (the nearest pages of a question it found nothing for are no sources of this answer)."""
     from bot.verified import verified_text
-    from indexing.storage import document_queries
 
-    cited = [c.doc_id for c in given.answer.cites]
-    with index.read_session() as s:
-        rows = document_queries.by_id(s, cited, indexed_only=True)
-    pages = [rows[c] for c in cited if c in rows and (scopes is None or rows[c].access in scopes)]
-    first = [Source(n=0, doc_id=d.id, source=d.source, path=d.path, title=d.title or d.path, heading_path=HeadingPath([]),
-                     url=d.url, score=0.0, updated_at=d.updated_at) for d in pages]
-    shown = {d.id for d in pages}
+    first = cited_sources(index, given.answer, scopes)
+    shown = {s.doc_id for s in first}
     wiki = answer.sources if answer.found else []  # the wiki's own outcome, before it is the verified one's
     answer.sources = [*first, *(s for s in wiki if s.doc_id not in shown)]
     for n, source in enumerate(answer.sources, start=1):
@@ -242,6 +236,20 @@ def _give_verified(index: Index, answer: Answer, given: Given, scopes: list[str]
     answer.outcome, answer.lead, answer.answer_span = Outcome.ANSWERED, "", None
     answer.signals = {**answer.signals, "verified_id": given.answer.id, "verified_similarity": given.similarity,
                       "verified_question": given.question}
+
+
+def cited_sources(index: Index, verified: VerifiedAnswer, scopes: list[str] | None) -> list[Source]:
+    """The pages a verified answer cites that are indexed and visible in `scopes` (None: all), as
+    sources in the order it cites them, numbered from 1 — wherever a verified answer is given
+    (asked, or taken when offered: `bot.slack.listeners.verified_offer`)."""
+    from indexing.storage import document_queries
+
+    cited = [c.doc_id for c in verified.cites]
+    with index.read_session() as s:
+        rows = document_queries.by_id(s, cited, indexed_only=True)
+    pages = [rows[c] for c in cited if c in rows and (scopes is None or rows[c].access in scopes)]
+    return [Source(n=n, doc_id=d.id, source=d.source, path=d.path, title=d.title or d.path, heading_path=HeadingPath([]),
+                   url=d.url, score=0.0, updated_at=d.updated_at) for n, d in enumerate(pages, start=1)]
 
 
 def _sources(hits: list[Hit]) -> tuple[list[Source], dict[str, int]]:

@@ -33,7 +33,7 @@ from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
 from bot import messages
-from bot.answering import Answer, Source
+from bot.answering import Answer
 from bot.records import ChannelKind, QueryLog, question_log
 from bot.slack import blocks
 from bot.slack.client import post
@@ -41,7 +41,6 @@ from bot.slack.errors import apology_on_error, quietly
 from bot.slack.listeners.feedback import verified_shareable
 from bot.slack.services import Services, delivery_key, first_time
 from bot.verified import VerifiedAnswer, store, suggestions, verified_text
-from indexing.ingest import HeadingPath
 from indexing.search import Outcome
 from sources import Audience
 
@@ -121,12 +120,7 @@ def show_offered(services: Services, click: OfferClick, client: WebClient, respo
 def given(services: Services, verified: VerifiedAnswer, row: QueryLog, audience: Audience) -> Answer:
     """The verified answer as it is given to a question (`bot.answering.answer`): its provenance and
     text, the pages it cites that `audience` may see as its sources; asked `row`'s question."""
-    cited = [c.doc_id for c in verified.cites]
-    pages = services.kb.pages(cited)
-    visible = [pages[d] for d in cited if d in pages and (audience.scopes is None or pages[d].access in audience.scopes)]
-    sources = [Source(n=n, doc_id=p.id, source=p.id.partition(":")[0], path=p.id.partition(":")[2], title=p.title,
-                      heading_path=HeadingPath([]), url=p.url, score=0.0, updated_at=None)
-               for n, p in enumerate(visible, start=1)]
+    sources = services.kb.verified_sources(verified, audience)
     offered = (row.signals or {}).get("verified_offer_question")
     return Answer(question=row.question, text=verified_text(verified), sources=sources, timings_ms={},
                   verified=verified, outcome=Outcome.ANSWERED,
