@@ -68,13 +68,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.verified.question_words import MAX_CHARS, SynonymTable, Word, analyse, key_terms, synonym_table, variant_terms
+from bot.verified.question_words import (
+    MAX_CHARS, SynonymTable, Word, analyse, key_terms, stem, synonym_table, variant_terms)
 from bot.verified.word_pairs import acronyms, pair_off, same_word
 
 __all__ = ["Candidate", "Decision", "Match", "Verdict", "best_match", "decide", "judge", "key_terms"]
 
 MIN_SIMILARITY = 0.55  # cosine below which a variant is not the same question, whatever its words
 SWAP_SIMILARITY = 0.75  # cosine a question rewording the variant (words out, others in) must reach
+# Actions that undo or end what a request obtains: a question adding or leaving one out asks the
+# opposite ("give back my licence" for "get a licence"; "get", "give" are request words, set aside).
+UNDOING = frozenset(stem(w) for w in """
+cancel cancellation return revoke remove removal delete deactivate disable terminate termination
+unsubscribe withdraw sell refund offboard offboarding uninstall downgrade back""".split())
 OFFER_SIMILARITY = 0.55  # cosine from which a candidate refused for its wording only is offered (`decide`)
 
 @dataclass(frozen=True)
@@ -176,6 +182,9 @@ def _judge(question: tuple[Word, ...], candidate: Candidate, table: SynonymTable
             continue
         return no(f"the question lacks {word.surface!r}")
     missing = [w for w in missing if not w.owner]  # "our DUNS number" for "Acme Widgets' DUNS number"
+    undoing = [w for w in (*extra, *missing) if w.term in UNDOING]
+    if undoing:  # "how do I deactivate X's account" is no "how do I get an account", whatever else agrees
+        return no(f"{undoing[0].surface!r} undoes what the other asks for")
     if candidate.similarity < MIN_SIMILARITY:
         return worded_otherwise(f"similarity {candidate.similarity:.2f} below {MIN_SIMILARITY}")
     chinese = any(w.kind == "cjk" for w in (*missing, *extra))  # its similarity says nothing (the model reads no Chinese)

@@ -183,7 +183,7 @@ def _words(text: str) -> tuple[Word, ...]:
             in_name = True
         else:
             in_name = False
-        out.append(Word(_stem(lower), lower, "name" if is_name else "word", owner=owner and is_name,
+        out.append(Word(stem(lower), lower, "name" if is_name else "word", owner=owner and is_name,
                         run=run if is_name else -1))
         in_name = in_name and not owner  # "Acme's DUNS": the owner's name ends at its apostrophe
     if any(w.owner for w in out):  # every word of an owner's name is an owner ("Acme Widgets'")
@@ -246,7 +246,8 @@ def _english_stop_words() -> frozenset[str]:
 
 
 @lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word as the keyword leg stems it (Snowball): the matcher's term for it."""
     return str(bm25._stemmer().stemWord(word))
 
 
