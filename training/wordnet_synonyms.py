@@ -9,9 +9,10 @@ the bundled model places such co-hyponyms as close as synonyms (docs/tuning.md).
 them apart: synonyms share a synset ("parcel" / "package", "misplace" / "lose", "reserve" /
 "book"), co-hyponyms only share a parent ("breakfast" / "lunch" are both a "meal"). So the
 matcher lets a swap through when the two words share a synset among the senses people mostly
-mean (each word's first `SENSES`, WordNet lists senses by frequency), or when one's first sense
-is the other's first sense's direct parent ("guest" is a kind of "visitor"). Antonyms, parents
-further up and rare senses ("staging" is one sense of "production") are left out.
+mean (each word's first `SENSES`, WordNet lists senses by frequency). Antonyms, parents and rare
+senses ("staging" is one sense of "production") are left out. A word's first sense's direct
+parent was tried too ("guest" is a kind of "visitor"): one paraphrase more, and one near miss more
+("admin rights" for "access", an access being a kind of right), so it is not used.
 
 WordNet 3.0 (Princeton University; its licence allows copying with its notice, which heads the
 file) is read from its database files (`index.*`, `data.*`, `*.exc`), whose format is fixed and
@@ -53,24 +54,6 @@ def read_index(root: Path) -> dict[tuple[str, str], list[str]]:
     return index
 
 
-def read_hypernyms(root: Path) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """(pos, offset) → the (pos, offset) of each direct hypernym ("@", "@i")."""
-    parents: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for pos, name in POS_FILES.items():
-        for line in (root / f"data.{name}").read_text(encoding="utf-8").splitlines():
-            if line.startswith("  "):
-                continue
-            fields = line.split(" | ")[0].split()
-            word_count = int(fields[3], 16)
-            at = 4 + 2 * word_count
-            for _ in range(int(fields[at])):
-                symbol, offset, target_pos = fields[at + 1], fields[at + 2], fields[at + 3]
-                if symbol in ("@", "@i"):
-                    parents[(pos, fields[0])].append(("a" if target_pos == "s" else target_pos, offset))
-                at += 4
-    return parents
-
-
 def stem(lemma: str) -> str | None:
     """The matcher's term for a one-word lemma; None for phrases, numbers and stop words."""
     if not lemma.isalpha() or lemma in bm25.QUESTION_WORDS:
@@ -78,30 +61,16 @@ def stem(lemma: str) -> str | None:
     return str(bm25._stemmer().stemWord(lemma.lower()))
 
 
-Synset = tuple[str, str]  # (part of speech, offset)
-
-
-def groups(index: dict[tuple[str, str], list[str]], parents: dict[Synset, list[Synset]]) -> list[tuple[str, ...]]:
-    """Each synset's words (those for which it is among their first SENSES senses), and each pair
-    of a word and its first sense's direct parent's words."""
+def groups(index: dict[tuple[str, str], list[str]]) -> list[tuple[str, ...]]:
+    """Each synset's words: those for which it is among their first SENSES senses."""
     members: dict[tuple[str, str], set[str]] = defaultdict(set)
-    first: dict[tuple[str, str], set[str]] = defaultdict(set)  # a synset → the words whose first sense it is
     for (lemma, pos), offsets in index.items():
         term = stem(lemma)
         if term is None:
             continue
-        for rank, offset in enumerate(offsets[:SENSES]):
+        for offset in offsets[:SENSES]:
             members[(pos, offset)].add(term)
-            if rank == 0:
-                first[(pos, offset)].add(term)
-    out = {tuple(sorted(m)) for m in members.values() if len(m) > 1}
-    for synset, words in first.items():
-        for parent in parents.get(synset, []):
-            for word in words:
-                for above in first.get(parent, ()):
-                    if above != word:
-                        out.add(tuple(sorted((word, above))))
-    return sorted(out)
+    return sorted({tuple(sorted(m)) for m in members.values() if len(m) > 1})
 
 
 def main() -> None:
@@ -111,7 +80,7 @@ def main() -> None:
     root: Path = args.wordnet
     licence = (root / "LICENSE").read_text(encoding="utf-8").splitlines()[:LICENCE_LINES]
     digest = hashlib.sha256((root / "data.noun").read_bytes()).hexdigest()[:16]
-    found = groups(read_index(root), read_hypernyms(root))
+    found = groups(read_index(root))
     head = [f"# Built by training/wordnet_synonyms.py (SENSES = {SENSES}) from WordNet 3.0 (data.noun sha256 {digest}…).",
             "# One group of words meaning the same per line, as Snowball stems. WordNet's notice:", "#"]
     head += [f"# {line}".rstrip() for line in licence]

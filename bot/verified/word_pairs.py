@@ -7,8 +7,7 @@ whether one thing was swapped for another (a near miss) or the question is worde
 - one written short or spelt another way ("pw" / "password", "bldg" / "building", "portugal" /
   "portuguese", "licence" / "license");
 - two words WordNet says mean the same — they share a synset among each one's first senses
-  ("parcel" / "package", "misplace" / "lose", "reserve" / "book"), or one's first sense is the
-  other's first sense's direct parent ("guest" is a kind of "visitor"); co-hyponyms do not
+  ("parcel" / "package", "misplace" / "lose", "reserve" / "book"); co-hyponyms do not
   ("breakfast" / "lunch" are both a "meal", a near miss). The table, `wordnet_synonyms.txt`, is
   built from WordNet 3.0 by training/wordnet_synonyms.py. Names and numbers never pair this way:
   "Lisbon" is not "Portland" whatever a dictionary says;
