@@ -89,7 +89,7 @@ def synonym_table(synonyms: Mapping[str, Sequence[str]]) -> SynonymTable:
     return tuple((k, tuple(v)) for k, v in synonyms.items())
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16_384)
 def variant_terms(variant: str, table: SynonymTable) -> tuple[Word, ...]:
     """A verified question's words, analysed once per process (they come back with every lookup)."""
     return analyse(variant[:MAX_CHARS], table)
@@ -251,10 +251,14 @@ def stem(word: str) -> str:
     return str(bm25._stemmer().stemWord(word))
 
 
+Wordings = dict[str, tuple[tuple[tuple[str, ...], str], ...]]  # first term → (terms, group), longest first
+
+
 @lru_cache(maxsize=64)
-def _synonym_groups(table: SynonymTable) -> tuple[tuple[tuple[str, ...], str], ...]:
+def _synonym_groups(table: SynonymTable) -> Wordings:
     """Every wording of the table (keys and phrases) as its term sequence → the group's name,
-    longest first; wordings joined by a key are one group (`vacation`, `PTO`, `annual leave`)."""
+    longest first, by its first term; wordings joined by a key are one group (`vacation`, `PTO`,
+    `annual leave`)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -270,14 +274,17 @@ def _synonym_groups(table: SynonymTable) -> tuple[tuple[tuple[str, ...], str], .
         terms = tuple(w.term for w in _words(wording))
         if terms:
             wordings.setdefault(terms, "=" + find(wording))
-    return tuple(sorted(wordings.items(), key=lambda item: -len(item[0])))
+    by_first: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for terms, group in sorted(wordings.items(), key=lambda item: -len(item[0])):
+        by_first.setdefault(terms[0], []).append((terms, group))
+    return {first: tuple(found) for first, found in by_first.items()}
 
 
-def _apply_synonyms(words: tuple[Word, ...], groups: tuple[tuple[tuple[str, ...], str], ...]) -> tuple[Word, ...]:
+def _apply_synonyms(words: tuple[Word, ...], groups: Wordings) -> tuple[Word, ...]:
     out: list[Word] = []
     i = 0
     while i < len(words):
-        for terms, group in groups:
+        for terms, group in groups.get(words[i].term, ()):
             n = len(terms)
             if tuple(w.term for w in words[i:i + n]) == terms:
                 first = words[i]
