@@ -201,3 +201,10 @@ def test_a_question_undoing_what_the_variant_asks_for_is_a_near_miss():
     assert not given("how do i deactivate the figma licence of someone who left", figma, 0.8)
     assert not given("How do I return a standing desk?", "How do I request a standing desk?", 0.9)
     assert not given("How do I request a standing desk?", "How do I return a standing desk?", 0.9)  # either side
+
+
+def test_two_short_words_are_two_things_but_a_plural_is_one():
+    ups = "What's our UPS account number for shipping from the Portland office?"
+    assert not given("what's the USPS account number for shipping from the portland office", ups, 0.9)
+    assert given("who's allowed to sign ndas for acme", "Who can sign an NDA for Acme?", 0.79)
+    assert given("lisbon guest wifi pw", LISBON_WIFI, 0.78)  # "pw": a long word written short

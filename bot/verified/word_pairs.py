@@ -94,13 +94,16 @@ def _spelling(acronym: str, words: tuple[Word, ...], unmatched: list[Word]) -> t
 def _abbreviates(short: str, long: str) -> bool:
     """"pw" → "password", "bldg" → "building", "acct" → "account", "portugal" → "portuguese",
     "license" → "licence", "center" → "centre": the same first five letters, one edit apart (words
-    of six letters or more: spellings and typos; "lunch" is not "launch"), or an abbreviation of at most four letters (the
-    same first letter, its letters in order in the long word)."""
+    of six letters or more: spellings and typos; "lunch" is not "launch"), or an abbreviation of at
+    most four letters of a word of six or more (the same first letter, its letters in order in the
+    long word): two short words are two things, "UPS" is not "USPS"."""
     if len(short) > len(long) or not short or short[0] != long[0] or not short.isascii():
         return False
+    if long in (short + "s", short + "es"):  # a plural the stemmer leaves alone: "ndas", "pcs"
+        return True
     if len(short) >= 5 and long.startswith(short[:5]) or len(short) >= 6 and _one_edit(short, long):
         return True
-    if len(short) > 4:
+    if len(short) > 4 or len(long) < 6:
         return False
     letters = iter(long)
     return all(c in letters for c in short)
