@@ -114,12 +114,9 @@ def add(session: Session, embedder: Embedder, change: Change, *, questions: Sequ
             col(VerifiedAnswerRow.retired_at).is_(None))).first()
         if again is not None:
             assert again.id is not None
-            known = [q for (q,) in session.execute(select(VerifiedQuestionRow.question).where(
-                VerifiedQuestionRow.answer_id == again.id).order_by(col(VerifiedQuestionRow.position))).all()]
-            seen = {q.casefold() for q in known}
-            edit(session, embedder, again.id, questions=[*known, *(q for q in clean_questions(questions)
-                                                                   if q.casefold() not in seen)],
-                 answer=answer, scopes=scopes, review_by=review_by, reverify_by=(verified_by or change.actor).strip())
+            add_questions(session, embedder, again.id, questions)
+            edit(session, embedder, again.id, answer=answer, scopes=scopes, review_by=review_by,
+                 reverify_by=(verified_by or change.actor).strip())
             return again.id
     row = VerifiedAnswerRow(answer=clean_answer(answer), verified_by=(verified_by or change.actor).strip(),
                             verified_at=verified_at or utcnow(), revision=_next_revision(session),
@@ -158,6 +155,32 @@ def edit(session: Session, embedder: Embedder, answer_id: int, *, questions: Seq
         _store_questions(session, embedder, answer_id, clean_questions(questions))
     session.flush()
     _bump(session, answer_id)
+
+
+def add_questions(session: Session, embedder: Embedder, answer_id: int, wordings: Sequence[str]) -> list[str]:
+    """Add to an answer the wordings it does not have yet (in any case), after its own; only those
+    are embedded. Returns them (none: nothing changed)."""
+    known = questions(session, [answer_id]).get(answer_id, [])
+    seen = {q.casefold() for q in known}
+    new = [q for q in clean_questions(wordings) if q.casefold() not in seen]
+    if not new:
+        return []
+    clean_questions([*known, *new])  # at most MAX_QUESTIONS in all
+    _store_questions(session, embedder, answer_id, new, first=len(known))
+    session.flush()
+    _bump(session, answer_id)
+    return new
+
+
+def questions(session: Session, answer_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Each of these answers' questions, in their order."""
+    Q = VerifiedQuestionRow
+    found: dict[int, list[str]] = {}
+    if answer_ids:
+        for answer_id, question in session.exec(select(col(Q.answer_id), col(Q.question)).where(
+                col(Q.answer_id).in_(list(answer_ids))).order_by(col(Q.answer_id), col(Q.position))).all():
+            found.setdefault(answer_id, []).append(question)
+    return found
 
 
 def retire(session: Session, answer_id: int, change: Change) -> bool:
@@ -254,9 +277,9 @@ def _bump(session: Session, answer_id: int) -> None:
                     .values(revision=_next_revision(session)))
 
 
-def _store_questions(session: Session, embedder: Embedder, answer_id: int, questions: list[str]) -> None:
-    vectors = embedder.embed_unindexed(questions)
-    for position, (question, vector) in enumerate(zip(questions, vectors)):
+def _store_questions(session: Session, embedder: Embedder, answer_id: int, wordings: list[str], first: int = 0) -> None:
+    vectors = embedder.embed_unindexed(wordings)
+    for position, (question, vector) in enumerate(zip(wordings, vectors), start=first):
         session.add(VerifiedQuestionRow(answer_id=answer_id, position=position, question=question, model=embedder.name,
                                         dim=len(vector), vector=np.asarray(vector, dtype=np.float32).tobytes()))
 
@@ -271,14 +294,9 @@ def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
     review today."""
     if not rows:
         return []
-    ids = [r.id for r in rows]
-    questions: dict[int, list[str]] = dict(known or {})
-    Q = VerifiedQuestionRow
-    unread = [i for i in ids if i not in questions]
-    if unread:
-        for aid, q in session.exec(select(col(Q.answer_id), col(Q.question)).where(col(Q.answer_id).in_(unread))
-                                   .order_by(col(Q.answer_id), col(Q.position))).all():
-            questions.setdefault(aid, []).append(q)
+    ids = [r.id for r in rows if r.id is not None]
+    read = dict(known or {})
+    read.update(questions(session, [i for i in ids if i not in read]))
     cited = sorted({c["doc"] for r in rows for c in r.cites})
     pages = document_queries.by_id(session, cited)
     today = today or utcnow().date()
@@ -287,7 +305,7 @@ def _values(session: Session, rows: list[VerifiedAnswerRow], today: date | None,
         assert r.id is not None
         due_since, why = _due(r, pages, today)
         out.append(VerifiedAnswer(
-            id=r.id, questions=questions.get(r.id, []), answer=r.answer, verified_by=r.verified_by,
+            id=r.id, questions=read.get(r.id, []), answer=r.answer, verified_by=r.verified_by,
             verified_at=r.verified_at, scopes=list(r.scopes),  # timestamptz: read back with its zone
             cites=[Citation(c["doc"], c.get("hash", "")) for c in r.cites],
             review_by=r.review_by, retired_at=r.retired_at, retired_by=r.retired_by, channel_id=r.channel_id,

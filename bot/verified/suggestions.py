@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session, col, select
 
 from bot.verified import store
-from bot.verified.records import VerifiedAnswerRow, VerifiedQuestionRow, VerifiedSuggestionRow
+from bot.verified.records import VerifiedAnswerRow, VerifiedSuggestionRow
 from bot.verified.store import Change, VerifiedError
 from indexing.storage import utcnow
 from indexing.vectors import Embedder
@@ -56,8 +56,7 @@ def suggest(session: Session, answer_id: int, question: str, asked_by: str, chan
     answer = session.get(VerifiedAnswerRow, answer_id)
     if not question or answer is None or answer.retired_at is not None:
         return None
-    known = session.exec(select(VerifiedQuestionRow.question).where(VerifiedQuestionRow.answer_id == answer_id)).all()
-    if question.casefold() in {q.casefold() for q in known}:
+    if question.casefold() in {q.casefold() for q in store.questions(session, [answer_id]).get(answer_id, [])}:
         return None
     row = session.execute(insert(VerifiedSuggestionRow).values(
         answer_id=answer_id, question=question, asked_by=asked_by, channel_id=channel_id, asked_at=utcnow(),
@@ -88,9 +87,7 @@ def accept(session: Session, embedder: Embedder, suggestion_id: int, change: Cha
     """Add the suggestion's wording to its answer's questions (given from now on, in every process:
     the answer's revision moves) and mark it added. The caller commits."""
     row = _open_row(session, suggestion_id)
-    questions = [q for (q,) in session.execute(select(VerifiedQuestionRow.question).where(
-        VerifiedQuestionRow.answer_id == row.answer_id).order_by(col(VerifiedQuestionRow.position))).all()]
-    store.edit(session, embedder, row.answer_id, questions=[*questions, row.question])
+    store.add_questions(session, embedder, row.answer_id, [row.question])
     return _resolve(session, row, "added", change)
 
 
@@ -119,14 +116,9 @@ def _resolve(session: Session, row: VerifiedSuggestionRow, status: str, change: 
 
 
 def _first_questions(session: Session, answer_ids: list[int]) -> list[str]:
-    """Each answer's first question (its questions are few), in the order of `answer_ids`."""
-    Q = VerifiedQuestionRow
-    first: dict[int, str] = {}
-    if answer_ids:
-        for answer_id, question in session.execute(select(Q.answer_id, Q.question).where(
-                col(Q.answer_id).in_(set(answer_ids))).order_by(col(Q.answer_id), col(Q.position).desc())).all():
-            first[answer_id] = question  # the lowest position comes last
-    return [first.get(a, "") for a in answer_ids]
+    """Each answer's first question, in the order of `answer_ids`."""
+    found = store.questions(session, answer_ids)
+    return [found[a][0] if found.get(a) else "" for a in answer_ids]
 
 
 def _value(row: VerifiedSuggestionRow, verified_question: str) -> Suggestion:
