@@ -137,7 +137,7 @@ def test_a_cited_page_that_changes_makes_it_due_for_review(env, tmp_path):
         assert answer_id not in [a["id"] for a in json.loads(_kb("answers", "list", "--due", "--json", env=env).stdout)]
         _kb("answers", "retire", str(answer_id), env=env)
     finally:
-        _kb("forget", "lisbonwiki", env=env)
+        assert _kb("forget", "lisbonwiki", "--yes", env=env).returncode == 0  # without --yes it asks, and keeps it
 
 
 def test_export_and_import_keep_them_in_a_file(env, tmp_path):
