@@ -114,14 +114,8 @@ class _HTTPConnection(HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class _HTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        _bind(self)
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _bind(self)
-        super().request(*args, **kwargs)
+class _HTTPSConnection(_HTTPConnection, HTTPSConnection):
+    """The same over TLS: `_HTTPConnection`'s `super()` is `HTTPSConnection` here."""
 
 
 class _HTTPPool(HTTPConnectionPool):
