@@ -21,6 +21,22 @@ HANDBOOK = SHARED / "sourcegraph-handbook"
 CORPUS_EXCLUDES = ["SOURCE.md", "LICENSE*", "*.jsonl"]
 
 
+def support_module(name: str):
+    """tests/support/<name>.py loaded from its file, once per process (benchmarks do not import the
+    tests: whatever PYTHONPATH points at, the module beside these benchmarks is the one read)."""
+    import importlib.util
+    import sys
+
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "tests" / "support" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look the module up while the class is created
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def fresh_index(home: Path | None = None):
     """An index in a new temporary data directory (or `home`), with its own embedded Postgres."""
     from indexing.config import IndexConfig, RerankConfig

@@ -13,9 +13,7 @@ Loopback only: both servers bind 127.0.0.1.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 import threading
 import time
 import uuid
@@ -27,26 +25,14 @@ from itertools import count
 from pathlib import Path
 
 from training.corpora import REPO
-from benchmarks._common import pct
+from benchmarks._common import pct, support_module
 
 SECRET = "bench-signing-secret-0123456789abcdef"
 APOLOGY_MARK = "something went wrong on my side"
 QUESTIONS_FILE = REPO / "sample-wiki" / "QUESTIONS.jsonl"
 
 
-def _load_slack_api_server():
-    """tests/support/slack_api_server.py loaded from its file (benchmarks do not import the tests)."""
-    name = "slack_api_server"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "slack_api_server.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look the module up while the class is created
-    spec.loader.exec_module(module)
-    return module
-
-
-_api = _load_slack_api_server()
+_api = support_module("slack_api_server")
 FakeSlack = _api.FakeSlack
 BOT_TOKEN, BOT_USER, TEAM = _api.BOT_TOKEN, _api.BOT_USER, _api.TEAM
 

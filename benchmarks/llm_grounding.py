@@ -33,33 +33,18 @@ import argparse
 import hashlib
 import json
 import logging
-import importlib.util
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
-from benchmarks._common import table
-from training.corpora import REPO
+from benchmarks._common import support_module, table
 
 CORPORA = ("sample", "clef", "sg", "mszh")
 
 
-def _openai_server():
-    """tests/support/openai_server.py loaded from its file (benchmarks do not import the tests)."""
-    name = "openai_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "openai_server.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def unfaithful(body: dict, turn: Counter) -> str:
     """The faithful reply gone wrong, one way after another."""
-    server = _openai_server()
+    server = support_module("openai_server")
     lines = server.lead_lines(body)
     if not lines:
         return "Employees get a $500 stipend for this [1]."
@@ -83,7 +68,7 @@ _SMALL = "zero one two three four five six seven eight nine ten eleven twelve th
 def paraphrased(body: dict) -> str:
     """The faithful reply reworded as models reword: small numbers in words ("25" stays, "7" → "seven"),
     "$1,500" as "1,500 dollars", the citation after the full stop, an opening of its own."""
-    server = _openai_server()
+    server = support_module("openai_server")
     lines = server.lead_lines(body)
     if not lines:
         return "I could not find this in the knowledge base."
@@ -210,7 +195,7 @@ def main() -> None:
     args = parser.parse_args()
     cache = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
 
-    server_module = _openai_server()
+    server_module = support_module("openai_server")
     server = server_module.FakeOpenAI().start()
     turn: Counter = Counter()
     endpoints = {"faithful": (server.base_url, server_module.faithful), "paraphrased": (server.base_url, paraphrased),

@@ -19,23 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._common import support_module
+
 SAMPLE_WIKI = Path(__file__).resolve().parents[1] / "sample-wiki"
-
-
-def _hostile_inputs():
-    """tests/support/hostile_inputs.py loaded from its file (like benchmarks/_slack.py loads the
-    local Slack API): the same question the spelling test asks, whatever PYTHONPATH points at."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "tests" / "support" / "hostile_inputs.py"
-    spec = importlib.util.spec_from_file_location("hostile_inputs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gibberish = _hostile_inputs().gibberish
+gibberish = support_module("hostile_inputs").gibberish
 
 
 def main(argv: list[str] | None = None) -> None:

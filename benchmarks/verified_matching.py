@@ -34,30 +34,17 @@ how many of each kind a word-cosine threshold would let through.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from benchmarks._common import support_module
 
 REPO = Path(__file__).resolve().parents[1]
 NEAR_MISS_TARGET = 0.05
 SWEEP = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
-
-def _load_verified_set():
-    """tests/support/verified_set.py loaded from its file (benchmarks do not import the tests)."""
-    name = "verified_set"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "support" / "verified_set.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look the module up while the class is created
-    spec.loader.exec_module(module)
-    return module
-
-
-_set = _load_verified_set()
+_set = support_module("verified_set")
 Asked, CANDIDATES, by_cosine, by_rule, by_offer = _set.Asked, _set.CANDIDATES, _set.by_cosine, _set.by_rule, _set.by_offer
 candidate_lists, load_set, score = _set.candidate_lists, _set.load_set, _set.score
 
